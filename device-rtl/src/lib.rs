@@ -1,0 +1,33 @@
+//! Device runtime for OpenMP `declare target indirect`.
+//!
+//! A device image that calls functions through host function pointers carries a table of
+//! `{host_ptr, tgt_ptr}` pairs sorted by `host_ptr`. The host plugin installs it by writing the
+//! table's device address into [`__omp_offloading_fptr_map_p`] and its length into
+//! [`__omp_offloading_fptr_map_size`]; device code then calls [`__kmpc_target_translate_fptr`]
+//! on a host pointer to obtain the device function to call.
+//!
+//! The crate is freestanding (`no_std`, no allocation, no panic paths, no external calls) so the
+//! same source builds for `nvptx64-nvidia-cuda`, `amdgcn-amd-amdhsa` and x86_64, and the lookup
+//! in [`lookup`] is ordinary Rust that the host test suite runs directly.
+#![cfg_attr(not(test), no_std)]
+#![feature(linkage)]
+#![cfg_attr(feature = "panic-handler", feature(core_intrinsics))]
+#![cfg_attr(feature = "panic-handler", allow(internal_features))]
+#![deny(missing_docs)]
+
+mod exports;
+pub mod lookup;
+
+pub use exports::{
+    __kmpc_target_translate_fptr, __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size,
+};
+pub use lookup::{translate, translate_in, FptrMapEntry};
+
+/// Freestanding builds need a panic handler even though nothing in this crate can panic: the
+/// lookup uses raw pointers and unchecked arithmetic that cannot overflow. The artifact checks
+/// prove the handler is unreachable (no trap or external call remains in the PTX).
+#[cfg(feature = "panic-handler")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    core::intrinsics::abort()
+}

@@ -1,0 +1,90 @@
+//! The table lookup, independent of where the table comes from.
+
+use core::ffi::c_void;
+
+/// One entry of the function-pointer map: `struct __omp_offloading_fptr_map_ty { int64_t
+/// host_ptr; int64_t tgt_ptr; }` (16 bytes, 8-aligned).
+///
+/// Addresses are compared as unsigned 64-bit integers, the order in which the plugin (and LLVM's
+/// `setupIndirectCallTable`) sorts them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FptrMapEntry {
+    /// Address of the host version of the function: the key.
+    pub host_ptr: u64,
+    /// Address of the device version of the same function: the value.
+    pub tgt_ptr: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<FptrMapEntry>() == 16);
+const _: () = assert!(core::mem::align_of::<FptrMapEntry>() == 8);
+
+/// Translates `fn_ptr` through the sorted table of `size` entries at `table`.
+///
+/// Returns the `tgt_ptr` of the first entry whose `host_ptr` equals `fn_ptr`, and `fn_ptr`
+/// unchanged in every other case: null `fn_ptr`, null `table`, `size == 0`, or no such entry.
+/// Always terminates: the search halves a 64-bit length, so at most 64 steps, including keys that
+/// fall strictly between two entries (where LLVM's DeviceRTL lookup loops forever).
+///
+/// # Safety
+/// If `table` is non-null and `size > 0`, `table` must point to `size` readable entries sorted
+/// by `host_ptr` (ascending, unsigned). An unsorted table gives an unspecified result (the input
+/// or some entry's `tgt_ptr`), never an out-of-bounds read.
+#[inline(always)]
+pub unsafe fn translate(table: *const FptrMapEntry, size: u64, fn_ptr: *mut c_void) -> *mut c_void {
+    let key = fn_ptr as u64;
+    if key == 0 || table.is_null() || size == 0 {
+        return fn_ptr;
+    }
+    // SAFETY: the caller guarantees `size` readable entries; index 0 and `size - 1` are in range.
+    let (first, last) = unsafe {
+        (
+            (*table).host_ptr,
+            (*table.add((size - 1) as usize)).host_ptr,
+        )
+    };
+    // Pointers that are not host functions (device pointers, other data) mostly fall outside the
+    // table's range: answer them after two loads.
+    if key < first || key > last {
+        return fn_ptr;
+    }
+    // Branch-free lower bound over [base, base + len): the answer stays in [base, base + len].
+    let mut base = table;
+    let mut len = size;
+    while len > 1 {
+        let half = len / 2;
+        // SAFETY: `base + half < base + len <= table + size`, so `mid` is in the table.
+        let mid = unsafe { base.add(half as usize) };
+        // SAFETY: as above.
+        if unsafe { (*mid).host_ptr } < key {
+            base = mid;
+        }
+        len -= half;
+    }
+    // SAFETY: `base` is in the table (len stayed >= 1).
+    let entry = unsafe { &*base };
+    if entry.host_ptr == key {
+        return entry.tgt_ptr as *mut c_void;
+    }
+    // The lower bound is `base + 1`, which exists: `key <= last` and `base.host_ptr < key` means
+    // `base` is not the last entry.
+    // SAFETY: `base + 1 <= table + size - 1` by the argument above.
+    let next = unsafe { &*base.add(1) };
+    if next.host_ptr == key {
+        next.tgt_ptr as *mut c_void
+    } else {
+        fn_ptr
+    }
+}
+
+/// Safe form of [`translate`] over a slice, for host code and tests: same result as
+/// `translate(table.as_ptr(), table.len(), fn_ptr)`.
+///
+/// `table` must be sorted by `host_ptr`; if it is not, the result is unspecified but the call
+/// stays in bounds.
+#[inline]
+pub fn translate_in(table: &[FptrMapEntry], fn_ptr: u64) -> u64 {
+    // SAFETY: a slice is `len` readable entries (a dangling non-null pointer when empty, never
+    // read because `size == 0` returns first).
+    unsafe { translate(table.as_ptr(), table.len() as u64, fn_ptr as *mut c_void) as u64 }
+}
