@@ -1,0 +1,94 @@
+/* Checks __kmpc_target_translate_fptr through the real C ABI, linked against the plain x86_64
+ * archive target/dist/device/x86_64/libdevice_rtl.a. The test sets the two weak globals itself,
+ * as the plugin does on a device. Exit status 0 and "translate_abi: N passed, 0 failed". */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct __omp_offloading_fptr_map_ty {
+  int64_t host_ptr;
+  int64_t tgt_ptr;
+};
+_Static_assert(sizeof(struct __omp_offloading_fptr_map_ty) == 16, "entry is 16 bytes");
+
+extern struct __omp_offloading_fptr_map_ty *__omp_offloading_fptr_map_p;
+extern uint64_t __omp_offloading_fptr_map_size;
+void *__kmpc_target_translate_fptr(void *FnPtr);
+
+static int passed, failed;
+
+static void expect(const char *what, uintptr_t key, uintptr_t want) {
+  uintptr_t got = (uintptr_t)__kmpc_target_translate_fptr((void *)key);
+  if (got == want) {
+    passed++;
+  } else {
+    failed++;
+    fprintf(stderr, "FAIL %s: key %#lx -> %#lx, expected %#lx\n", what, (unsigned long)key,
+            (unsigned long)got, (unsigned long)want);
+  }
+}
+
+static void install(struct __omp_offloading_fptr_map_ty *table, uint64_t size) {
+  __omp_offloading_fptr_map_p = table;
+  __omp_offloading_fptr_map_size = size;
+}
+
+int main(void) {
+  /* Nothing installed: the library's own defaults are null / 0. */
+  if (__omp_offloading_fptr_map_p != NULL || __omp_offloading_fptr_map_size != 0) {
+    fprintf(stderr, "FAIL defaults: globals are not null / 0\n");
+    failed++;
+  }
+  expect("no table", 0x1234, 0x1234);
+  expect("no table, null", 0, 0);
+
+  struct __omp_offloading_fptr_map_ty four[] = {{100, 1100}, {200, 1200}, {300, 1300}, {400, 1400}};
+  install(four, 4);
+  expect("hit first", 100, 1100);
+  expect("hit", 200, 1200);
+  expect("hit", 300, 1300);
+  expect("hit last", 400, 1400);
+  /* Keys strictly between two entries: LLVM's DeviceRTL lookup never returns for these. */
+  expect("between", 150, 150);
+  expect("between", 250, 250);
+  expect("between", 350, 350);
+  expect("below", 99, 99);
+  expect("above", 401, 401);
+  expect("max", UINTPTR_MAX, UINTPTR_MAX);
+  expect("null", 0, 0);
+
+  install(four, 0);
+  expect("size 0", 200, 200);
+  install(NULL, 4);
+  expect("null table, size 4", 200, 200);
+
+  /* Unsigned order: addresses above 2^63 sort after the others. */
+  struct __omp_offloading_fptr_map_ty high[] = {{0x10, 1}, {(int64_t)0x8000000000000000ull, 2},
+                                                {(int64_t)0xfffffffffffffff0ull, 3}};
+  install(high, 3);
+  expect("high hit", 0x8000000000000000ull, 2);
+  expect("top hit", 0xfffffffffffffff0ull, 3);
+  expect("high miss", 0x8000000000000001ull, 0x8000000000000001ull);
+
+  /* A large table: every key and every gap. */
+  enum { N = 100003 };
+  struct __omp_offloading_fptr_map_ty *big = malloc(N * sizeof *big);
+  if (!big) return 2;
+  for (int64_t i = 0; i < N; i++) {
+    big[i].host_ptr = 0x400000 + 16 * i;
+    big[i].tgt_ptr = 0x7f0000000000 + 32 * i;
+  }
+  install(big, N);
+  int big_failures = failed;
+  for (int64_t i = 0; i < N; i++) {
+    expect("big hit", 0x400000 + 16 * i, 0x7f0000000000 + 32 * i);
+    expect("big gap", 0x400000 + 16 * i + 8, 0x400000 + 16 * i + 8);
+    if (failed - big_failures > 10) break;
+  }
+  install(NULL, 0);
+  free(big);
+
+  printf("translate_abi: %d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}

@@ -1,0 +1,255 @@
+//! `cargo xtask build`: the device runtime for every architecture and the dist tree.
+//!
+//! ```text
+//! target/dist/lib/libomptarget-indirect.a                 host object + embedded device images
+//! target/dist/device/x86_64/libdevice_rtl.a, device_rtl.bc
+//! target/dist/device/nvptx64/<sm>/device_rtl.{bc,ptx,cubin}
+//! target/dist/device/amdgcn/<gfx>/device_rtl.{bc,o}
+//! ```
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::cmd;
+use crate::tools::Tools;
+
+/// NVIDIA architectures built when `--sm` is not given: Volta and Hopper.
+pub const DEFAULT_SMS: &[&str] = &["sm_70", "sm_90"];
+/// AMD architectures built when `--gfx` is not given: MI200, MI300, RDNA3.
+pub const DEFAULT_GFXS: &[&str] = &["gfx90a", "gfx942", "gfx1100"];
+
+/// Target triple clang uses for host offloading; the packaged x86_64 image must carry it.
+const X86_64_OFFLOAD_TRIPLE: &str = "x86_64-pc-linux-gnu";
+
+/// Which GPU architectures to build.
+#[derive(Clone, Debug)]
+pub struct Archs {
+    /// `sm_NN` names.
+    pub sms: Vec<String>,
+    /// `gfxNNN` names.
+    pub gfxs: Vec<String>,
+}
+
+impl Default for Archs {
+    fn default() -> Self {
+        Archs {
+            sms: DEFAULT_SMS.iter().map(|s| s.to_string()).collect(),
+            gfxs: DEFAULT_GFXS.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+impl Archs {
+    /// Rejects names that are not of the `sm_NN` / `gfxNNN` form before any work starts.
+    pub fn validate(&self) -> Result<()> {
+        for sm in &self.sms {
+            let digits = sm.strip_prefix("sm_").unwrap_or("");
+            if digits.len() < 2 || !digits.chars().all(|c| c.is_ascii_digit()) {
+                bail!("--sm {sm}: expected a name like sm_90");
+            }
+        }
+        for gfx in &self.gfxs {
+            if crate::checks::amdgpu_mach(gfx).is_none() {
+                bail!("--gfx {gfx}: unknown AMDGPU processor (known: {})", crate::checks::known_gfxs());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Paths of the dist tree under `target/dist`.
+pub struct Dist {
+    root: PathBuf,
+}
+
+impl Dist {
+    /// The dist tree of the workspace at `workspace`.
+    pub fn new(workspace: &Path) -> Dist {
+        Dist { root: workspace.join("target/dist") }
+    }
+
+    /// `lib/`: what users link against and what libomptarget loads.
+    pub fn lib_dir(&self) -> PathBuf {
+        self.root.join("lib")
+    }
+
+    /// The fat device library for `clang -fopenmp ... -lomptarget-indirect`.
+    pub fn fat_lib(&self) -> PathBuf {
+        self.lib_dir().join("libomptarget-indirect.a")
+    }
+
+    /// `device/x86_64/`.
+    pub fn x86_64_dir(&self) -> PathBuf {
+        self.root.join("device/x86_64")
+    }
+
+    /// The plain x86_64 archive.
+    pub fn x86_64_archive(&self) -> PathBuf {
+        self.x86_64_dir().join("libdevice_rtl.a")
+    }
+
+    /// `device/nvptx64/<sm>/`.
+    pub fn nvptx_dir(&self, sm: &str) -> PathBuf {
+        self.root.join("device/nvptx64").join(sm)
+    }
+
+    /// `device/amdgcn/<gfx>/`.
+    pub fn amdgcn_dir(&self, gfx: &str) -> PathBuf {
+        self.root.join("device/amdgcn").join(gfx)
+    }
+}
+
+/// One device-runtime compilation: a target, a processor, and the files rustc must emit.
+struct DeviceBuild<'a> {
+    target: &'a str,
+    cpu: Option<&'a str>,
+    /// `(rustc emit kind, file name)`, e.g. `("llvm-bc", "device_rtl.bc")`.
+    emits: &'a [(&'a str, &'a str)],
+}
+
+impl DeviceBuild<'_> {
+    /// Compiles the device runtime as one LTO'd module and copies the emitted files to `dest`.
+    fn run(&self, workspace: &Path, dest: &Path) -> Result<()> {
+        // Each (target, cpu) gets its own target dir: `-Ctarget-cpu` applies to core too (amdgcn
+        // requires it), and sharing a dir would rebuild core at every switch.
+        let target_dir = workspace
+            .join("target/device")
+            .join(format!("{}-{}", self.target, self.cpu.unwrap_or("generic")));
+        let out_dir = target_dir.join("out");
+        fs::create_dir_all(&out_dir)?;
+        let emit: Vec<String> = self
+            .emits
+            .iter()
+            .map(|(kind, name)| format!("{kind}={}", out_dir.join(name).display()))
+            .collect();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut build = Command::new(cargo);
+        build
+            .current_dir(workspace)
+            .args(["rustc", "--quiet", "-p", "device-rtl", "--profile", "device", "--target"])
+            .arg(self.target)
+            .args(["-Zbuild-std=core", "--features", "panic-handler", "--crate-type", "staticlib"])
+            .arg("--")
+            .arg(format!("--emit={}", emit.join(",")))
+            .env("CARGO_TARGET_DIR", &target_dir)
+            .env("CARGO_ENCODED_RUSTFLAGS", self.cpu.map(|c| format!("-Ctarget-cpu={c}")).unwrap_or_default())
+            .env_remove("RUSTFLAGS");
+        cmd::status(&mut build)?;
+        fs::create_dir_all(dest)?;
+        for (_, name) in self.emits {
+            let from = out_dir.join(name);
+            fs::copy(&from, dest.join(name)).with_context(|| format!("rustc did not emit {}", from.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Builds everything `Archs` asks for and writes the dist tree. Prints the time of each part.
+pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
+    archs.validate()?;
+    let dist = Dist::new(workspace);
+    let started = Instant::now();
+    let mut images = Vec::new();
+
+    for sm in &archs.sms {
+        let t = Instant::now();
+        let dir = dist.nvptx_dir(sm);
+        DeviceBuild {
+            target: "nvptx64-nvidia-cuda",
+            cpu: Some(sm),
+            emits: &[("llvm-bc", "device_rtl.bc"), ("asm", "device_rtl.ptx")],
+        }
+        .run(workspace, &dir)?;
+        cmd::output(
+            Command::new(tools.ptxas())
+                .arg(format!("-arch={sm}"))
+                .arg("-c")
+                .arg("-o")
+                .arg(dir.join("device_rtl.cubin"))
+                .arg(dir.join("device_rtl.ptx")),
+        )?;
+        images.push(format!("file={},triple=nvptx64-nvidia-cuda,arch={sm},kind=openmp", dir.join("device_rtl.bc").display()));
+        println!("built nvptx64 {sm} in {:.1} s", t.elapsed().as_secs_f64());
+    }
+
+    for gfx in &archs.gfxs {
+        let t = Instant::now();
+        let dir = dist.amdgcn_dir(gfx);
+        DeviceBuild {
+            target: "amdgcn-amd-amdhsa",
+            cpu: Some(gfx),
+            emits: &[("llvm-bc", "device_rtl.bc"), ("obj", "device_rtl.o")],
+        }
+        .run(workspace, &dir)?;
+        images.push(format!("file={},triple=amdgcn-amd-amdhsa,arch={gfx},kind=openmp", dir.join("device_rtl.bc").display()));
+        println!("built amdgcn {gfx} in {:.1} s", t.elapsed().as_secs_f64());
+    }
+
+    let t = Instant::now();
+    let x86 = dist.x86_64_dir();
+    DeviceBuild {
+        target: "x86_64-unknown-linux-gnu",
+        cpu: None,
+        emits: &[("llvm-bc", "device_rtl.bc"), ("obj", "device_rtl.o")],
+    }
+    .run(workspace, &x86)?;
+    archive(tools, &dist.x86_64_archive(), &[x86.join("device_rtl.o")])?;
+    // "generic": the offload linker matches it to the host-offload target whatever its arch.
+    images.push(format!(
+        "file={},triple={X86_64_OFFLOAD_TRIPLE},arch=generic,kind=openmp",
+        x86.join("device_rtl.bc").display()
+    ));
+    println!("built x86_64 in {:.1} s", t.elapsed().as_secs_f64());
+
+    fat_library(workspace, tools, &dist, &images, &x86.join("device_rtl.o"))?;
+    println!("dist tree in {} ({:.1} s in all)", dist.root.display(), started.elapsed().as_secs_f64());
+    Ok(dist)
+}
+
+/// Packs every device image into one OffloadBinary, embeds it in a host object, and archives that
+/// object with the x86_64 code (the host fallback of a target region calls the function too).
+fn fat_library(workspace: &Path, tools: &Tools, dist: &Dist, images: &[String], host_object: &Path) -> Result<()> {
+    let work = workspace.join("target/device/fat");
+    fs::create_dir_all(&work)?;
+    let packed = work.join("omptarget-indirect.offload");
+    let mut pack = Command::new(&tools.packager);
+    pack.arg("-o").arg(&packed);
+    for image in images {
+        pack.arg(format!("--image={image}"));
+    }
+    cmd::output(&mut pack)?;
+
+    // The anchor gives the member a host symbol; the offload linker extracts the member for the
+    // device code it carries, the host linker never needs it.
+    let anchor = work.join("omptarget_indirect_images.c");
+    fs::write(&anchor, "/* Device images of libomptarget-indirect, in .llvm.offloading. */\nconst char __omptarget_indirect_images_anchor = 0;\n")?;
+    let embedded = work.join("omptarget_indirect_images.o");
+    cmd::output(
+        Command::new(&tools.clang)
+            .args(["-c", "-O2"])
+            .arg(&anchor)
+            .arg("-o")
+            .arg(&embedded)
+            .arg("-Xclang")
+            .arg(format!("-fembed-offload-object={}", packed.display())),
+    )?;
+    let host_member = work.join("omptarget_indirect_host.o");
+    fs::copy(host_object, &host_member)?;
+    archive(tools, &dist.fat_lib(), &[embedded, host_member])
+}
+
+/// Writes a fresh static archive of `members` at `path`.
+fn archive(tools: &Tools, path: &Path, members: &[PathBuf]) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    if path.exists() {
+        fs::remove_file(path)?;
+    }
+    cmd::output(Command::new(&tools.llvm_ar).arg("rcs").arg(path).args(members))?;
+    Ok(())
+}

@@ -1,0 +1,213 @@
+//! Checks of the built artifacts: PTX text, cubins, AMDGPU code objects, bitcode, linked images.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{bail, ensure, Context, Result};
+use object::elf;
+use object::read::elf::{FileHeader, Sym};
+use object::Endianness;
+
+use crate::cmd;
+use crate::tools::Tools;
+
+/// The exported function.
+pub const TRANSLATE: &str = "__kmpc_target_translate_fptr";
+/// The table pointer global.
+pub const MAP_P: &str = "__omp_offloading_fptr_map_p";
+/// The table size global.
+pub const MAP_SIZE: &str = "__omp_offloading_fptr_map_size";
+
+/// `EF_AMDGPU_MACH_AMDGCN_*` values (llvm/BinaryFormat/ELF.h) for the processors we know.
+const AMDGPU_MACHS: &[(&str, u32)] = &[
+    ("gfx900", 0x02c),
+    ("gfx906", 0x02f),
+    ("gfx908", 0x030),
+    ("gfx90a", 0x03f),
+    ("gfx940", 0x040),
+    ("gfx941", 0x04b),
+    ("gfx942", 0x04c),
+    ("gfx1030", 0x036),
+    ("gfx1100", 0x041),
+    ("gfx1101", 0x046),
+    ("gfx1102", 0x047),
+];
+const EF_AMDGPU_MACH: u32 = 0x0ff;
+const ELFOSABI_AMDGPU_HSA: u8 = 64;
+/// `e_ident[EI_ABIVERSION]` of code object v5.
+const ELFABIVERSION_AMDGPU_HSA_V5: u8 = 3;
+
+/// The `EF_AMDGPU_MACH_*` value of `gfx`, if known.
+pub fn amdgpu_mach(gfx: &str) -> Option<u32> {
+    AMDGPU_MACHS.iter().find(|(name, _)| *name == gfx).map(|&(_, mach)| mach)
+}
+
+/// Comma-separated list of the processors [`amdgpu_mach`] knows.
+pub fn known_gfxs() -> String {
+    AMDGPU_MACHS.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
+}
+
+/// The PTX declares both globals `.weak .global`, the function `.visible .func`, and nothing
+/// external (a panic path would show up as `.extern .func`).
+pub fn check_ptx(path: &Path) -> Result<()> {
+    let ptx = String::from_utf8(cmd::read(path)?).context("PTX is not UTF-8")?;
+    let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
+    for global in [MAP_P, MAP_SIZE] {
+        ensure!(
+            lines.iter().any(|l| l.starts_with(".weak .global") && declares(l, global)),
+            "{}: {global} is not declared `.weak .global`",
+            path.display()
+        );
+    }
+    ensure!(
+        lines.iter().any(|l| l.starts_with(".visible .func") && l.contains(TRANSLATE)),
+        "{}: {TRANSLATE} is not a `.visible .func`",
+        path.display()
+    );
+    if let Some(ext) = lines.iter().find(|l| l.starts_with(".extern")) {
+        bail!("{}: external reference `{ext}`", path.display());
+    }
+    Ok(())
+}
+
+fn declares(line: &str, name: &str) -> bool {
+    line.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|word| word == name)
+}
+
+/// Registers ptxas allocated to the translation function in `cubin` (from `cuobjdump -elf`).
+pub fn cubin_registers(tools: &Tools, cubin: &Path) -> Result<u32> {
+    let dump = cmd::stdout(Command::new(tools.cuobjdump()).arg("-elf").arg(cubin))?;
+    let prefix = format!("function: {TRANSLATE}(");
+    dump.lines()
+        .filter(|l| l.contains(&prefix))
+        .find_map(|l| l.split("register count:").nth(1)?.trim().parse().ok())
+        .with_context(|| format!("{}: no register count for {TRANSLATE} in cuobjdump -elf", cubin.display()))
+}
+
+/// Binding and visibility of one ELF symbol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SymbolInfo {
+    /// `STB_*`.
+    pub bind: u8,
+    /// `STV_*`.
+    pub visibility: u8,
+    /// Defined in a section (not `SHN_UNDEF`).
+    pub defined: bool,
+}
+
+/// Header fields and the named symbols of an ELF file (all definitions of each, from `.symtab`).
+pub struct ElfSummary {
+    /// `e_machine`.
+    pub machine: u16,
+    /// `e_ident[EI_OSABI]`.
+    pub os_abi: u8,
+    /// `e_ident[EI_ABIVERSION]`.
+    pub abi_version: u8,
+    /// `e_flags`.
+    pub flags: u32,
+    /// `(name, every symbol table entry with that name)` for each requested name.
+    pub symbols: Vec<(String, Vec<SymbolInfo>)>,
+}
+
+impl ElfSummary {
+    /// The entries named `name`, empty if none (or not requested).
+    pub fn symbol(&self, name: &str) -> &[SymbolInfo] {
+        self.symbols.iter().find(|(n, _)| n == name).map(|(_, s)| s.as_slice()).unwrap_or(&[])
+    }
+
+    /// Fails unless each of `names` is defined exactly once.
+    pub fn expect_defined_once(&self, what: &str, names: &[&str]) -> Result<()> {
+        for name in names {
+            let defined = self.symbol(name).iter().filter(|s| s.defined).count();
+            ensure!(defined == 1, "{what}: {name} is defined {defined} times, expected once");
+        }
+        Ok(())
+    }
+}
+
+/// Parses a 64-bit ELF file and collects the symbols named in `names`.
+pub fn elf_summary(data: &[u8], names: &[&str]) -> Result<ElfSummary> {
+    let header = elf::FileHeader64::<Endianness>::parse(data).context("not a 64-bit ELF file")?;
+    let endian = header.endian()?;
+    let sections = header.sections(endian, data)?;
+    let table = sections.symbols(endian, data, elf::SHT_SYMTAB)?;
+    let mut symbols: Vec<(String, Vec<SymbolInfo>)> = names.iter().map(|n| (n.to_string(), Vec::new())).collect();
+    for sym in table.iter() {
+        let name = sym.name(endian, table.strings())?;
+        if let Some((_, found)) = symbols.iter_mut().find(|(n, _)| n.as_bytes() == name) {
+            found.push(SymbolInfo {
+                bind: sym.st_bind(),
+                visibility: sym.st_visibility(),
+                defined: sym.st_shndx(endian) != elf::SHN_UNDEF,
+            });
+        }
+    }
+    let ident = header.e_ident();
+    Ok(ElfSummary {
+        machine: header.e_machine(endian),
+        os_abi: ident.os_abi,
+        abi_version: ident.abi_version,
+        flags: header.e_flags(endian),
+        symbols,
+    })
+}
+
+/// An amdgcn object of ours: AMDGPU machine, HSA code object v5, `gfx` in `e_flags`, both
+/// globals weak and not hidden, the function global, and code with no calls and no stack.
+pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<()> {
+    let what = path.display();
+    let elf = elf_summary(&cmd::read(path)?, &[TRANSLATE, MAP_P, MAP_SIZE])?;
+    ensure!(elf.machine == elf::EM_AMDGPU, "{what}: e_machine {} is not EM_AMDGPU (224)", elf.machine);
+    ensure!(elf.os_abi == ELFOSABI_AMDGPU_HSA, "{what}: OS/ABI {} is not AMDGPU_HSA", elf.os_abi);
+    ensure!(
+        elf.abi_version == ELFABIVERSION_AMDGPU_HSA_V5,
+        "{what}: ABI version {} is not code object v5 (3)",
+        elf.abi_version
+    );
+    let want = amdgpu_mach(gfx).with_context(|| format!("unknown processor {gfx}"))?;
+    let mach = elf.flags & EF_AMDGPU_MACH;
+    ensure!(mach == want, "{what}: e_flags processor {mach:#x}, expected {gfx} ({want:#x})");
+    // Cross-check the table above against LLVM's own decoding of the flags.
+    let header = cmd::stdout(Command::new(&tools.llvm_readelf).arg("-h").arg(path))?;
+    ensure!(
+        header.lines().any(|l| l.trim_start().starts_with("Flags:") && declares(l, gfx)),
+        "{what}: llvm-readelf does not decode the flags as {gfx}"
+    );
+    for global in [MAP_P, MAP_SIZE] {
+        match elf.symbol(global) {
+            [s] if s.defined && s.bind == elf::STB_WEAK && s.visibility != elf::STV_HIDDEN => {}
+            found => bail!("{what}: {global} must be one weak, non-hidden definition, found {found:?}"),
+        }
+    }
+    match elf.symbol(TRANSLATE) {
+        [s] if s.defined && s.bind == elf::STB_GLOBAL && s.visibility != elf::STV_HIDDEN => {}
+        found => bail!("{what}: {TRANSLATE} must be one global, non-hidden definition, found {found:?}"),
+    }
+    // A call (s_swappc/s_call) would make the backend assume recursion and a dynamic stack; any
+    // scratch or buffer access means the function uses private memory.
+    let asm = cmd::stdout(Command::new(&tools.llvm_objdump).args(["-d", "--no-show-raw-insn"]).arg(path))?;
+    for forbidden in ["s_swappc", "s_call_b64", "scratch_", "buffer_"] {
+        if let Some(line) = asm.lines().find(|l| l.contains(forbidden)) {
+            bail!("{what}: uses calls or private memory: `{}`", line.trim());
+        }
+    }
+    Ok(())
+}
+
+/// LLVM 19 reads the bitcode, and it defines the function and both globals.
+pub fn check_bitcode(tools: &Tools, path: &Path) -> Result<()> {
+    let ir = cmd::stdout(Command::new(&tools.llvm_dis).arg(path).arg("-o").arg("-"))?;
+    for global in [MAP_P, MAP_SIZE] {
+        ensure!(
+            ir.lines().any(|l| l.starts_with(&format!("@{global} = weak "))),
+            "{}: no weak definition of @{global}",
+            path.display()
+        );
+    }
+    ensure!(
+        ir.lines().any(|l| l.starts_with("define ") && l.contains(&format!("@{TRANSLATE}("))),
+        "{}: no definition of @{TRANSLATE}",
+        path.display()
+    );
+    Ok(())
+}

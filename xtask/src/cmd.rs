@@ -1,0 +1,51 @@
+//! Running external programs with errors that say what was run and what it printed.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use anyhow::{bail, Context, Result};
+
+/// Runs `cmd` to completion, capturing its output; fails unless it exits 0.
+pub fn output(cmd: &mut Command) -> Result<Output> {
+    let line = describe(cmd);
+    let out = cmd.output().with_context(|| format!("cannot start `{line}`"))?;
+    if !out.status.success() {
+        bail!(
+            "`{line}` failed ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(out)
+}
+
+/// Runs `cmd` and returns its standard output as text.
+pub fn stdout(cmd: &mut Command) -> Result<String> {
+    Ok(String::from_utf8_lossy(&output(cmd)?.stdout).into_owned())
+}
+
+/// Runs `cmd` with its output going to the terminal; fails unless it exits 0.
+pub fn status(cmd: &mut Command) -> Result<()> {
+    let line = describe(cmd);
+    let status = cmd.status().with_context(|| format!("cannot start `{line}`"))?;
+    if !status.success() {
+        bail!("`{line}` failed ({status})");
+    }
+    Ok(())
+}
+
+/// Shell-like rendering of a command for messages.
+pub fn describe(cmd: &Command) -> String {
+    let mut line = cmd.get_program().to_string_lossy().into_owned();
+    for arg in cmd.get_args() {
+        line.push(' ');
+        line.push_str(&arg.to_string_lossy());
+    }
+    line
+}
+
+/// Reads a whole file, naming it in the error.
+pub fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+}

@@ -1,0 +1,85 @@
+//! The external tools the build and the checks use, located once, up front.
+//!
+//! LLVM 19 tools come from Debian's `clang-19 clang-tools-19 llvm-19 lld-19` packages; the CUDA
+//! 11.8 tools from Debian's `nvidia-cuda-toolkit`, unpacked under `target/tools/cuda` by
+//! `scripts/fetch-cuda-tools.sh`. `scripts/setup.sh` installs all of them.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+
+/// Paths of every tool used by `cargo xtask build` and `cargo xtask test`.
+pub struct Tools {
+    /// `clang-19`: compiles and links OpenMP programs, embeds offload objects.
+    pub clang: PathBuf,
+    /// `clang-offload-packager-19`: makes and unpacks OffloadBinary images.
+    pub packager: PathBuf,
+    /// `llvm-dis-19`: proves bitcode is readable by LLVM 19.
+    pub llvm_dis: PathBuf,
+    /// `llvm-readelf-19`: decodes AMDGPU ELF headers.
+    pub llvm_readelf: PathBuf,
+    /// `llvm-objdump-19`: disassembles amdgcn code.
+    pub llvm_objdump: PathBuf,
+    /// `llvm-ar-19`: writes the static libraries.
+    pub llvm_ar: PathBuf,
+    /// A CUDA 11.8 directory that clang accepts as `--cuda-path` (bin/ptxas, nvvm/libdevice, ...).
+    pub cuda: PathBuf,
+    /// ROCm device libraries (ocml, ockl, oclc_*): clang 19 refuses AMDGPU OpenMP links without.
+    pub rocm_device_libs: PathBuf,
+}
+
+const LLVM_BIN: &str = "/usr/lib/llvm-19/bin";
+const ROCM_DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
+const SETUP_HINT: &str = "run scripts/setup.sh (or scripts/test.sh, which calls it) to install it";
+
+impl Tools {
+    /// Finds every tool, failing with one message that lists all that are missing.
+    pub fn locate(root: &Path) -> Result<Tools> {
+        let mut missing = Vec::new();
+        let mut llvm = |name: &str| {
+            let path = Path::new(LLVM_BIN).join(name);
+            if !path.is_file() {
+                missing.push(format!("{} (Debian package {})", path.display(), llvm_package(name)));
+            }
+            path
+        };
+        let clang = llvm("clang");
+        let packager = llvm("clang-offload-packager");
+        let llvm_dis = llvm("llvm-dis");
+        let llvm_readelf = llvm("llvm-readelf");
+        let llvm_objdump = llvm("llvm-objdump");
+        let llvm_ar = llvm("llvm-ar");
+        let cuda = root.join("target/tools/cuda");
+        for needed in ["bin/ptxas", "bin/cuobjdump", "nvvm/libdevice/libdevice.10.bc"] {
+            if !cuda.join(needed).is_file() {
+                missing.push(format!("{} (scripts/fetch-cuda-tools.sh)", cuda.join(needed).display()));
+            }
+        }
+        let rocm_device_libs = PathBuf::from(ROCM_DEVICE_LIBS);
+        if !rocm_device_libs.join("ocml.bc").is_file() {
+            missing.push(format!("{ROCM_DEVICE_LIBS}/ocml.bc (Debian package rocm-device-libs)"));
+        }
+        if !missing.is_empty() {
+            bail!("missing tools: {}; {SETUP_HINT}", missing.join(", "));
+        }
+        Ok(Tools { clang, packager, llvm_dis, llvm_readelf, llvm_objdump, llvm_ar, cuda, rocm_device_libs })
+    }
+
+    /// `ptxas` from CUDA 11.8.
+    pub fn ptxas(&self) -> PathBuf {
+        self.cuda.join("bin/ptxas")
+    }
+
+    /// `cuobjdump` from CUDA 11.8.
+    pub fn cuobjdump(&self) -> PathBuf {
+        self.cuda.join("bin/cuobjdump")
+    }
+}
+
+fn llvm_package(tool: &str) -> &'static str {
+    match tool {
+        "clang" => "clang-19",
+        "clang-offload-packager" => "clang-tools-19",
+        _ => "llvm-19",
+    }
+}
