@@ -1,29 +1,32 @@
 #!/usr/bin/env bash
-# Fetches Debian 12's nvidia-cuda-toolkit (CUDA 11.8: ptxas, nvlink, fatbinary, cuobjdump, libdevice)
-# into target/tools/ without touching the system's apt sources, and lays out a directory that
-# clang 19 accepts as --cuda-path (target/tools/cuda).
+# Fetches Debian 12's nvidia-cuda-toolkit (CUDA 11.8: ptxas, nvlink, fatbinary, cuobjdump,
+# nvdisasm, libdevice) into target/tools/ without touching the system's apt configuration, and
+# lays out target/tools/cuda, a directory clang 19 accepts as --cuda-path. No GPU is needed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools=$root/target/tools
 cuda=$tools/cuda
-if [ -x "$cuda/bin/ptxas" ] && [ -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]; then
+if [ -x "$cuda/bin/ptxas" ] && [ -x "$cuda/bin/cuobjdump" ] && [ -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]; then
   exit 0
 fi
 apt_dir=$tools/apt
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/debs"
-cat > "$apt_dir/sources.list" <<SRC
-deb http://deb.debian.org/debian bookworm main contrib non-free
-SRC
+rm -rf "$apt_dir"
+mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/debs"
+# The package is in the non-free component, which the system's sources usually leave out.
+echo "deb http://deb.debian.org/debian bookworm main contrib non-free" > "$apt_dir/sources.list"
 opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-      -o "Dir::State::Lists=$apt_dir/lists" -o Debug::NoLocking=1)
+      -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o Debug::NoLocking=1
+      -o APT::Sandbox::User=root)
 apt-get "${opts[@]}" update -qq
-# One package holds every binary used here (ptxas, nvlink, fatbinary, cuobjdump, nvdisasm) and
-# libdevice; all are statically linked against CUDA's own code and need only glibc.
-(cd "$apt_dir/debs" && apt-get "${opts[@]}" download -qq nvidia-cuda-toolkit 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
-deb=$(ls "$apt_dir"/debs/nvidia-cuda-toolkit_*.deb)
-rm -rf "$tools/root"
+# One package holds every binary used here and libdevice; they need only glibc.
+(cd "$apt_dir/debs" && apt-get "${opts[@]}" download -qq nvidia-cuda-toolkit)
+deb=$(find "$apt_dir/debs" -name 'nvidia-cuda-toolkit_*.deb' | head -n1)
+if [ -z "$deb" ]; then
+  echo "fetch-cuda-tools: apt-get download nvidia-cuda-toolkit produced no .deb" >&2
+  exit 1
+fi
+rm -rf "$tools/root" "$cuda"
 dpkg-deb -x "$deb" "$tools/root"
-rm -rf "$cuda"
 mkdir -p "$cuda/bin" "$cuda/nvvm/libdevice" "$cuda/include"
 for tool in ptxas nvlink fatbinary cuobjdump nvdisasm; do
   ln -s "$tools/root/usr/bin/$tool" "$cuda/bin/$tool"
@@ -32,4 +35,5 @@ cp "$tools/root/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc" "$cuda/nv
 # clang reads the version from version.txt and cuda.h; 11.8 knows sm_90.
 echo "CUDA Version 11.8.89" > "$cuda/version.txt"
 echo "#define CUDA_VERSION 11080" > "$cuda/include/cuda.h"
+rm -rf "$apt_dir"
 "$cuda/bin/ptxas" --version | tail -n 1

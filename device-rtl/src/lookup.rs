@@ -37,12 +37,7 @@ pub unsafe fn translate(table: *const FptrMapEntry, size: u64, fn_ptr: *mut c_vo
         return fn_ptr;
     }
     // SAFETY: the caller guarantees `size` readable entries; index 0 and `size - 1` are in range.
-    let (first, last) = unsafe {
-        (
-            (*table).host_ptr,
-            (*table.add((size - 1) as usize)).host_ptr,
-        )
-    };
+    let (first, last) = unsafe { ((*table).host_ptr, (*table.add((size - 1) as usize)).host_ptr) };
     // Pointers that are not host functions (device pointers, other data) mostly fall outside the
     // table's range: answer them after two loads.
     if key < first || key > last {

@@ -7,16 +7,13 @@ use std::ptr::{addr_of_mut, null, null_mut};
 use std::sync::Mutex;
 
 use device_rtl::{
-    FptrMapEntry, __kmpc_target_translate_fptr, __omp_offloading_fptr_map_p,
-    __omp_offloading_fptr_map_size, translate, translate_in,
+    FptrMapEntry, __kmpc_target_translate_fptr, __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size,
+    translate, translate_in,
 };
 use proptest::prelude::*;
 
 fn table(pairs: &[(u64, u64)]) -> Vec<FptrMapEntry> {
-    pairs
-        .iter()
-        .map(|&(host_ptr, tgt_ptr)| FptrMapEntry { host_ptr, tgt_ptr })
-        .collect()
+    pairs.iter().map(|&(host_ptr, tgt_ptr)| FptrMapEntry { host_ptr, tgt_ptr }).collect()
 }
 
 /// What the lookup must answer: the first entry (in table order) with the key, else the key.
@@ -73,10 +70,7 @@ fn null_key_null_table_and_empty_table_pass_through() {
     // SAFETY: a null table is never read.
     unsafe {
         assert_eq!(translate(null(), 0, 10 as *mut c_void), 10 as *mut c_void);
-        assert_eq!(
-            translate(null(), 1 << 40, 10 as *mut c_void),
-            10 as *mut c_void
-        );
+        assert_eq!(translate(null(), 1 << 40, 10 as *mut c_void), 10 as *mut c_void);
         assert_eq!(translate(t.as_ptr(), 2, null_mut()), null_mut());
     }
 }
@@ -119,43 +113,20 @@ fn tables_longer_than_u32_max_work() {
     };
     assert_ne!(base, libc::MAP_FAILED, "cannot map a 64 GiB sparse table");
     let entries = base as *mut FptrMapEntry;
-    let tail = [
-        (1 << 32, 0x1000, 0xA),
-        (LEN - 3, 0x2000, 0xB),
-        (LEN - 1, 0x3000, 0xC),
-    ];
+    let tail = [(1 << 32, 0x1000, 0xA), (LEN - 3, 0x2000, 0xB), (LEN - 1, 0x3000, 0xC)];
     for &(index, host_ptr, tgt_ptr) in &tail {
         // SAFETY: every index is below LEN, inside the mapping.
-        unsafe {
-            entries
-                .add(index as usize)
-                .write(FptrMapEntry { host_ptr, tgt_ptr })
-        };
+        unsafe { entries.add(index as usize).write(FptrMapEntry { host_ptr, tgt_ptr }) };
     }
     // Entries between the written ones must stay sorted: fill the gaps after 1 << 32.
     for index in (1u64 << 32) + 1..LEN - 3 {
         // SAFETY: inside the mapping.
-        unsafe {
-            entries.add(index as usize).write(FptrMapEntry {
-                host_ptr: 0x1000,
-                tgt_ptr: 0xA,
-            })
-        };
+        unsafe { entries.add(index as usize).write(FptrMapEntry { host_ptr: 0x1000, tgt_ptr: 0xA }) };
     }
     // SAFETY: inside the mapping.
-    unsafe {
-        entries.add((LEN - 2) as usize).write(FptrMapEntry {
-            host_ptr: 0x2000,
-            tgt_ptr: 0xB,
-        })
-    };
-    for (key, want) in [
-        (0x1000u64, 0xAu64),
-        (0x2000, 0xB),
-        (0x3000, 0xC),
-        (0x1800, 0x1800),
-        (0x3001, 0x3001),
-    ] {
+    unsafe { entries.add((LEN - 2) as usize).write(FptrMapEntry { host_ptr: 0x2000, tgt_ptr: 0xB }) };
+    for (key, want) in [(0x1000u64, 0xAu64), (0x2000, 0xB), (0x3000, 0xC), (0x1800, 0x1800), (0x3001, 0x3001)]
+    {
         // SAFETY: LEN readable entries, sorted.
         let got = unsafe { translate(entries, LEN, key as *mut c_void) } as u64;
         assert_eq!(got, want, "key {key:#x}");
@@ -208,10 +179,7 @@ fn sorted_table(max_len: usize) -> impl Strategy<Value = Vec<FptrMapEntry>> {
     let key = prop_oneof![0u64..64, any::<u64>(), (u64::MAX - 64)..=u64::MAX];
     prop::collection::vec((key, any::<u64>()), 0..=max_len).prop_map(|mut pairs| {
         pairs.sort_by_key(|p| p.0);
-        pairs
-            .into_iter()
-            .map(|(host_ptr, tgt_ptr)| FptrMapEntry { host_ptr, tgt_ptr })
-            .collect()
+        pairs.into_iter().map(|(host_ptr, tgt_ptr)| FptrMapEntry { host_ptr, tgt_ptr }).collect()
     })
 }
 
@@ -219,11 +187,7 @@ fn sorted_table(max_len: usize) -> impl Strategy<Value = Vec<FptrMapEntry>> {
 fn probe_keys(t: &[FptrMapEntry]) -> Vec<u64> {
     let mut keys = vec![0, 1, u64::MAX, u64::MAX - 1];
     for e in t {
-        keys.extend([
-            e.host_ptr,
-            e.host_ptr.wrapping_sub(1),
-            e.host_ptr.wrapping_add(1),
-        ]);
+        keys.extend([e.host_ptr, e.host_ptr.wrapping_sub(1), e.host_ptr.wrapping_add(1)]);
     }
     for pair in t.windows(2) {
         keys.push(pair[0].host_ptr / 2 + pair[1].host_ptr / 2);

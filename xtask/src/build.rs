@@ -116,9 +116,11 @@ impl DeviceBuild<'_> {
     fn run(&self, workspace: &Path, dest: &Path) -> Result<()> {
         // Each (target, cpu) gets its own target dir: `-Ctarget-cpu` applies to core too (amdgcn
         // requires it), and sharing a dir would rebuild core at every switch.
-        let target_dir = workspace
-            .join("target/device")
-            .join(format!("{}-{}", self.target, self.cpu.unwrap_or("generic")));
+        let target_dir = workspace.join("target/device").join(format!(
+            "{}-{}",
+            self.target,
+            self.cpu.unwrap_or("generic")
+        ));
         let out_dir = target_dir.join("out");
         fs::create_dir_all(&out_dir)?;
         let emit: Vec<String> = self
@@ -142,7 +144,8 @@ impl DeviceBuild<'_> {
         fs::create_dir_all(dest)?;
         for (_, name) in self.emits {
             let from = out_dir.join(name);
-            fs::copy(&from, dest.join(name)).with_context(|| format!("rustc did not emit {}", from.display()))?;
+            fs::copy(&from, dest.join(name))
+                .with_context(|| format!("rustc did not emit {}", from.display()))?;
         }
         Ok(())
     }
@@ -172,7 +175,10 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
                 .arg(dir.join("device_rtl.cubin"))
                 .arg(dir.join("device_rtl.ptx")),
         )?;
-        images.push(format!("file={},triple=nvptx64-nvidia-cuda,arch={sm},kind=openmp", dir.join("device_rtl.bc").display()));
+        images.push(format!(
+            "file={},triple=nvptx64-nvidia-cuda,arch={sm},kind=openmp",
+            dir.join("device_rtl.bc").display()
+        ));
         println!("built nvptx64 {sm} in {:.1} s", t.elapsed().as_secs_f64());
     }
 
@@ -185,7 +191,10 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
             emits: &[("llvm-bc", "device_rtl.bc"), ("obj", "device_rtl.o")],
         }
         .run(workspace, &dir)?;
-        images.push(format!("file={},triple=amdgcn-amd-amdhsa,arch={gfx},kind=openmp", dir.join("device_rtl.bc").display()));
+        images.push(format!(
+            "file={},triple=amdgcn-amd-amdhsa,arch={gfx},kind=openmp",
+            dir.join("device_rtl.bc").display()
+        ));
         println!("built amdgcn {gfx} in {:.1} s", t.elapsed().as_secs_f64());
     }
 
@@ -212,7 +221,13 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
 
 /// Packs every device image into one OffloadBinary, embeds it in a host object, and archives that
 /// object with the x86_64 code (the host fallback of a target region calls the function too).
-fn fat_library(workspace: &Path, tools: &Tools, dist: &Dist, images: &[String], host_object: &Path) -> Result<()> {
+fn fat_library(
+    workspace: &Path,
+    tools: &Tools,
+    dist: &Dist,
+    images: &[String],
+    host_object: &Path,
+) -> Result<()> {
     let work = workspace.join("target/device/fat");
     fs::create_dir_all(&work)?;
     let packed = work.join("omptarget-indirect.offload");

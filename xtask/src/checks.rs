@@ -131,7 +131,8 @@ pub fn elf_summary(data: &[u8], names: &[&str]) -> Result<ElfSummary> {
     let endian = header.endian()?;
     let sections = header.sections(endian, data)?;
     let table = sections.symbols(endian, data, elf::SHT_SYMTAB)?;
-    let mut symbols: Vec<(String, Vec<SymbolInfo>)> = names.iter().map(|n| (n.to_string(), Vec::new())).collect();
+    let mut symbols: Vec<(String, Vec<SymbolInfo>)> =
+        names.iter().map(|n| (n.to_string(), Vec::new())).collect();
     for sym in table.iter() {
         let name = sym.name(endian, table.strings())?;
         if let Some((_, found)) = symbols.iter_mut().find(|(n, _)| n.as_bytes() == name) {
@@ -154,7 +155,7 @@ pub fn elf_summary(data: &[u8], names: &[&str]) -> Result<ElfSummary> {
 
 /// An amdgcn object of ours: AMDGPU machine, HSA code object v5, `gfx` in `e_flags`, both
 /// globals weak and not hidden, the function global, and code with no calls and no stack.
-pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<()> {
+pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<String> {
     let what = path.display();
     let elf = elf_summary(&cmd::read(path)?, &[TRANSLATE, MAP_P, MAP_SIZE])?;
     ensure!(elf.machine == elf::EM_AMDGPU, "{what}: e_machine {} is not EM_AMDGPU (224)", elf.machine);
@@ -191,7 +192,7 @@ pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<()> 
             bail!("{what}: uses calls or private memory: `{}`", line.trim());
         }
     }
-    Ok(())
+    Ok(format!("EM_AMDGPU, code object v5, {gfx} ({want:#x}), weak visible globals, no calls or stack"))
 }
 
 /// LLVM 19 reads the bitcode, and it defines the function and both globals.
@@ -210,4 +211,57 @@ pub fn check_bitcode(tools: &Tools, path: &Path) -> Result<()> {
         path.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD_PTX: &str = "\
+.version 7.8
+.target sm_90
+.weak .global .align 8 .b8 __omp_offloading_fptr_map_p[8];
+.weak .global .align 8 .b8 __omp_offloading_fptr_map_size[8];
+.visible .func  (.param .b64 func_retval0) __kmpc_target_translate_fptr(
+";
+
+    fn check_text(ptx: &str) -> Result<()> {
+        let dir = std::env::temp_dir().join(format!("xtask-ptx-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(format!("{:x}.ptx", ptx.len()));
+        std::fs::write(&path, ptx)?;
+        let result = check_ptx(&path);
+        let _ = std::fs::remove_dir_all(&dir);
+        result
+    }
+
+    #[test]
+    fn ptx_check_accepts_the_expected_declarations() {
+        check_text(GOOD_PTX).unwrap();
+    }
+
+    #[test]
+    fn ptx_check_rejects_external_calls_and_strong_globals() {
+        let with_extern = format!("{GOOD_PTX}.extern .func _ZN4core9panicking18panic_bounds_check();\n");
+        assert!(check_text(&with_extern).unwrap_err().to_string().contains("external reference"));
+        let strong = GOOD_PTX.replace(
+            ".weak .global .align 8 .b8 __omp_offloading_fptr_map_size",
+            ".visible .global .align 8 .b8 __omp_offloading_fptr_map_size",
+        );
+        assert!(check_text(&strong).is_err());
+        let hidden_fn = GOOD_PTX.replace(".visible .func", ".func");
+        assert!(check_text(&hidden_fn).is_err());
+        // A prefix of a name does not count as the name.
+        let prefix = GOOD_PTX.replace("__omp_offloading_fptr_map_p[8]", "__omp_offloading_fptr_map_px[8]");
+        assert!(check_text(&prefix).is_err());
+    }
+
+    #[test]
+    fn amdgpu_processor_table_knows_the_defaults() {
+        for gfx in crate::build::DEFAULT_GFXS {
+            assert!(amdgpu_mach(gfx).is_some(), "{gfx}");
+        }
+        assert_eq!(amdgpu_mach("gfx90a"), Some(0x3f));
+        assert_eq!(amdgpu_mach("gfx9000"), None);
+    }
 }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs everything the build, tests and demo need on a fresh Debian 12 machine:
+#   - the pinned Rust toolchain of rust-toolchain.toml (rustup; RUSTUP_AUTO_INSTALL=0 is honoured),
+#   - Debian packages: clang 19 and its tools, LLVM 19, lld 19, the OpenMP 19 runtime, ROCm device
+#     libraries (clang 19 needs them for AMDGPU OpenMP links), valgrind,
+#   - the CUDA 11.8 tools (ptxas, nvlink, cuobjdump, libdevice) unpacked under target/tools/.
+# Safe to run again: each step does nothing when its part is already present.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+say() { printf '[setup] %s\n' "$*"; }
+
+# --- Rust -------------------------------------------------------------------------------------
+toolchain=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)
+components=$(sed -n 's/^components *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '" ' )
+if ! command -v rustup >/dev/null; then
+  echo "[setup] error: rustup is not installed (https://rustup.rs)" >&2
+  exit 1
+fi
+if ! rustup run "$toolchain" rustc --version >/dev/null 2>&1 \
+   || ! rustup component list --toolchain "$toolchain" --installed 2>/dev/null | grep -q '^rust-src'; then
+  say "installing Rust $toolchain with $components"
+  rustup toolchain install "$toolchain" --profile minimal --component "$components"
+fi
+
+# --- Debian packages --------------------------------------------------------------------------
+packages=(clang-19 clang-tools-19 llvm-19 lld-19 libomp-19-dev rocm-device-libs valgrind)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  if [ "$(id -u)" = 0 ]; then sudo=(); elif command -v sudo >/dev/null; then sudo=(sudo); else
+    echo "[setup] error: need root (or sudo) to install: ${missing[*]}" >&2; exit 1
+  fi
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# --- CUDA 11.8 tools (no GPU needed) ----------------------------------------------------------
+bash "$root/scripts/fetch-cuda-tools.sh" >/dev/null
+say "ready: $(rustup run "$toolchain" rustc --version), $(clang-19 --version | head -n1), $("$root/target/tools/cuda/bin/ptxas" --version | tail -n1)"
