@@ -2,7 +2,7 @@
 # Installs everything the build, tests and demo need on a fresh Debian 12 machine:
 #   - the pinned Rust toolchain of rust-toolchain.toml (rustup; RUSTUP_AUTO_INSTALL=0 is honoured),
 #   - Debian packages: clang 19 and its tools, LLVM 19, lld 19, the OpenMP 19 runtime, ROCm device
-#     libraries (clang 19 needs them for AMDGPU OpenMP links), valgrind,
+#     libraries (clang 19 needs them for AMDGPU OpenMP links), valgrind, libffi-dev (x86_64 plugin),
 #   - the CUDA 11.8 tools (ptxas, nvlink, cuobjdump, libdevice) unpacked under target/tools/.
 # Safe to run again: each step does nothing when its part is already present.
 set -euo pipefail
@@ -25,7 +25,7 @@ if ! rustup run "$toolchain" rustc --version >/dev/null 2>&1 \
 fi
 
 # --- Debian packages --------------------------------------------------------------------------
-packages=(clang-19 clang-tools-19 llvm-19 lld-19 libomp-19-dev rocm-device-libs valgrind)
+packages=(clang-19 clang-tools-19 llvm-19 lld-19 libomp-19-dev rocm-device-libs valgrind libffi-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,0 +1,110 @@
+//! C types of the libomptarget 16 plugin interface (`omptarget.h`, `Shared/APITypes.h`).
+
+use std::ffi::{c_char, c_void};
+
+pub use device_rtl::FptrMapEntry;
+
+/// Return value of a successful `__tgt_rtl_*` call.
+pub const OFFLOAD_SUCCESS: i32 = 0;
+/// Return value of a failed `__tgt_rtl_*` call.
+pub const OFFLOAD_FAIL: i32 = !0;
+
+/// Entry flag of `declare target indirect` functions (LLVM's `OMP_DECLARE_TARGET_INDIRECT`,
+/// Intel's `OMP_DECLARE_TARGET_FPTR`).
+pub const OMP_DECLARE_TARGET_INDIRECT: u32 = 0x08;
+
+/// Name of the device global holding the table's device address.
+pub const FPTR_MAP_P: &str = "__omp_offloading_fptr_map_p";
+/// Name of the device global holding the table's length.
+pub const FPTR_MAP_SIZE: &str = "__omp_offloading_fptr_map_size";
+
+/// `struct __tgt_offload_entry` as clang 16-19 emit it and libomptarget 16 reads it (32 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct TgtOffloadEntry {
+    /// Host address of the function or global.
+    pub addr: *mut c_void,
+    /// Symbol name in the device image.
+    pub name: *mut c_char,
+    /// 0 for functions, the size in bytes for globals.
+    pub size: usize,
+    /// `OMP_DECLARE_TARGET_*` flags.
+    pub flags: i32,
+    /// Reserved, 0.
+    pub reserved: i32,
+}
+
+/// `struct __tgt_device_image`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TgtDeviceImage {
+    /// First byte of the device image.
+    pub image_start: *mut c_void,
+    /// One past its last byte.
+    pub image_end: *mut c_void,
+    /// The host's offload entries for this image (either entry layout).
+    pub entries_begin: *mut TgtOffloadEntry,
+    /// One past the last entry.
+    pub entries_end: *mut TgtOffloadEntry,
+}
+
+/// `struct __tgt_target_table`: the device's entries, parallel to the host's.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TgtTargetTable {
+    /// First device entry.
+    pub entries_begin: *mut TgtOffloadEntry,
+    /// One past the last.
+    pub entries_end: *mut TgtOffloadEntry,
+}
+
+/// `struct __tgt_async_info`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TgtAsyncInfo {
+    /// Backend queue (stream), null until one is assigned.
+    pub queue: *mut c_void,
+}
+
+/// `struct __tgt_image_info`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TgtImageInfo {
+    /// Target architecture the image was built for ("" for x86_64), or null.
+    pub arch: *const c_char,
+}
+
+/// `struct KernelArgsTy` (version 2 from clang 16, 3 from clang 19; same layout).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct KernelArgs {
+    /// 2: clang 16; 3: clang 19, whose kernels take a leading `dyn_ptr` argument.
+    pub version: u32,
+    /// Number of arguments in `ptrs` (not counting `dyn_ptr`).
+    pub num_args: u32,
+    /// Base pointers of the mapped arguments.
+    pub base_ptrs: *mut *mut c_void,
+    /// Arguments.
+    pub ptrs: *mut *mut c_void,
+    /// Sizes of the mapped arguments.
+    pub sizes: *mut i64,
+    /// Map types.
+    pub map_types: *mut i64,
+    /// Map names, may be null.
+    pub map_names: *mut *mut c_void,
+    /// User-defined mappers, may be null.
+    pub mappers: *mut *mut c_void,
+    /// Loop trip count, 0 if unknown.
+    pub tripcount: u64,
+    /// Flags (bit 0: `NoWait`).
+    pub flags: u64,
+    /// Teams in each dimension; 0 means the default.
+    pub num_teams: [u32; 3],
+    /// Threads per team in each dimension; 0 means the default.
+    pub thread_limit: [u32; 3],
+    /// Dynamic shared memory per team in bytes.
+    pub dyn_cgroup_mem: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<TgtOffloadEntry>() == 32);
+const _: () = assert!(std::mem::size_of::<KernelArgs>() == 104);

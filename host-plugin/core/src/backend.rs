@@ -1,0 +1,83 @@
+//! What a backend (x86_64 host offload, CUDA, HSA) implements; everything else is generic.
+
+use crate::abi::KernelArgs;
+use crate::error::Result;
+use crate::image::DeviceImage;
+
+/// A global found in a loaded image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceSymbol {
+    /// Its device address.
+    pub addr: u64,
+    /// Its size in bytes, where the loader knows it (`dlsym` does not).
+    pub size: Option<u64>,
+}
+
+/// A kernel launch as libomptarget asked for it.
+#[derive(Debug)]
+pub struct LaunchParams<'a> {
+    /// The kernel handle the target table gave libomptarget.
+    pub kernel: u64,
+    /// The kernel's arguments, offsets applied, without clang 19's leading `dyn_ptr`.
+    pub args: &'a [u64],
+    /// libomptarget's launch description (version, teams, threads).
+    pub kernel_args: &'a KernelArgs,
+}
+
+impl LaunchParams<'_> {
+    /// clang 19 kernels (`KernelArgs` version 3 and later) take a leading `dyn_ptr` argument.
+    pub fn wants_dyn_ptr(&self) -> bool {
+        self.kernel_args.version >= 3
+    }
+}
+
+/// The vendor-specific half of a plugin. Device ids reaching these methods are already checked
+/// against [`Backend::device_count`]. Implementations report failures as errors, never panic.
+pub trait Backend: Sized + Send + Sync + 'static {
+    /// A loaded image (module, executable, shared object).
+    type Image: Send;
+
+    /// Short name used in diagnostics, e.g. `x86_64`.
+    const NAME: &'static str;
+
+    /// Loads the vendor runtime and finds the devices. An error makes the plugin report 0
+    /// devices.
+    fn init() -> Result<Self>;
+
+    /// Number of devices.
+    fn device_count(&self) -> i32;
+
+    /// Accepts `image` (already unwrapped from an OffloadBinary) for at least one device, or
+    /// says why not. `arch` is what libomptarget's image info says, if anything.
+    fn check_image(&self, image: &DeviceImage<'_>, arch: Option<&str>) -> Result<()>;
+
+    /// Prepares a device for use.
+    fn init_device(&self, device: i32) -> Result<()>;
+
+    /// Loads an image onto a device.
+    fn load_image(&self, device: i32, image: &[u8]) -> Result<Self::Image>;
+
+    /// Unloads an image loaded by [`Backend::load_image`].
+    fn unload_image(&self, device: i32, image: Self::Image) -> Result<()>;
+
+    /// The handle of kernel `name`, as `launch` takes it back.
+    fn kernel(&self, image: &Self::Image, name: &str) -> Result<Option<u64>>;
+
+    /// Global `name` of `image`, or `None` if the image does not define it.
+    fn global(&self, image: &Self::Image, name: &str) -> Result<Option<DeviceSymbol>>;
+
+    /// Allocates `size` bytes of device memory of libomptarget's allocation `kind`.
+    fn alloc(&self, device: i32, size: usize, kind: i32) -> Result<u64>;
+
+    /// Frees memory from [`Backend::alloc`].
+    fn free(&self, device: i32, ptr: u64, kind: i32) -> Result<()>;
+
+    /// Copies host bytes to device memory.
+    fn write(&self, device: i32, dst: u64, src: &[u8]) -> Result<()>;
+
+    /// Copies device memory to host bytes.
+    fn read(&self, device: i32, dst: &mut [u8], src: u64) -> Result<()>;
+
+    /// Runs a kernel to completion.
+    fn launch(&self, device: i32, launch: &LaunchParams<'_>) -> Result<()>;
+}

@@ -1,0 +1,39 @@
+//! The plugin's error type: every failure of a `__tgt_rtl_*` call, with its cause in words.
+
+use std::fmt;
+
+/// A failed plugin operation. Reported on stderr when `LIBOMPTARGET_INFO` is set, then turned
+/// into `OFFLOAD_FAIL` (or null) at the C boundary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PluginError {
+    /// The device id is negative or not below the number of devices.
+    InvalidDevice(i32),
+    /// An argument is malformed; the text says which and how.
+    InvalidArgument(String),
+    /// The image is not one this plugin can load.
+    InvalidImage(String),
+    /// The function-pointer table does not satisfy its rules.
+    InvalidTable(String),
+    /// A symbol the operation needs is missing from the image.
+    MissingSymbol(String),
+    /// The backend (driver, loader, allocator) failed.
+    Backend(String),
+}
+
+/// Result of a plugin operation.
+pub type Result<T> = std::result::Result<T, PluginError>;
+
+impl fmt::Display for PluginError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PluginError::InvalidDevice(id) => write!(f, "invalid device id {id}"),
+            PluginError::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
+            PluginError::InvalidImage(why) => write!(f, "invalid image: {why}"),
+            PluginError::InvalidTable(why) => write!(f, "invalid function-pointer table: {why}"),
+            PluginError::MissingSymbol(name) => write!(f, "symbol {name} not found in the image"),
+            PluginError::Backend(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+impl std::error::Error for PluginError {}

@@ -1,0 +1,19 @@
+//! The backend-independent half of the libomptarget plugins, after LLVM's
+//! `plugins-nextgen/common`: the C ABI types, OffloadBinary and offload-entry parsing, the
+//! function-pointer map, the generic plugin/device state, and the `__tgt_rtl_*` exports
+//! ([`export_plugin!`]). A backend crate implements [`Backend`] and invokes the macro.
+#![deny(missing_docs)]
+
+pub mod abi;
+pub mod backend;
+pub mod entries;
+pub mod error;
+pub mod exports;
+pub mod fptr_map;
+pub mod image;
+pub mod info;
+pub mod plugin;
+
+pub use backend::{Backend, DeviceSymbol, LaunchParams};
+pub use error::{PluginError, Result};
+pub use plugin::Plugin;

@@ -1,0 +1,331 @@
+//! The generic plugin: devices, loaded images, target tables, and the function-pointer map,
+//! over any [`Backend`].
+
+use std::ffi::{c_void, CString};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::abi::{FptrMapEntry, TgtOffloadEntry, TgtTargetTable, FPTR_MAP_P, FPTR_MAP_SIZE};
+use crate::backend::{Backend, DeviceSymbol, LaunchParams};
+use crate::entries::OffloadEntry;
+use crate::error::{PluginError, Result};
+use crate::fptr_map::FptrTable;
+
+/// One image loaded on a device, with the target table handed to libomptarget.
+struct LoadedImage<B: Backend> {
+    /// `image_start` of the `__tgt_device_image` it came from: identifies it for unloading.
+    key: usize,
+    image: B::Image,
+    /// Owned storage behind the `__tgt_target_table` pointer libomptarget keeps.
+    table: Box<TgtTargetTable>,
+    entries: Box<[TgtOffloadEntry]>,
+    _names: Vec<CString>,
+    /// `(host function, device function)` of the image's indirect entries.
+    indirect: Vec<FptrMapEntry>,
+}
+
+// SAFETY: the raw pointers in `table` and `entries` point into this struct's own heap storage
+// (`entries`, `_names`), which moves with it; nothing else aliases them mutably.
+unsafe impl<B: Backend> Send for LoadedImage<B> {}
+
+/// A function-pointer table in device memory.
+#[derive(Debug, Clone, Copy)]
+struct DeviceTable {
+    ptr: u64,
+    len: u64,
+}
+
+struct DeviceState<B: Backend> {
+    images: Vec<LoadedImage<B>>,
+    table: Option<DeviceTable>,
+}
+
+/// The plugin state over backend `B`: one lock per device, taken by the calls that change
+/// what is loaded or installed on it (data movement and launches take none).
+pub struct Plugin<B: Backend> {
+    backend: B,
+    devices: Vec<Mutex<DeviceState<B>>>,
+}
+
+impl<B: Backend> Plugin<B> {
+    /// Initialises the backend and the per-device state.
+    pub fn new() -> Result<Self> {
+        let backend = B::init()?;
+        let count = backend.device_count().max(0);
+        let devices =
+            (0..count).map(|_| Mutex::new(DeviceState { images: Vec::new(), table: None })).collect();
+        Ok(Plugin { backend, devices })
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// Number of devices.
+    pub fn device_count(&self) -> i32 {
+        self.devices.len() as i32
+    }
+
+    /// Fails unless `device` names a device.
+    pub fn check_device(&self, device: i32) -> Result<()> {
+        if device < 0 || device as usize >= self.devices.len() {
+            return Err(PluginError::InvalidDevice(device));
+        }
+        Ok(())
+    }
+
+    fn lock(&self, device: i32) -> Result<MutexGuard<'_, DeviceState<B>>> {
+        self.check_device(device)?;
+        // A panic while holding the lock cannot leave the state half-changed in a way the next
+        // call cannot handle: every change is committed last. So a poisoned lock is usable.
+        Ok(self.devices[device as usize].lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// `__tgt_rtl_init_device`.
+    pub fn init_device(&self, device: i32) -> Result<()> {
+        self.check_device(device)?;
+        self.backend.init_device(device)
+    }
+
+    /// `__tgt_rtl_load_binary`: loads `image`, resolves `entries` to device addresses, and
+    /// installs the device's function-pointer map (every loaded image's indirect functions).
+    /// Returns the target table, valid until the image is unloaded. On any error the device is
+    /// left as it was.
+    pub fn load_binary(
+        &self,
+        device: i32,
+        key: usize,
+        image: &[u8],
+        entries: &[OffloadEntry],
+    ) -> Result<*mut TgtTargetTable> {
+        let mut state = self.lock(device)?;
+        if state.images.iter().any(|i| i.key == key) {
+            return Err(PluginError::InvalidArgument(format!(
+                "image at {key:#x} is already loaded on this device"
+            )));
+        }
+        let loaded = self.backend.load_image(device, image)?;
+        match self.resolve_entries(device, loaded, key, entries) {
+            Ok(resolved) => {
+                state.images.push(resolved);
+                if let Err(err) = self.install_images_map(device, &mut state) {
+                    let img = state.images.pop().expect("just pushed");
+                    let _ = self.backend.unload_image(device, img.image);
+                    return Err(err);
+                }
+                let img = state.images.last_mut().expect("just pushed");
+                Ok(&mut *img.table as *mut TgtTargetTable)
+            }
+            Err((err, loaded)) => {
+                let _ = self.backend.unload_image(device, loaded);
+                Err(err)
+            }
+        }
+    }
+
+    /// Builds the target table of a freshly loaded image. On error, hands the image back so
+    /// the caller can unload it.
+    #[allow(clippy::result_large_err)]
+    fn resolve_entries(
+        &self,
+        device: i32,
+        image: B::Image,
+        key: usize,
+        entries: &[OffloadEntry],
+    ) -> std::result::Result<LoadedImage<B>, (PluginError, B::Image)> {
+        let mut names = Vec::with_capacity(entries.len());
+        let mut table = Vec::with_capacity(entries.len());
+        let mut indirect = Vec::new();
+        for entry in entries {
+            let resolved = (|| -> Result<u64> {
+                if entry.size == 0 {
+                    return self
+                        .backend
+                        .kernel(&image, &entry.name)?
+                        .ok_or_else(|| PluginError::MissingSymbol(entry.name.clone()));
+                }
+                let global = self
+                    .backend
+                    .global(&image, &entry.name)?
+                    .ok_or_else(|| PluginError::MissingSymbol(entry.name.clone()))?;
+                if !entry.is_indirect() {
+                    return Ok(global.addr);
+                }
+                // The global holds the device function's address. libomptarget maps the host
+                // function to what the table says, so a captured pointer arrives translated.
+                let mut word = [0u8; 8];
+                self.backend.read(device, &mut word, global.addr)?;
+                let device_fn = u64::from_le_bytes(word);
+                indirect.push(FptrMapEntry { host_ptr: entry.addr, tgt_ptr: device_fn });
+                Ok(device_fn)
+            })();
+            let addr = match resolved {
+                Ok(addr) => addr,
+                Err(err) => return Err((err, image)),
+            };
+            let name = match CString::new(entry.name.as_str()) {
+                Ok(name) => name,
+                Err(_) => {
+                    return Err((
+                        PluginError::InvalidImage(format!("entry name {:?} has a NUL", entry.name)),
+                        image,
+                    ))
+                }
+            };
+            table.push(TgtOffloadEntry {
+                addr: addr as *mut c_void,
+                name: name.as_ptr() as *mut _,
+                size: entry.size as usize,
+                flags: entry.flags as i32,
+                reserved: 0,
+            });
+            names.push(name);
+        }
+        let mut entries: Box<[TgtOffloadEntry]> = table.into_boxed_slice();
+        let range = entries.as_mut_ptr_range();
+        let table = Box::new(TgtTargetTable { entries_begin: range.start, entries_end: range.end });
+        Ok(LoadedImage { key, image, table, entries, _names: names, indirect })
+    }
+
+    /// Unloads the image registered under `key` and reinstalls the map of the remaining ones.
+    pub fn unload_binary(&self, device: i32, key: usize) -> Result<()> {
+        let mut state = self.lock(device)?;
+        let index = state.images.iter().position(|i| i.key == key).ok_or_else(|| {
+            PluginError::InvalidArgument(format!("no image at {key:#x} is loaded on this device"))
+        })?;
+        let img = state.images.remove(index);
+        let result = self.install_images_map(device, &mut state);
+        drop(img.entries);
+        self.backend.unload_image(device, img.image)?;
+        result
+    }
+
+    /// `__tgt_rtl_deinit_device`: unloads every image and frees the map.
+    pub fn deinit_device(&self, device: i32) -> Result<()> {
+        let mut state = self.lock(device)?;
+        let mut first_error = self.install(device, &mut state, &FptrTable::from_sorted(&[])?).err();
+        for img in state.images.drain(..) {
+            if let Err(err) = self.backend.unload_image(device, img.image) {
+                first_error.get_or_insert(err);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// `__tgt_rtl_deinit_plugin`: [`Plugin::deinit_device`] for every device.
+    pub fn deinit(&self) -> Result<()> {
+        let mut first_error = None;
+        for device in 0..self.device_count() {
+            if let Err(err) = self.deinit_device(device) {
+                first_error.get_or_insert(err);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// `__tgt_rtl_set_function_ptr_map`: validates `entries`, then installs them on `device`.
+    pub fn set_function_ptr_map(&self, device: i32, entries: &[FptrMapEntry]) -> Result<()> {
+        let table = FptrTable::from_sorted(entries)?;
+        let mut state = self.lock(device)?;
+        self.install(device, &mut state, &table)
+    }
+
+    fn install_images_map(&self, device: i32, state: &mut DeviceState<B>) -> Result<()> {
+        let pairs: Vec<FptrMapEntry> = state.images.iter().flat_map(|i| i.indirect.iter().copied()).collect();
+        let table = FptrTable::from_pairs(pairs)?;
+        self.install(device, state, &table)
+    }
+
+    /// Copies `table` to new device memory, points both globals of every loaded image that
+    /// defines them at it, then frees the previous table. An empty table clears the globals.
+    /// Every check comes before the first change; a failed patch restores the previous values.
+    fn install(&self, device: i32, state: &mut DeviceState<B>, table: &FptrTable<'_>) -> Result<()> {
+        let mut targets = Vec::new();
+        for img in &state.images {
+            if let Some(pair) = self.map_globals(&img.image)? {
+                targets.push(pair);
+            }
+        }
+        let new = if table.is_empty() {
+            None
+        } else {
+            let bytes = table.as_bytes();
+            let ptr = self.backend.alloc(device, bytes.len(), TARGET_ALLOC_DEVICE)?;
+            if let Err(err) = self.backend.write(device, ptr, bytes) {
+                let _ = self.backend.free(device, ptr, TARGET_ALLOC_DEVICE);
+                return Err(err);
+            }
+            Some(DeviceTable { ptr, len: table.len() as u64 })
+        };
+        for (done, (p, size)) in targets.iter().enumerate() {
+            if let Err(err) = self.patch(device, *p, *size, new) {
+                for (p, size) in &targets[..=done] {
+                    let _ = self.patch(device, *p, *size, state.table);
+                }
+                if let Some(t) = new {
+                    let _ = self.backend.free(device, t.ptr, TARGET_ALLOC_DEVICE);
+                }
+                return Err(err);
+            }
+        }
+        if let Some(old) = std::mem::replace(&mut state.table, new) {
+            self.backend.free(device, old.ptr, TARGET_ALLOC_DEVICE)?;
+        }
+        Ok(())
+    }
+
+    /// Both map globals of `image`, size-checked; `None` if it defines neither.
+    fn map_globals(&self, image: &B::Image) -> Result<Option<(DeviceSymbol, DeviceSymbol)>> {
+        let p = self.backend.global(image, FPTR_MAP_P)?;
+        let size = self.backend.global(image, FPTR_MAP_SIZE)?;
+        let (p, size) = match (p, size) {
+            (None, None) => return Ok(None),
+            (Some(p), Some(size)) => (p, size),
+            (Some(_), None) => {
+                return Err(PluginError::MissingSymbol(format!(
+                    "{FPTR_MAP_SIZE} (the image defines {FPTR_MAP_P})"
+                )))
+            }
+            (None, Some(_)) => {
+                return Err(PluginError::MissingSymbol(format!(
+                    "{FPTR_MAP_P} (the image defines {FPTR_MAP_SIZE})"
+                )))
+            }
+        };
+        for (name, sym) in [(FPTR_MAP_P, p), (FPTR_MAP_SIZE, size)] {
+            if let Some(bytes) = sym.size.filter(|&s| s != 8) {
+                return Err(PluginError::InvalidImage(format!("{name} is {bytes} bytes, expected 8")));
+            }
+        }
+        Ok(Some((p, size)))
+    }
+
+    /// Writes one image's globals: size 0 first, so a reader never pairs the new pointer with
+    /// the old length, then the pointer, then the length.
+    fn patch(
+        &self,
+        device: i32,
+        p: DeviceSymbol,
+        size: DeviceSymbol,
+        table: Option<DeviceTable>,
+    ) -> Result<()> {
+        let (ptr, len) = table.map_or((0, 0), |t| (t.ptr, t.len));
+        self.backend.write(device, size.addr, &0u64.to_le_bytes())?;
+        self.backend.write(device, p.addr, &ptr.to_le_bytes())?;
+        self.backend.write(device, size.addr, &len.to_le_bytes())
+    }
+
+    /// Device address and length of the installed table (tests and diagnostics).
+    pub fn installed_table(&self, device: i32) -> Result<Option<(u64, u64)>> {
+        Ok(self.lock(device)?.table.map(|t| (t.ptr, t.len)))
+    }
+
+    /// `__tgt_rtl_launch_kernel`.
+    pub fn launch(&self, device: i32, launch: &LaunchParams<'_>) -> Result<()> {
+        self.check_device(device)?;
+        self.backend.launch(device, launch)
+    }
+}
+
+/// libomptarget's `TARGET_ALLOC_DEVICE`: plain device memory.
+pub const TARGET_ALLOC_DEVICE: i32 = 0;

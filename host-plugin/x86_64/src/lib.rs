@@ -1,0 +1,185 @@
+//! `libomptarget.rtl.x86_64.so`: the host-offload plugin. Device images are x86_64 shared
+//! objects, loaded from memory (memfd) with `dlopen`; "device" memory is host memory; kernels are
+//! called through libffi on the calling thread, as LLVM's host plugin does.
+#![deny(missing_docs)]
+
+mod elf;
+
+use std::ffi::{c_void, CStr, CString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use libffi::middle::{arg, Cif, CodePtr, Type};
+use plugin_core::image::DeviceImage;
+use plugin_core::{Backend, DeviceSymbol, LaunchParams, PluginError, Result};
+
+/// Devices reported: independent "devices" in the same process, each with its own images and
+/// function-pointer map.
+pub const DEVICES: i32 = 2;
+
+/// The host-offload backend.
+pub struct HostOffload;
+
+/// A device image loaded with `dlopen`.
+pub struct Library {
+    handle: *mut c_void,
+    /// The memfd the image was loaded from. Kept open while loaded: glibc identifies loaded
+    /// objects by path, and `/proc/self/fd/N` must not name another image meanwhile.
+    _memfd: OwnedFd,
+}
+
+// SAFETY: a dlopen handle may be used and closed from any thread.
+unsafe impl Send for Library {}
+
+fn dl_error(what: &str) -> PluginError {
+    // SAFETY: dlerror returns null or a thread-local C string valid until the next dl call.
+    let msg = unsafe { libc::dlerror() };
+    let detail = if msg.is_null() {
+        "unknown error".to_string()
+    } else {
+        // SAFETY: non-null C string from dlerror.
+        unsafe { CStr::from_ptr(msg) }.to_string_lossy().into_owned()
+    };
+    PluginError::Backend(format!("{what}: {detail}"))
+}
+
+impl Library {
+    /// Writes `bytes` to an anonymous memory file and `dlopen`s it.
+    fn open(bytes: &[u8]) -> Result<Library> {
+        let name = c"omptarget-indirect-image";
+        // SAFETY: valid C string, valid flags.
+        let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(PluginError::Backend(format!("memfd_create: {}", std::io::Error::last_os_error())));
+        }
+        // SAFETY: fd is a fresh descriptor we own.
+        let memfd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mut file =
+            std::fs::File::from(memfd.try_clone().map_err(|e| PluginError::Backend(format!("dup: {e}")))?);
+        std::io::Write::write_all(&mut file, bytes)
+            .map_err(|e| PluginError::Backend(format!("writing the image: {e}")))?;
+        drop(file);
+        let path = CString::new(format!("/proc/self/fd/{}", memfd.as_raw_fd())).expect("no NUL");
+        // SAFETY: valid path; the image's constructors run here, as for any dlopen.
+        let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        if handle.is_null() {
+            return Err(dl_error("dlopen of the device image"));
+        }
+        Ok(Library { handle, _memfd: memfd })
+    }
+
+    /// The address of `name` if this image (or a library it depends on) defines it.
+    fn symbol(&self, name: &str) -> Result<Option<*mut c_void>> {
+        let cname =
+            CString::new(name).map_err(|_| PluginError::InvalidArgument(format!("symbol name {name:?}")))?;
+        // SAFETY: valid handle and C string. Clear the error state first: a null symbol value
+        // is legal, so dlerror tells absence apart.
+        unsafe {
+            libc::dlerror();
+            let addr = libc::dlsym(self.handle, cname.as_ptr());
+            if addr.is_null() && !libc::dlerror().is_null() {
+                return Ok(None);
+            }
+            Ok(Some(addr))
+        }
+    }
+
+    fn close(self) -> Result<()> {
+        // SAFETY: the handle came from dlopen and is closed once (self is consumed).
+        if unsafe { libc::dlclose(self.handle) } != 0 {
+            return Err(dl_error("dlclose"));
+        }
+        Ok(())
+    }
+}
+
+impl Backend for HostOffload {
+    type Image = Library;
+    const NAME: &'static str = "x86_64";
+
+    fn init() -> Result<Self> {
+        Ok(HostOffload)
+    }
+
+    fn device_count(&self) -> i32 {
+        DEVICES
+    }
+
+    fn check_image(&self, image: &DeviceImage<'_>, _arch: Option<&str>) -> Result<()> {
+        if let Some(triple) = image.triple.as_deref().filter(|t| !t.starts_with("x86_64")) {
+            return Err(PluginError::InvalidImage(format!("packaged for {triple}, not x86_64")));
+        }
+        elf::check_x86_64_shared_object(image.bytes)
+    }
+
+    fn init_device(&self, _device: i32) -> Result<()> {
+        Ok(())
+    }
+
+    fn load_image(&self, _device: i32, image: &[u8]) -> Result<Library> {
+        elf::check_x86_64_shared_object(image)?;
+        Library::open(image)
+    }
+
+    fn unload_image(&self, _device: i32, image: Library) -> Result<()> {
+        image.close()
+    }
+
+    fn kernel(&self, image: &Library, name: &str) -> Result<Option<u64>> {
+        Ok(image.symbol(name)?.map(|a| a as u64))
+    }
+
+    fn global(&self, image: &Library, name: &str) -> Result<Option<DeviceSymbol>> {
+        Ok(image.symbol(name)?.map(|addr| DeviceSymbol { addr: addr as u64, size: elf::symbol_size(addr) }))
+    }
+
+    fn alloc(&self, _device: i32, size: usize, _kind: i32) -> Result<u64> {
+        // SAFETY: plain allocation; at least one byte so that a 0-byte request is a unique
+        // pointer libomptarget can free.
+        let ptr = unsafe { libc::malloc(size.max(1)) };
+        if ptr.is_null() {
+            return Err(PluginError::Backend(format!("out of memory allocating {size} bytes")));
+        }
+        Ok(ptr as u64)
+    }
+
+    fn free(&self, _device: i32, ptr: u64, _kind: i32) -> Result<()> {
+        // SAFETY: the pointer came from `alloc` (libomptarget's contract), or is null.
+        unsafe { libc::free(ptr as *mut c_void) };
+        Ok(())
+    }
+
+    fn write(&self, _device: i32, dst: u64, src: &[u8]) -> Result<()> {
+        if dst == 0 {
+            return Err(PluginError::InvalidArgument("null destination".into()));
+        }
+        // SAFETY: device memory is host memory; `dst` is an allocation or global of at least
+        // `src.len()` bytes by the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst as *mut u8, src.len()) };
+        Ok(())
+    }
+
+    fn read(&self, _device: i32, dst: &mut [u8], src: u64) -> Result<()> {
+        if src == 0 {
+            return Err(PluginError::InvalidArgument("null source".into()));
+        }
+        // SAFETY: as in `write`, the other way round.
+        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    fn launch(&self, _device: i32, launch: &LaunchParams<'_>) -> Result<()> {
+        let mut values: Vec<u64> = Vec::with_capacity(launch.args.len() + 1);
+        if launch.wants_dyn_ptr() {
+            values.push(0);
+        }
+        values.extend_from_slice(launch.args);
+        let cif = Cif::new(values.iter().map(|_| Type::pointer()), Type::void());
+        let args: Vec<_> = values.iter().map(arg).collect();
+        // SAFETY: `kernel` is a function of this image taking `values.len()` pointer arguments
+        // (clang's outlined kernel signature); libomptarget guarantees it came from our table.
+        unsafe { cif.call::<()>(CodePtr(launch.kernel as *mut c_void), &args) };
+        Ok(())
+    }
+}
+
+plugin_core::export_plugin!(HostOffload);
