@@ -1,0 +1,620 @@
+//! The x86_64 plugin through its real C ABI: the built `libomptarget_rtl_x86_64.so` is
+//! `dlopen`ed, device images compiled from `tests/images/*.c` (linked with the device runtime's
+//! x86_64 archive from `cargo xtask build`) are loaded in libomptarget's call order, and kernels
+//! that call `__kmpc_target_translate_fptr` show which copy of a function ran.
+
+use std::ffi::{c_char, c_void, CString};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use plugin_core::abi::{
+    FptrMapEntry, KernelArgs, TgtDeviceImage, TgtImageInfo, TgtOffloadEntry, TgtTargetTable, OFFLOAD_FAIL,
+    OFFLOAD_SUCCESS,
+};
+
+type InitPlugin = unsafe extern "C" fn() -> i32;
+type IsValidBinaryInfo = unsafe extern "C" fn(*const TgtDeviceImage, *const TgtImageInfo) -> i32;
+type InitRequires = unsafe extern "C" fn(i64) -> i64;
+type DeviceCall = unsafe extern "C" fn(i32) -> i32;
+type LoadBinary = unsafe extern "C" fn(i32, *const TgtDeviceImage) -> *mut TgtTargetTable;
+type UnloadBinary = unsafe extern "C" fn(i32, *const TgtDeviceImage) -> i32;
+type SetMap = unsafe extern "C" fn(i32, u64, *const FptrMapEntry) -> i32;
+type DataAlloc = unsafe extern "C" fn(i32, i64, *mut c_void, i32) -> *mut c_void;
+type DataDelete = unsafe extern "C" fn(i32, *mut c_void, i32) -> i32;
+type DataSubmit = unsafe extern "C" fn(i32, *mut c_void, *const c_void, i64) -> i32;
+type DataRetrieve = unsafe extern "C" fn(i32, *mut c_void, *const c_void, i64) -> i32;
+type LaunchKernel = unsafe extern "C" fn(
+    i32,
+    *mut c_void,
+    *const *mut c_void,
+    *const isize,
+    *const KernelArgs,
+    *mut c_void,
+) -> i32;
+
+/// The plugin's entry points, resolved by name as libomptarget resolves them.
+struct Api {
+    init_plugin: InitPlugin,
+    deinit_plugin: InitPlugin,
+    number_of_devices: InitPlugin,
+    is_valid_binary_info: IsValidBinaryInfo,
+    init_requires: InitRequires,
+    init_device: DeviceCall,
+    deinit_device: DeviceCall,
+    load_binary: LoadBinary,
+    unload_binary: UnloadBinary,
+    set_function_ptr_map: SetMap,
+    data_alloc: DataAlloc,
+    data_delete: DataDelete,
+    data_submit: DataSubmit,
+    data_retrieve: DataRetrieve,
+    launch_kernel: LaunchKernel,
+}
+
+fn target_dir() -> PathBuf {
+    // target/<profile>/deps/c_abi-HASH -> target/<profile>
+    std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn api() -> &'static Api {
+    static API: OnceLock<Api> = OnceLock::new();
+    API.get_or_init(|| {
+        let path = target_dir().join("libomptarget_rtl_x86_64.so");
+        let cpath = CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: loading our own plugin; kept loaded for the whole test process.
+        let handle = unsafe { libc::dlopen(cpath.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        assert!(!handle.is_null(), "cannot dlopen {}", path.display());
+        let sym = |name: &str| {
+            let c = CString::new(name).unwrap();
+            // SAFETY: valid handle and name.
+            let f = unsafe { libc::dlsym(handle, c.as_ptr()) };
+            assert!(!f.is_null(), "{name} is not exported");
+            f
+        };
+        // SAFETY: each symbol is the plugin's export with exactly this C signature.
+        unsafe {
+            Api {
+                init_plugin: std::mem::transmute::<*mut c_void, InitPlugin>(sym("__tgt_rtl_init_plugin")),
+                deinit_plugin: std::mem::transmute::<*mut c_void, InitPlugin>(sym("__tgt_rtl_deinit_plugin")),
+                number_of_devices: std::mem::transmute::<*mut c_void, InitPlugin>(sym(
+                    "__tgt_rtl_number_of_devices",
+                )),
+                is_valid_binary_info: std::mem::transmute::<*mut c_void, IsValidBinaryInfo>(sym(
+                    "__tgt_rtl_is_valid_binary_info",
+                )),
+                init_requires: std::mem::transmute::<*mut c_void, InitRequires>(sym(
+                    "__tgt_rtl_init_requires",
+                )),
+                init_device: std::mem::transmute::<*mut c_void, DeviceCall>(sym("__tgt_rtl_init_device")),
+                deinit_device: std::mem::transmute::<*mut c_void, DeviceCall>(sym("__tgt_rtl_deinit_device")),
+                load_binary: std::mem::transmute::<*mut c_void, LoadBinary>(sym("__tgt_rtl_load_binary")),
+                unload_binary: std::mem::transmute::<*mut c_void, UnloadBinary>(sym(
+                    "__tgt_rtl_unload_binary",
+                )),
+                set_function_ptr_map: std::mem::transmute::<*mut c_void, SetMap>(sym(
+                    "__tgt_rtl_set_function_ptr_map",
+                )),
+                data_alloc: std::mem::transmute::<*mut c_void, DataAlloc>(sym("__tgt_rtl_data_alloc")),
+                data_delete: std::mem::transmute::<*mut c_void, DataDelete>(sym("__tgt_rtl_data_delete")),
+                data_submit: std::mem::transmute::<*mut c_void, DataSubmit>(sym("__tgt_rtl_data_submit")),
+                data_retrieve: std::mem::transmute::<*mut c_void, DataRetrieve>(sym(
+                    "__tgt_rtl_data_retrieve",
+                )),
+                launch_kernel: std::mem::transmute::<*mut c_void, LaunchKernel>(sym(
+                    "__tgt_rtl_launch_kernel",
+                )),
+            }
+        }
+    })
+}
+
+/// Compiles `tests/images/<name>.c` into a shared object, with the device runtime if asked.
+fn compile_image(name: &str, with_runtime: bool) -> Vec<u8> {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.so"));
+    let mut cc = Command::new("cc");
+    cc.args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/images/{name}.c")));
+    if with_runtime {
+        let archive = workspace().join("target/dist/device/x86_64/libdevice_rtl.a");
+        assert!(
+            archive.is_file(),
+            "{} is missing: run `cargo xtask build` (or `cargo xtask test`)",
+            archive.display()
+        );
+        cc.arg(archive);
+    }
+    let status = cc.arg("-o").arg(&out).status().expect("cannot run cc");
+    assert!(status.success(), "cc failed for {name}.c");
+    std::fs::read(&out).unwrap()
+}
+
+// Host versions of the indirect functions: what the host program's pointers point to.
+extern "C" fn host_square(x: i32) -> i32 {
+    x * x
+}
+extern "C" fn host_twice(x: i32) -> i32 {
+    2 * x
+}
+extern "C" fn host_not_indirect(x: i32) -> i32 {
+    x + 7
+}
+
+/// A device image with its host-side entry table, kept alive while loaded.
+struct Image {
+    bytes: Vec<u8>,
+    _names: Vec<CString>,
+    entries: Vec<TgtOffloadEntry>,
+    desc: TgtDeviceImage,
+}
+
+impl Image {
+    fn new(bytes: Vec<u8>, entries: &[(*mut c_void, &str, usize, i32)]) -> Box<Image> {
+        let names: Vec<CString> = entries.iter().map(|e| CString::new(e.1).unwrap()).collect();
+        let entries: Vec<TgtOffloadEntry> = entries
+            .iter()
+            .zip(&names)
+            .map(|(e, n)| TgtOffloadEntry {
+                addr: e.0,
+                name: n.as_ptr() as *mut c_char,
+                size: e.2,
+                flags: e.3,
+                reserved: 0,
+            })
+            .collect();
+        let null = std::ptr::null_mut();
+        let mut image = Box::new(Image {
+            bytes,
+            _names: names,
+            entries,
+            desc: TgtDeviceImage {
+                image_start: null,
+                image_end: null,
+                entries_begin: null as _,
+                entries_end: null as _,
+            },
+        });
+        let range = image.bytes.as_mut_ptr_range();
+        let entries = image.entries.as_mut_ptr_range();
+        image.desc = TgtDeviceImage {
+            image_start: range.start.cast(),
+            image_end: range.end.cast(),
+            entries_begin: entries.start,
+            entries_end: entries.end,
+        };
+        image
+    }
+
+    /// The indirect image with clang 19's entries: two indirect functions and two kernels.
+    fn indirect() -> Box<Image> {
+        Self::indirect_from(compile_indirect().clone())
+    }
+
+    fn indirect_from(bytes: Vec<u8>) -> Box<Image> {
+        let kernel_id = |k: &'static u8| k as *const u8 as *mut c_void;
+        static CALL_ID: u8 = 0;
+        static MANY_ID: u8 = 0;
+        Image::new(
+            bytes,
+            &[
+                (host_square as *mut c_void, "__omp_offloading_test_square", 8, 8),
+                (host_twice as *mut c_void, "__omp_offloading_test_twice", 8, 8),
+                (kernel_id(&CALL_ID), "__omp_offloading_test_call", 0, 0),
+                (kernel_id(&MANY_ID), "__omp_offloading_test_many", 0, 0),
+            ],
+        )
+    }
+
+    fn ptr(&self) -> *const TgtDeviceImage {
+        &self.desc
+    }
+}
+
+fn compile_indirect() -> &'static Vec<u8> {
+    static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
+    BYTES.get_or_init(|| compile_image("indirect", true))
+}
+
+/// The device-side entries libomptarget gets back.
+fn target_entries(table: *mut TgtTargetTable) -> Vec<TgtOffloadEntry> {
+    assert!(!table.is_null());
+    // SAFETY: a table returned by load_binary, valid while the image is loaded.
+    unsafe {
+        let t = &*table;
+        let n = t.entries_end.offset_from(t.entries_begin) as usize;
+        std::slice::from_raw_parts(t.entries_begin, n).to_vec()
+    }
+}
+
+/// Serialises tests (the plugin is process-wide state) and starts each from a clean plugin.
+fn fresh() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let api = api();
+    // SAFETY: plain calls into the plugin.
+    unsafe {
+        assert_eq!((api.init_plugin)(), OFFLOAD_SUCCESS);
+        for d in 0..(api.number_of_devices)() {
+            assert_eq!((api.deinit_device)(d), OFFLOAD_SUCCESS);
+            assert_eq!((api.init_device)(d), OFFLOAD_SUCCESS);
+        }
+    }
+    guard
+}
+
+fn kernel_args(num_args: u32, version: u32) -> KernelArgs {
+    let null = std::ptr::null_mut();
+    KernelArgs {
+        version,
+        num_args,
+        base_ptrs: null,
+        ptrs: null,
+        sizes: std::ptr::null_mut(),
+        map_types: std::ptr::null_mut(),
+        map_names: null,
+        mappers: null,
+        tripcount: 0,
+        flags: 0,
+        num_teams: [1, 0, 0],
+        thread_limit: [1, 0, 0],
+        dyn_cgroup_mem: 0,
+    }
+}
+
+/// Device buffers for `__omp_offloading_test_call` on one device.
+struct CallKernel {
+    device: i32,
+    kernel: *mut c_void,
+    slot: *mut c_void,
+    input: *mut c_void,
+    output: *mut c_void,
+    translated: *mut c_void,
+}
+
+impl CallKernel {
+    fn new(device: i32, table: *mut TgtTargetTable) -> CallKernel {
+        let api = api();
+        let kernel = target_entries(table)[2].addr;
+        // SAFETY: plain allocations on a valid device.
+        let alloc = |n| unsafe { (api.data_alloc)(device, n, std::ptr::null_mut(), 0) };
+        let k = CallKernel {
+            device,
+            kernel,
+            slot: alloc(8),
+            input: alloc(4),
+            output: alloc(4),
+            translated: alloc(8),
+        };
+        assert!(!k.slot.is_null() && !k.input.is_null() && !k.output.is_null() && !k.translated.is_null());
+        k
+    }
+
+    /// Stores `fn_ptr` in mapped memory and runs the kernel: (translated pointer, f(7)).
+    fn run(&self, fn_ptr: *mut c_void) -> (*mut c_void, i32) {
+        let api = api();
+        let input = 7i32;
+        let (mut out, mut translated) = (0i32, std::ptr::null_mut::<c_void>());
+        // SAFETY: buffers of the right sizes on this device; the kernel takes four pointers.
+        unsafe {
+            assert_eq!(
+                (api.data_submit)(self.device, self.slot, (&fn_ptr as *const *mut c_void).cast(), 8),
+                OFFLOAD_SUCCESS
+            );
+            assert_eq!(
+                (api.data_submit)(self.device, self.input, (&input as *const i32).cast(), 4),
+                OFFLOAD_SUCCESS
+            );
+            let args = [self.slot, self.input, self.output, self.translated];
+            let offsets = [0isize; 4];
+            let ka = kernel_args(4, 3);
+            let rc = (api.launch_kernel)(
+                self.device,
+                self.kernel,
+                args.as_ptr(),
+                offsets.as_ptr(),
+                &ka,
+                std::ptr::null_mut(),
+            );
+            assert_eq!(rc, OFFLOAD_SUCCESS);
+            assert_eq!(
+                (api.data_retrieve)(self.device, (&mut out as *mut i32).cast(), self.output, 4),
+                OFFLOAD_SUCCESS
+            );
+            assert_eq!(
+                (api.data_retrieve)(
+                    self.device,
+                    (&mut translated as *mut *mut c_void).cast(),
+                    self.translated,
+                    8
+                ),
+                OFFLOAD_SUCCESS
+            );
+        }
+        (translated, out)
+    }
+}
+
+impl Drop for CallKernel {
+    fn drop(&mut self) {
+        let api = api();
+        for p in [self.slot, self.input, self.output, self.translated] {
+            // SAFETY: allocations made in `new`.
+            unsafe { assert_eq!((api.data_delete)(self.device, p, 0), OFFLOAD_SUCCESS) };
+        }
+    }
+}
+
+fn sq() -> *mut c_void {
+    host_square as *mut c_void
+}
+fn tw() -> *mut c_void {
+    host_twice as *mut c_void
+}
+
+#[test]
+fn libomptarget_call_order_translates_to_the_device_copy() {
+    let _g = fresh();
+    let api = api();
+    let image = Image::indirect();
+    let info = TgtImageInfo { arch: c"".as_ptr() };
+    // SAFETY: valid images and tables throughout.
+    unsafe {
+        assert_eq!((api.number_of_devices)(), 2);
+        assert_eq!((api.is_valid_binary_info)(image.ptr(), &info), 1);
+        assert_eq!((api.init_requires)(1), 1);
+        let table = (api.load_binary)(0, image.ptr());
+        let entries = target_entries(table);
+        assert_eq!(entries.len(), 4);
+        let k = CallKernel::new(0, table);
+        // Pointer stored in mapped memory: the kernel translates it to the device's own copy,
+        // which the target table reports too (following the indirection, as LLVM 18+ does).
+        let (translated, result) = k.run(sq());
+        assert_eq!(result, 1049, "the device copy (x*x + 1000) must run");
+        assert_eq!(translated, entries[0].addr);
+        assert_ne!(translated, sq());
+        let (translated, result) = k.run(tw());
+        assert_eq!((translated, result), (entries[1].addr, 1014));
+        // A host function that is not indirect, and null-free data pointers, pass unchanged.
+        let (translated, result) = k.run(host_not_indirect as *mut c_void);
+        assert_eq!((translated, result), (host_not_indirect as *mut c_void, 14));
+        drop(k);
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+    }
+}
+
+#[test]
+fn kernels_take_any_number_of_pointer_arguments_with_offsets() {
+    let _g = fresh();
+    let api = api();
+    let image = Image::indirect();
+    // SAFETY: valid image; buffers sized for the kernel.
+    unsafe {
+        let table = (api.load_binary)(0, image.ptr());
+        let many = target_entries(table)[3].addr;
+        let mut values: Vec<i32> = (1..=11).collect();
+        let mut out = 0i32;
+        let mut args: Vec<*mut c_void> = vec![(&mut out as *mut i32).cast()];
+        args.extend(values.iter_mut().map(|v| (v as *mut i32).cast::<c_void>()));
+        let offsets = vec![0isize; args.len()];
+        let ka = kernel_args(args.len() as u32, 3);
+        let rc = (api.launch_kernel)(0, many, args.as_ptr(), offsets.as_ptr(), &ka, std::ptr::null_mut());
+        assert_eq!(rc, OFFLOAD_SUCCESS);
+        assert_eq!(out, 1 + 66, "dyn_ptr null plus 1..=11");
+        // Offsets are applied: point every argument one int before its target.
+        let shifted: Vec<*mut c_void> = args.iter().map(|p| p.cast::<i32>().wrapping_sub(1).cast()).collect();
+        let offsets = vec![4isize; args.len()];
+        out = 0;
+        let rc = (api.launch_kernel)(0, many, shifted.as_ptr(), offsets.as_ptr(), &ka, std::ptr::null_mut());
+        assert_eq!((rc, out), (OFFLOAD_SUCCESS, 67));
+        // Bad launches fail cleanly.
+        let rc = (api.launch_kernel)(
+            0,
+            std::ptr::null_mut(),
+            args.as_ptr(),
+            offsets.as_ptr(),
+            &ka,
+            std::ptr::null_mut(),
+        );
+        assert_eq!(rc, OFFLOAD_FAIL);
+        let rc = (api.launch_kernel)(0, many, std::ptr::null(), std::ptr::null(), &ka, std::ptr::null_mut());
+        assert_eq!(rc, OFFLOAD_FAIL);
+        let rc = (api.launch_kernel)(
+            0,
+            many,
+            args.as_ptr(),
+            offsets.as_ptr(),
+            std::ptr::null(),
+            std::ptr::null_mut(),
+        );
+        assert_eq!(rc, OFFLOAD_FAIL);
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+    }
+}
+
+#[test]
+fn set_function_ptr_map_rejects_bad_input_and_keeps_the_previous_map() {
+    let _g = fresh();
+    let api = api();
+    let image = Image::indirect();
+    // SAFETY: valid image; tables are live slices or deliberately bad pointers the plugin must
+    // not dereference (null).
+    unsafe {
+        let table = (api.load_binary)(0, image.ptr());
+        let dev = target_entries(table);
+        let (dev_square, dev_twice) = (dev[0].addr as u64, dev[1].addr as u64);
+        let k = CallKernel::new(0, table);
+        let e = |h: *mut c_void, t: u64| FptrMapEntry { host_ptr: h as u64, tgt_ptr: t };
+        // Re-set: square now goes to the device's twice.
+        let mut swapped = vec![e(sq(), dev_twice), e(tw(), dev_square)];
+        swapped.sort();
+        assert_eq!((api.set_function_ptr_map)(0, 2, swapped.as_ptr()), OFFLOAD_SUCCESS);
+        assert_eq!(k.run(sq()).1, 1014);
+
+        let mut unsorted = swapped.clone();
+        unsorted.reverse();
+        let conflicting = [e(sq(), dev_square), e(sq(), dev_twice)];
+        let bad: [(&str, i32, u64, *const FptrMapEntry); 6] = [
+            ("device -1", -1, 2, swapped.as_ptr()),
+            ("device 2", 2, 2, swapped.as_ptr()),
+            ("null table with size", 0, 2, std::ptr::null()),
+            ("unsorted", 0, 2, unsorted.as_ptr()),
+            ("conflicting twins", 0, 2, conflicting.as_ptr()),
+            ("absurd size", 0, u64::MAX, swapped.as_ptr()),
+        ];
+        for (what, device, size, ptr) in bad {
+            assert_eq!((api.set_function_ptr_map)(device, size, ptr), OFFLOAD_FAIL, "{what}");
+            assert_eq!(k.run(sq()).1, 1014, "{what} changed the installed map");
+        }
+        // Identical twins collapse.
+        let twins = [e(sq(), dev_square), e(sq(), dev_square), e(tw(), dev_twice)];
+        let mut twins = twins.to_vec();
+        twins.sort();
+        assert_eq!((api.set_function_ptr_map)(0, 3, twins.as_ptr()), OFFLOAD_SUCCESS);
+        assert_eq!(k.run(sq()), (dev_square as *mut c_void, 1049));
+        // Size 0 clears: pointers pass through untranslated (the host copy runs).
+        assert_eq!((api.set_function_ptr_map)(0, 0, std::ptr::null()), OFFLOAD_SUCCESS);
+        assert_eq!(k.run(sq()), (sq(), 49));
+        drop(k);
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_FAIL, "unloading twice");
+    }
+}
+
+#[test]
+fn devices_keep_their_own_images_and_maps() {
+    let _g = fresh();
+    let api = api();
+    let on0 = Image::indirect();
+    let on1 = Image::indirect();
+    let plain = Image::new(
+        compile_image("plain", false),
+        &[(&0u8 as *const u8 as *mut c_void, "__omp_offloading_plain_kernel", 0, 0)],
+    );
+    // SAFETY: valid images.
+    unsafe {
+        let t0 = (api.load_binary)(0, on0.ptr());
+        let t1 = (api.load_binary)(1, on1.ptr());
+        // An image without the map globals loads next to them, and is skipped when patching.
+        assert!(!(api.load_binary)(0, plain.ptr()).is_null());
+        let (k0, k1) = (CallKernel::new(0, t0), CallKernel::new(1, t1));
+        let (a, b) = (k0.run(sq()), k1.run(sq()));
+        assert_eq!((a.1, b.1), (1049, 1049));
+        assert_eq!(a.0, target_entries(t0)[0].addr);
+        assert_eq!(b.0, target_entries(t1)[0].addr);
+        assert_ne!(a.0, b.0, "each device runs its own copy");
+        // Clearing device 1's map leaves device 0's alone.
+        assert_eq!((api.set_function_ptr_map)(1, 0, std::ptr::null()), OFFLOAD_SUCCESS);
+        assert_eq!(k1.run(sq()).1, 49);
+        assert_eq!(k0.run(sq()).1, 1049);
+        drop((k0, k1));
+    }
+}
+
+#[test]
+fn bad_images_are_refused_and_change_nothing() {
+    let _g = fresh();
+    let api = api();
+    let good = Image::indirect();
+    // SAFETY: valid and deliberately malformed image descriptors with live storage.
+    unsafe {
+        let table = (api.load_binary)(0, good.ptr());
+        let k = CallKernel::new(0, table);
+        let info = TgtImageInfo { arch: c"".as_ptr() };
+        let garbage = Image::new(b"not an ELF file at all, just bytes".to_vec(), &[]);
+        assert_eq!((api.is_valid_binary_info)(garbage.ptr(), &info), 0);
+        assert!((api.load_binary)(0, garbage.ptr()).is_null());
+        assert!((api.load_binary)(0, std::ptr::null()).is_null());
+        assert!((api.load_binary)(5, good.ptr()).is_null());
+        // A wrong-size map global: refused at load, since installing the map would patch it.
+        let wrong = Image::new(
+            compile_image("wrong_size", false),
+            &[(&0u8 as *const u8 as *mut c_void, "__omp_offloading_wrong_kernel", 0, 0)],
+        );
+        assert_eq!((api.is_valid_binary_info)(wrong.ptr(), &info), 1);
+        assert!((api.load_binary)(0, wrong.ptr()).is_null());
+        // An entry naming a symbol the image lacks.
+        let missing =
+            Image::new(compile_indirect().clone(), &[(sq(), "__omp_offloading_no_such_symbol", 8, 8)]);
+        assert!((api.load_binary)(0, missing.ptr()).is_null());
+        // A truncated entry table (not a whole number of entries).
+        let mut truncated = Image::indirect();
+        truncated.desc.entries_end = (truncated.desc.entries_end as *mut u8).wrapping_sub(4).cast();
+        assert!((api.load_binary)(0, truncated.ptr()).is_null());
+        // The same image twice on one device.
+        assert!((api.load_binary)(0, good.ptr()).is_null());
+        assert_eq!(k.run(sq()).1, 1049, "the good image's map survived every refusal");
+        // The image wrapped in an OffloadBinary, as libomptarget passes clang's images.
+        let wrapped = Image::indirect_from(plugin_core::image::wrap(
+            compile_indirect(),
+            &[("triple", "x86_64-pc-linux-gnu"), ("arch", "")],
+        ));
+        assert_eq!((api.is_valid_binary_info)(wrapped.ptr(), &info), 1);
+        let wrapped_for_gpu = Image::indirect_from(plugin_core::image::wrap(
+            compile_indirect(),
+            &[("triple", "nvptx64-nvidia-cuda")],
+        ));
+        assert_eq!((api.is_valid_binary_info)(wrapped_for_gpu.ptr(), &info), 0);
+        let t1 = (api.load_binary)(1, wrapped.ptr());
+        let k1 = CallKernel::new(1, t1);
+        assert_eq!(k1.run(sq()).1, 1049);
+        drop((k, k1));
+    }
+}
+
+#[test]
+fn concurrent_calls_are_safe() {
+    let _g = fresh();
+    let api = api();
+    let images = [Image::indirect(), Image::indirect()];
+    // SAFETY: valid images; each thread uses its own device and buffers.
+    let tables: Vec<usize> = images
+        .iter()
+        .enumerate()
+        .map(|(d, i)| unsafe { (api.load_binary)(d as i32, i.ptr()) } as usize)
+        .collect();
+    std::thread::scope(|s| {
+        for (device, &table) in tables.iter().enumerate() {
+            s.spawn(move || {
+                let table = table as *mut TgtTargetTable;
+                let dev = target_entries(table);
+                let k = CallKernel::new(device as i32, table);
+                let e =
+                    |h: *mut c_void, t: *mut c_void| FptrMapEntry { host_ptr: h as u64, tgt_ptr: t as u64 };
+                for round in 0..200 {
+                    let mut t = if round % 2 == 0 {
+                        vec![e(sq(), dev[0].addr), e(tw(), dev[1].addr)]
+                    } else {
+                        vec![e(sq(), dev[1].addr), e(tw(), dev[0].addr)]
+                    };
+                    t.sort();
+                    // SAFETY: a live sorted table.
+                    assert_eq!(
+                        unsafe { (api.set_function_ptr_map)(device as i32, 2, t.as_ptr()) },
+                        OFFLOAD_SUCCESS
+                    );
+                    assert_eq!(k.run(sq()).1, if round % 2 == 0 { 1049 } else { 1014 });
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn deinit_plugin_releases_everything() {
+    let _g = fresh();
+    let api = api();
+    let image = Image::indirect();
+    // SAFETY: valid image.
+    unsafe {
+        assert!(!(api.load_binary)(0, image.ptr()).is_null());
+        assert!(!(api.load_binary)(1, image.ptr()).is_null());
+        assert_eq!((api.deinit_plugin)(), OFFLOAD_SUCCESS);
+        // Everything was unloaded: the same image loads again.
+        assert!(!(api.load_binary)(0, image.ptr()).is_null());
+        assert_eq!((api.deinit_plugin)(), OFFLOAD_SUCCESS);
+    }
+}
