@@ -5,6 +5,7 @@
 //! target/dist/device/x86_64/libdevice_rtl.a, device_rtl.bc
 //! target/dist/device/nvptx64/<sm>/device_rtl.{bc,ptx,cubin}
 //! target/dist/device/amdgcn/<gfx>/device_rtl.{bc,o}
+//! target/dist/lib/libomptarget.rtl.x86_64.so            the plugins
 //! ```
 
 use std::fs;
@@ -215,8 +216,34 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
     println!("built x86_64 in {:.1} s", t.elapsed().as_secs_f64());
 
     fat_library(workspace, tools, &dist, &images, &x86.join("device_rtl.o"))?;
+    let t = Instant::now();
+    plugins(workspace, &dist)?;
+    println!("built the plugins in {:.1} s", t.elapsed().as_secs_f64());
     println!("dist tree in {} ({:.1} s in all)", dist.root.display(), started.elapsed().as_secs_f64());
     Ok(dist)
+}
+
+/// Plugins built here: (cargo package, library file cargo writes, name libomptarget loads).
+pub const PLUGINS: &[(&str, &str, &str)] =
+    &[("plugin-x86_64", "libomptarget_rtl_x86_64.so", "libomptarget.rtl.x86_64.so")];
+
+/// Builds the plugins in release mode and installs them in `target/dist/lib` under the names
+/// libomptarget 16 looks for.
+fn plugins(workspace: &Path, dist: &Dist) -> Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build.current_dir(workspace).args(["build", "--quiet", "--release"]);
+    for (package, _, _) in PLUGINS {
+        build.args(["-p", package]);
+    }
+    cmd::status(&mut build)?;
+    fs::create_dir_all(dist.lib_dir())?;
+    for (_, built, installed) in PLUGINS {
+        let from = workspace.join("target/release").join(built);
+        fs::copy(&from, dist.lib_dir().join(installed))
+            .with_context(|| format!("cannot copy {}", from.display()))?;
+    }
+    Ok(())
 }
 
 /// Packs every device image into one OffloadBinary, embeds it in a host object, and archives that

@@ -62,8 +62,6 @@ pub fn run(workspace: &Path) -> Result<()> {
     report.step("cargo clippy -D warnings", || {
         cargo_step(&["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"])
     });
-    report.step("host unit and property tests (cargo test)", || cargo_step(&["test", "--workspace"]));
-
     let tools = match Tools::locate(workspace) {
         Ok(tools) => tools,
         Err(err) => {
@@ -76,6 +74,18 @@ pub fn run(workspace: &Path) -> Result<()> {
         return report.finish();
     }
     let dist = Dist::new(workspace);
+    // After the build: the plugin tests load device images linked with the dist archive.
+    report.step("unit, property and plugin C-ABI tests (cargo test --workspace)", || {
+        cargo_step(&["test", "--workspace"])
+    });
+    report.step("plugin C-ABI tests under valgrind (leaks, invalid accesses)", || {
+        let mut c = Command::new(&cargo);
+        c.current_dir(workspace)
+            .args(["test", "--quiet", "-p", "plugin-x86_64", "--test", "c_abi", "--", "--test-threads=1"])
+            .env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", VALGRIND);
+        cmd::output(&mut c).map(|_| "no definite or indirect leaks, no memory errors".to_string())
+    });
+    report.step("plugins export the libomptarget 16 ABI", || plugin_exports(&dist));
 
     report.step("C ABI test against the x86_64 archive", || c_abi_test(workspace, &dist));
     for sm in &archs.sms {
@@ -106,6 +116,51 @@ pub fn run(workspace: &Path) -> Result<()> {
         });
     }
     report.finish()
+}
+
+/// A leak or memory error makes valgrind exit 99, failing the test run.
+const VALGRIND: &str = "valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
+                        --show-leak-kinds=definite,indirect --error-exitcode=99";
+
+/// Entry points libomptarget 16 requires (dropping any gives 0 devices), plus ours.
+const REQUIRED_EXPORTS: &[&str] = &[
+    "__tgt_rtl_is_valid_binary",
+    "__tgt_rtl_number_of_devices",
+    "__tgt_rtl_init_device",
+    "__tgt_rtl_load_binary",
+    "__tgt_rtl_data_alloc",
+    "__tgt_rtl_data_submit",
+    "__tgt_rtl_data_retrieve",
+    "__tgt_rtl_data_delete",
+    "__tgt_rtl_launch_kernel",
+    "__tgt_rtl_init_plugin",
+    "__tgt_rtl_deinit_plugin",
+    "__tgt_rtl_is_valid_binary_info",
+    "__tgt_rtl_init_requires",
+    "__tgt_rtl_deinit_device",
+    "__tgt_rtl_synchronize",
+    "__tgt_rtl_set_function_ptr_map",
+];
+
+/// Every plugin in `target/dist/lib` exports [`REQUIRED_EXPORTS`] as dynamic functions.
+fn plugin_exports(dist: &Dist) -> Result<String> {
+    use object::{Object, ObjectSymbol};
+    let mut checked = Vec::new();
+    for (_, _, name) in build::PLUGINS {
+        let path = dist.lib_dir().join(name);
+        let data = cmd::read(&path)?;
+        let file = object::File::parse(&*data)?;
+        let exported: Vec<String> = file
+            .dynamic_symbols()
+            .filter(|s| s.is_definition() && s.kind() == object::SymbolKind::Text)
+            .filter_map(|s| s.name().ok().map(str::to_string))
+            .collect();
+        let missing: Vec<&str> =
+            REQUIRED_EXPORTS.iter().copied().filter(|n| !exported.iter().any(|e| e == n)).collect();
+        ensure!(missing.is_empty(), "{} does not export {}", path.display(), missing.join(", "));
+        checked.push(name.to_string());
+    }
+    Ok(format!("{} export all {} entry points", checked.join(", "), REQUIRED_EXPORTS.len()))
 }
 
 /// Builds `tests/c/translate_abi.c` with the system C compiler against the x86_64 archive and
