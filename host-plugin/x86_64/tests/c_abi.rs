@@ -1,5 +1,5 @@
-//! The x86_64 plugin through its real C ABI: the built `libomptarget_rtl_x86_64.so` is
-//! `dlopen`ed, device images compiled from `tests/images/*.c` (linked with the device runtime's
+//! The x86_64 plugin through its real C ABI: the installed
+//! `target/dist/lib/libomptarget.rtl.x86_64.so` (from `cargo xtask build`) is `dlopen`ed, device images compiled from `tests/images/*.c` (linked with the device runtime's
 //! x86_64 archive from `cargo xtask build`) are loaded in libomptarget's call order, and kernels
 //! that call `__kmpc_target_translate_fptr` show which copy of a function ran.
 
@@ -52,11 +52,6 @@ struct Api {
     launch_kernel: LaunchKernel,
 }
 
-fn target_dir() -> PathBuf {
-    // target/<profile>/deps/c_abi-HASH -> target/<profile>
-    std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf()
-}
-
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
@@ -64,7 +59,12 @@ fn workspace() -> PathBuf {
 fn api() -> &'static Api {
     static API: OnceLock<Api> = OnceLock::new();
     API.get_or_init(|| {
-        let path = target_dir().join("libomptarget_rtl_x86_64.so");
+        let path = workspace().join("target/dist/lib/libomptarget.rtl.x86_64.so");
+        assert!(
+            path.is_file(),
+            "{} is missing: run `cargo xtask build` (or `cargo xtask test`)",
+            path.display()
+        );
         let cpath = CString::new(path.to_str().unwrap()).unwrap();
         // SAFETY: loading our own plugin; kept loaded for the whole test process.
         let handle = unsafe { libc::dlopen(cpath.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
