@@ -16,15 +16,13 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::cmd;
+use crate::offload::OffloadTarget;
 use crate::tools::Tools;
 
 /// NVIDIA architectures built when `--sm` is not given: Volta and Hopper.
 pub const DEFAULT_SMS: &[&str] = &["sm_70", "sm_90"];
 /// AMD architectures built when `--gfx` is not given: MI200, MI300, RDNA3.
 pub const DEFAULT_GFXS: &[&str] = &["gfx90a", "gfx942", "gfx1100"];
-
-/// Target triple clang uses for host offloading; the packaged x86_64 image must carry it.
-const X86_64_OFFLOAD_TRIPLE: &str = "x86_64-pc-linux-gnu";
 
 /// Which GPU architectures to build.
 #[derive(Clone, Debug)]
@@ -176,10 +174,7 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
                 .arg(dir.join("device_rtl.cubin"))
                 .arg(dir.join("device_rtl.ptx")),
         )?;
-        images.push(format!(
-            "file={},triple=nvptx64-nvidia-cuda,arch={sm},kind=openmp",
-            dir.join("device_rtl.bc").display()
-        ));
+        images.push(OffloadTarget::nvptx(sm).image_selector(&dir.join("device_rtl.bc")));
         println!("built nvptx64 {sm} in {:.1} s", t.elapsed().as_secs_f64());
     }
 
@@ -192,10 +187,7 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
             emits: &[("llvm-bc", "device_rtl.bc"), ("obj", "device_rtl.o")],
         }
         .run(workspace, &dir)?;
-        images.push(format!(
-            "file={},triple=amdgcn-amd-amdhsa,arch={gfx},kind=openmp",
-            dir.join("device_rtl.bc").display()
-        ));
+        images.push(OffloadTarget::amdgcn(gfx).image_selector(&dir.join("device_rtl.bc")));
         println!("built amdgcn {gfx} in {:.1} s", t.elapsed().as_secs_f64());
     }
 
@@ -209,10 +201,8 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
     .run(workspace, &x86)?;
     archive(tools, &dist.x86_64_archive(), &[x86.join("device_rtl.o")])?;
     // "generic": the offload linker matches it to the host-offload target whatever its arch.
-    images.push(format!(
-        "file={},triple={X86_64_OFFLOAD_TRIPLE},arch=generic,kind=openmp",
-        x86.join("device_rtl.bc").display()
-    ));
+    let generic = OffloadTarget { arch: "generic".to_string(), ..OffloadTarget::x86_64() };
+    images.push(generic.image_selector(&x86.join("device_rtl.bc")));
     println!("built x86_64 in {:.1} s", t.elapsed().as_secs_f64());
 
     fat_library(workspace, tools, &dist, &images, &x86.join("device_rtl.o"))?;
@@ -260,9 +250,7 @@ fn fat_library(
     let packed = work.join("omptarget-indirect.offload");
     let mut pack = Command::new(&tools.packager);
     pack.arg("-o").arg(&packed);
-    for image in images {
-        pack.arg(format!("--image={image}"));
-    }
+    pack.args(images);
     cmd::output(&mut pack)?;
 
     // The anchor gives the member a host symbol; the offload linker extracts the member for the

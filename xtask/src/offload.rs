@@ -57,7 +57,8 @@ impl OffloadTarget {
         args
     }
 
-    /// The `--image=` key list that extracts this target's image from a linked program.
+    /// The packager's `--image=` argument for this target's image in `file`: packs it into an
+    /// OffloadBinary, or extracts it from a linked program.
     pub fn image_selector(&self, file: &std::path::Path) -> String {
         let mut selector = format!("--image=file={},triple={},kind=openmp", file.display(), self.triple);
         if !self.arch.is_empty() {

@@ -314,6 +314,14 @@ pub unsafe fn launch_kernel<B: Backend>(
     })
 }
 
+/// `int32_t __tgt_rtl_synchronize(int32_t, __tgt_async_info *)`: every operation already
+/// completed when its call returned, so this only checks the device.
+pub fn synchronize<B: Backend>(cell: &PluginCell<B>, device: i32) -> i32 {
+    guard("__tgt_rtl_synchronize", Some(device), B::NAME, OFFLOAD_FAIL, || {
+        status(cell.get()?.check_device(device))
+    })
+}
+
 /// Defines every `__tgt_rtl_*` export of a plugin for backend type `$backend`.
 #[macro_export]
 macro_rules! export_plugin {
@@ -521,10 +529,7 @@ macro_rules! export_plugin {
             device: i32,
             _async_info: *mut $crate::abi::TgtAsyncInfo,
         ) -> i32 {
-            match PLUGIN.get().and_then(|p| p.check_device(device)) {
-                Ok(()) => $crate::abi::OFFLOAD_SUCCESS,
-                Err(_) => $crate::abi::OFFLOAD_FAIL,
-            }
+            $crate::exports::synchronize(&PLUGIN, device)
         }
     };
 }

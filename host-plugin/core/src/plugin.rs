@@ -315,11 +315,6 @@ impl<B: Backend> Plugin<B> {
         self.backend.write(device, size.addr, &len.to_le_bytes())
     }
 
-    /// Device address and length of the installed table (tests and diagnostics).
-    pub fn installed_table(&self, device: i32) -> Result<Option<(u64, u64)>> {
-        Ok(self.lock(device)?.table.map(|t| (t.ptr, t.len)))
-    }
-
     /// `__tgt_rtl_launch_kernel`.
     pub fn launch(&self, device: i32, launch: &LaunchParams<'_>) -> Result<()> {
         self.check_device(device)?;
