@@ -1,4 +1,4 @@
-//! `cargo xtask build | test | demo`: the project's build, test and demo driver.
+//! `cargo xtask build | test | demo | bench`: the project's build, test and demo driver.
 
 mod build;
 mod checks;
@@ -22,6 +22,7 @@ commands:
   build [--sm sm_70,sm_90] [--gfx gfx90a,...]   build the device runtime and target/dist
   test                                          run every test that needs no GPU
   demo                                          build, then translate a sample table on x86_64
+  bench                                         build, then time set_function_ptr_map (target/bench/)
 
 Run scripts/test.sh or scripts/demo.sh on a fresh machine: they install the toolchain and tools.";
 
@@ -51,6 +52,10 @@ fn run(args: Vec<String>) -> Result<()> {
         "demo" => {
             no_options(command, rest)?;
             demo(&workspace)
+        }
+        "bench" => {
+            no_options(command, rest)?;
+            bench(&workspace)
         }
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
@@ -121,4 +126,18 @@ fn demo(workspace: &Path) -> Result<()> {
     )?;
     println!("\n__kmpc_target_translate_fptr on x86_64, table installed as the plugin installs it:\n");
     cmd::status(&mut Command::new(&exe))
+}
+
+/// Builds the dist tree, then runs the plugin benchmark (release profile) through the installed
+/// plugin: `set_function_ptr_map` against sort + memcpy, figures in `target/bench/`.
+fn bench(workspace: &Path) -> Result<()> {
+    let tools = Tools::locate(workspace)?;
+    build::build(workspace, &tools, &Archs::default())?;
+    cmd::status(Command::new(env!("CARGO")).current_dir(workspace).args([
+        "bench",
+        "-p",
+        "plugin-x86_64",
+        "--bench",
+        "set_function_ptr_map",
+    ]))
 }

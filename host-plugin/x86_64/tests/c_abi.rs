@@ -3,232 +3,17 @@
 //! x86_64 archive from `cargo xtask build`) are loaded in libomptarget's call order, and kernels
 //! that call `__kmpc_target_translate_fptr` show which copy of a function ran.
 
-use std::ffi::{c_char, c_void, CString};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+mod support;
+
+use std::ffi::c_void;
+use std::sync::{Mutex, MutexGuard};
 
 use plugin_core::abi::{
-    FptrMapEntry, KernelArgs, TgtDeviceImage, TgtImageInfo, TgtOffloadEntry, TgtTargetTable, OFFLOAD_FAIL,
-    OFFLOAD_SUCCESS,
+    FptrMapEntry, KernelArgs, TgtImageInfo, TgtTargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS,
 };
-
-type InitPlugin = unsafe extern "C" fn() -> i32;
-type IsValidBinaryInfo = unsafe extern "C" fn(*const TgtDeviceImage, *const TgtImageInfo) -> i32;
-type InitRequires = unsafe extern "C" fn(i64) -> i64;
-type DeviceCall = unsafe extern "C" fn(i32) -> i32;
-type LoadBinary = unsafe extern "C" fn(i32, *const TgtDeviceImage) -> *mut TgtTargetTable;
-type UnloadBinary = unsafe extern "C" fn(i32, *const TgtDeviceImage) -> i32;
-type SetMap = unsafe extern "C" fn(i32, u64, *const FptrMapEntry) -> i32;
-type DataAlloc = unsafe extern "C" fn(i32, i64, *mut c_void, i32) -> *mut c_void;
-type DataDelete = unsafe extern "C" fn(i32, *mut c_void, i32) -> i32;
-type DataSubmit = unsafe extern "C" fn(i32, *mut c_void, *const c_void, i64) -> i32;
-type DataRetrieve = unsafe extern "C" fn(i32, *mut c_void, *const c_void, i64) -> i32;
-type LaunchKernel = unsafe extern "C" fn(
-    i32,
-    *mut c_void,
-    *const *mut c_void,
-    *const isize,
-    *const KernelArgs,
-    *mut c_void,
-) -> i32;
-
-/// The plugin's entry points, resolved by name as libomptarget resolves them.
-struct Api {
-    init_plugin: InitPlugin,
-    deinit_plugin: InitPlugin,
-    number_of_devices: InitPlugin,
-    is_valid_binary_info: IsValidBinaryInfo,
-    init_requires: InitRequires,
-    init_device: DeviceCall,
-    deinit_device: DeviceCall,
-    load_binary: LoadBinary,
-    unload_binary: UnloadBinary,
-    set_function_ptr_map: SetMap,
-    data_alloc: DataAlloc,
-    data_delete: DataDelete,
-    data_submit: DataSubmit,
-    data_retrieve: DataRetrieve,
-    launch_kernel: LaunchKernel,
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn api() -> &'static Api {
-    static API: OnceLock<Api> = OnceLock::new();
-    API.get_or_init(|| {
-        let path = workspace().join("target/dist/lib/libomptarget.rtl.x86_64.so");
-        assert!(
-            path.is_file(),
-            "{} is missing: run `cargo xtask build` (or `cargo xtask test`)",
-            path.display()
-        );
-        let cpath = CString::new(path.to_str().unwrap()).unwrap();
-        // SAFETY: loading our own plugin; kept loaded for the whole test process.
-        let handle = unsafe { libc::dlopen(cpath.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        assert!(!handle.is_null(), "cannot dlopen {}", path.display());
-        let sym = |name: &str| {
-            let c = CString::new(name).unwrap();
-            // SAFETY: valid handle and name.
-            let f = unsafe { libc::dlsym(handle, c.as_ptr()) };
-            assert!(!f.is_null(), "{name} is not exported");
-            f
-        };
-        // SAFETY: each symbol is the plugin's export with exactly this C signature.
-        unsafe {
-            Api {
-                init_plugin: std::mem::transmute::<*mut c_void, InitPlugin>(sym("__tgt_rtl_init_plugin")),
-                deinit_plugin: std::mem::transmute::<*mut c_void, InitPlugin>(sym("__tgt_rtl_deinit_plugin")),
-                number_of_devices: std::mem::transmute::<*mut c_void, InitPlugin>(sym(
-                    "__tgt_rtl_number_of_devices",
-                )),
-                is_valid_binary_info: std::mem::transmute::<*mut c_void, IsValidBinaryInfo>(sym(
-                    "__tgt_rtl_is_valid_binary_info",
-                )),
-                init_requires: std::mem::transmute::<*mut c_void, InitRequires>(sym(
-                    "__tgt_rtl_init_requires",
-                )),
-                init_device: std::mem::transmute::<*mut c_void, DeviceCall>(sym("__tgt_rtl_init_device")),
-                deinit_device: std::mem::transmute::<*mut c_void, DeviceCall>(sym("__tgt_rtl_deinit_device")),
-                load_binary: std::mem::transmute::<*mut c_void, LoadBinary>(sym("__tgt_rtl_load_binary")),
-                unload_binary: std::mem::transmute::<*mut c_void, UnloadBinary>(sym(
-                    "__tgt_rtl_unload_binary",
-                )),
-                set_function_ptr_map: std::mem::transmute::<*mut c_void, SetMap>(sym(
-                    "__tgt_rtl_set_function_ptr_map",
-                )),
-                data_alloc: std::mem::transmute::<*mut c_void, DataAlloc>(sym("__tgt_rtl_data_alloc")),
-                data_delete: std::mem::transmute::<*mut c_void, DataDelete>(sym("__tgt_rtl_data_delete")),
-                data_submit: std::mem::transmute::<*mut c_void, DataSubmit>(sym("__tgt_rtl_data_submit")),
-                data_retrieve: std::mem::transmute::<*mut c_void, DataRetrieve>(sym(
-                    "__tgt_rtl_data_retrieve",
-                )),
-                launch_kernel: std::mem::transmute::<*mut c_void, LaunchKernel>(sym(
-                    "__tgt_rtl_launch_kernel",
-                )),
-            }
-        }
-    })
-}
-
-/// Compiles `tests/images/<name>.c` into a shared object, with the device runtime if asked.
-fn compile_image(name: &str, with_runtime: bool) -> Vec<u8> {
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.so"));
-    let mut cc = Command::new("cc");
-    cc.args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror"])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/images/{name}.c")));
-    if with_runtime {
-        let archive = workspace().join("target/dist/device/x86_64/libdevice_rtl.a");
-        assert!(
-            archive.is_file(),
-            "{} is missing: run `cargo xtask build` (or `cargo xtask test`)",
-            archive.display()
-        );
-        cc.arg(archive);
-    }
-    let status = cc.arg("-o").arg(&out).status().expect("cannot run cc");
-    assert!(status.success(), "cc failed for {name}.c");
-    std::fs::read(&out).unwrap()
-}
-
-// Host versions of the indirect functions: what the host program's pointers point to.
-extern "C" fn host_square(x: i32) -> i32 {
-    x * x
-}
-extern "C" fn host_twice(x: i32) -> i32 {
-    2 * x
-}
-extern "C" fn host_not_indirect(x: i32) -> i32 {
-    x + 7
-}
-
-/// A device image with its host-side entry table, kept alive while loaded.
-struct Image {
-    bytes: Vec<u8>,
-    _names: Vec<CString>,
-    entries: Vec<TgtOffloadEntry>,
-    desc: TgtDeviceImage,
-}
-
-impl Image {
-    fn new(bytes: Vec<u8>, entries: &[(*mut c_void, &str, usize, i32)]) -> Box<Image> {
-        let names: Vec<CString> = entries.iter().map(|e| CString::new(e.1).unwrap()).collect();
-        let entries: Vec<TgtOffloadEntry> = entries
-            .iter()
-            .zip(&names)
-            .map(|(e, n)| TgtOffloadEntry {
-                addr: e.0,
-                name: n.as_ptr() as *mut c_char,
-                size: e.2,
-                flags: e.3,
-                reserved: 0,
-            })
-            .collect();
-        let null = std::ptr::null_mut();
-        let mut image = Box::new(Image {
-            bytes,
-            _names: names,
-            entries,
-            desc: TgtDeviceImage {
-                image_start: null,
-                image_end: null,
-                entries_begin: null as _,
-                entries_end: null as _,
-            },
-        });
-        let range = image.bytes.as_mut_ptr_range();
-        let entries = image.entries.as_mut_ptr_range();
-        image.desc = TgtDeviceImage {
-            image_start: range.start.cast(),
-            image_end: range.end.cast(),
-            entries_begin: entries.start,
-            entries_end: entries.end,
-        };
-        image
-    }
-
-    /// The indirect image with clang 19's entries: two indirect functions and two kernels.
-    fn indirect() -> Box<Image> {
-        Self::indirect_from(compile_indirect().clone())
-    }
-
-    fn indirect_from(bytes: Vec<u8>) -> Box<Image> {
-        let kernel_id = |k: &'static u8| k as *const u8 as *mut c_void;
-        static CALL_ID: u8 = 0;
-        static MANY_ID: u8 = 0;
-        Image::new(
-            bytes,
-            &[
-                (host_square as *mut c_void, "__omp_offloading_test_square", 8, 8),
-                (host_twice as *mut c_void, "__omp_offloading_test_twice", 8, 8),
-                (kernel_id(&CALL_ID), "__omp_offloading_test_call", 0, 0),
-                (kernel_id(&MANY_ID), "__omp_offloading_test_many", 0, 0),
-            ],
-        )
-    }
-
-    fn ptr(&self) -> *const TgtDeviceImage {
-        &self.desc
-    }
-}
-
-fn compile_indirect() -> &'static Vec<u8> {
-    static BYTES: OnceLock<Vec<u8>> = OnceLock::new();
-    BYTES.get_or_init(|| compile_image("indirect", true))
-}
-
-/// The device-side entries libomptarget gets back.
-fn target_entries(table: *mut TgtTargetTable) -> Vec<TgtOffloadEntry> {
-    assert!(!table.is_null());
-    // SAFETY: a table returned by load_binary, valid while the image is loaded.
-    unsafe {
-        let t = &*table;
-        let n = t.entries_end.offset_from(t.entries_begin) as usize;
-        std::slice::from_raw_parts(t.entries_begin, n).to_vec()
-    }
-}
+use support::{
+    api, compile_image, compile_indirect, host_not_indirect, host_square, host_twice, target_entries, Image,
+};
 
 /// Serialises tests (the plugin is process-wide state) and starts each from a clean plugin.
 fn fresh() -> MutexGuard<'static, ()> {
@@ -617,4 +402,64 @@ fn deinit_plugin_releases_everything() {
         assert!(!(api.load_binary)(0, image.ptr()).is_null());
         assert_eq!((api.deinit_plugin)(), OFFLOAD_SUCCESS);
     }
+}
+
+/// Set by [`libomptarget_info_prints_one_line_per_failure`] for the child process it starts.
+const INFO_CHILD: &str = "C_ABI_INFO_CHILD";
+
+/// In the child process only (a no-op otherwise): failing calls whose diagnostics the parent
+/// reads. `LIBOMPTARGET_INFO` is read once per process, hence the separate process.
+#[test]
+fn info_child_makes_failing_calls() {
+    if std::env::var_os(INFO_CHILD).is_none() {
+        return;
+    }
+    let _g = fresh();
+    let api = api();
+    let image = Image::indirect();
+    let e = |h: u64, t: u64| FptrMapEntry { host_ptr: h, tgt_ptr: t };
+    let unsorted = [e(0x2000, 1), e(0x1000, 2)];
+    // SAFETY: a valid image; live tables; a null table the plugin must refuse without reading.
+    unsafe {
+        assert!(!(api.load_binary)(0, image.ptr()).is_null());
+        assert_eq!((api.set_function_ptr_map)(0, 2, unsorted.as_ptr()), OFFLOAD_FAIL);
+        assert_eq!((api.set_function_ptr_map)(7, 0, std::ptr::null()), OFFLOAD_FAIL);
+        assert_eq!((api.set_function_ptr_map)(1, 3, std::ptr::null()), OFFLOAD_FAIL);
+        assert!((api.load_binary)(0, std::ptr::null()).is_null());
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+    }
+}
+
+#[test]
+fn libomptarget_info_prints_one_line_per_failure() {
+    let run_child = |info: Option<&str>| {
+        let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+        cmd.args(["--exact", "info_child_makes_failing_calls", "--nocapture", "--test-threads=1"])
+            .env(INFO_CHILD, "1")
+            .env_remove("LIBOMPTARGET_INFO");
+        if let Some(value) = info {
+            cmd.env("LIBOMPTARGET_INFO", value);
+        }
+        let out = cmd.output().expect("cannot start the child test");
+        assert!(out.status.success(), "child failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("omptarget-indirect"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let expected = [
+        "omptarget-indirect (x86_64): __tgt_rtl_set_function_ptr_map(device 0) failed: invalid \
+         function-pointer table: not sorted by host_ptr: entry 1 (0x1000) comes after entry 0 (0x2000)",
+        "omptarget-indirect (x86_64): __tgt_rtl_set_function_ptr_map(device 7) failed: invalid device id 7",
+        "omptarget-indirect (x86_64): __tgt_rtl_set_function_ptr_map(device 1) failed: invalid argument: \
+         null table with size 3",
+        "omptarget-indirect (x86_64): __tgt_rtl_load_binary(device 0) failed: invalid argument: null device \
+         image",
+    ];
+    assert_eq!(run_child(Some("1")), expected);
+    assert_eq!(run_child(Some("-1")), expected, "any non-zero value enables the lines");
+    assert!(run_child(None).is_empty(), "silent without LIBOMPTARGET_INFO");
+    assert!(run_child(Some("0")).is_empty(), "silent with LIBOMPTARGET_INFO=0");
 }

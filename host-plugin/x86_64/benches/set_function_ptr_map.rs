@@ -1,0 +1,165 @@
+//! `cargo xtask bench`: the time of `__tgt_rtl_set_function_ptr_map` (validate, copy to device
+//! memory, patch both globals, free the previous table) through the installed plugin's C ABI, at
+//! 1, 1K and 1M entries, against a baseline measured in the same run on the same pairs: sorting
+//! them by `host_ptr` plus one memcpy of the sorted table.
+//!
+//! Each repetition is timed on its own and the two are interleaved, so drift hits both alike;
+//! the report gives medians and minima. Writes `target/bench/set_function_ptr_map.csv`.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use plugin_core::abi::{FptrMapEntry, OFFLOAD_SUCCESS};
+use support::{api, workspace, Image};
+
+/// The goal: at most this many baselines at 1M entries.
+const GOAL_RATIO_AT_1M: f64 = 2.0;
+const SIZES: [usize; 3] = [1, 1 << 10, 1 << 20];
+
+/// splitmix64: reproducible pseudo-random pairs, the same in every run.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `n` pairs with distinct 16-byte-aligned host addresses, in random order.
+fn random_pairs(n: usize, seed: u64) -> Vec<FptrMapEntry> {
+    let mut state = seed;
+    let mut pairs: Vec<FptrMapEntry> = Vec::with_capacity(n);
+    while pairs.len() < n {
+        pairs.extend((pairs.len()..n).map(|_| FptrMapEntry {
+            host_ptr: splitmix(&mut state) & 0x0000_7fff_ffff_fff0,
+            tgt_ptr: splitmix(&mut state) & 0x0000_7fff_ffff_fff0,
+        }));
+        pairs.sort_unstable_by_key(|e| e.host_ptr);
+        pairs.dedup_by_key(|e| e.host_ptr);
+    }
+    // Fisher-Yates, so the baseline sorts a shuffled input rather than a sorted one.
+    for i in (1..n).rev() {
+        let j = (splitmix(&mut state) % (i as u64 + 1)) as usize;
+        pairs.swap(i, j);
+    }
+    pairs
+}
+
+fn median(times: &mut [Duration]) -> Duration {
+    times.sort_unstable();
+    times[times.len() / 2]
+}
+
+struct Row {
+    entries: usize,
+    reps: usize,
+    plugin_median: Duration,
+    plugin_min: Duration,
+    baseline_median: Duration,
+    baseline_min: Duration,
+}
+
+impl Row {
+    fn ratio(&self) -> f64 {
+        self.plugin_median.as_secs_f64() / self.baseline_median.as_secs_f64()
+    }
+}
+
+fn measure(n: usize) -> Row {
+    let api = api();
+    let shuffled = random_pairs(n, 0x5eed ^ n as u64);
+    let mut sorted = shuffled.clone();
+    sorted.sort_unstable_by_key(|e| e.host_ptr);
+    // About 0.5 s of plugin calls per size, at least 11 repetitions.
+    let reps = (4_000_000 / n).clamp(11, 20_000);
+    let mut scratch = shuffled.clone();
+    let mut copy = vec![FptrMapEntry { host_ptr: 0, tgt_ptr: 0 }; n];
+    let (mut plugin, mut baseline) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    for _ in 0..reps {
+        let start = Instant::now();
+        // SAFETY: a live sorted table of n entries; device 0 has the image loaded.
+        let rc = unsafe { (api.set_function_ptr_map)(0, n as u64, black_box(sorted.as_ptr())) };
+        plugin.push(start.elapsed());
+        assert_eq!(rc, OFFLOAD_SUCCESS, "set_function_ptr_map failed at {n} entries");
+
+        scratch.copy_from_slice(&shuffled);
+        let start = Instant::now();
+        black_box(&mut scratch).sort_unstable_by_key(|e| e.host_ptr);
+        copy.copy_from_slice(&scratch);
+        black_box(&copy);
+        baseline.push(start.elapsed());
+    }
+    assert_eq!(copy, sorted, "the baseline sorted the same pairs");
+    Row {
+        entries: n,
+        reps,
+        plugin_min: *plugin.iter().min().unwrap(),
+        baseline_min: *baseline.iter().min().unwrap(),
+        plugin_median: median(&mut plugin),
+        baseline_median: median(&mut baseline),
+    }
+}
+
+fn micros(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1e6)
+}
+
+fn main() {
+    let api = api();
+    let image = Image::indirect();
+    // SAFETY: the call order of libomptarget; `image` outlives its use on device 0.
+    unsafe {
+        assert_eq!((api.init_plugin)(), OFFLOAD_SUCCESS);
+        assert_eq!((api.init_device)(0), OFFLOAD_SUCCESS);
+        assert!(!(api.load_binary)(0, image.ptr()).is_null(), "cannot load the indirect image");
+    }
+    let rows: Vec<Row> = SIZES.iter().map(|&n| measure(n)).collect();
+    // SAFETY: as above; clearing frees the last table.
+    unsafe {
+        assert_eq!((api.set_function_ptr_map)(0, 0, std::ptr::null()), OFFLOAD_SUCCESS);
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+        assert_eq!((api.deinit_plugin)(), OFFLOAD_SUCCESS);
+    }
+
+    println!("\nset_function_ptr_map (x86_64 plugin, 1 image patched) vs sort + memcpy of the same pairs");
+    println!(
+        "{:>9} {:>6} {:>14} {:>14} {:>14} {:>14} {:>7}",
+        "entries", "reps", "plugin med us", "plugin min us", "base med us", "base min us", "ratio"
+    );
+    let mut csv = String::from(
+        "entries,reps,plugin_median_us,plugin_min_us,baseline_median_us,baseline_min_us,ratio_median\n",
+    );
+    for r in &rows {
+        println!(
+            "{:>9} {:>6} {:>14} {:>14} {:>14} {:>14} {:>7.3}",
+            r.entries,
+            r.reps,
+            micros(r.plugin_median),
+            micros(r.plugin_min),
+            micros(r.baseline_median),
+            micros(r.baseline_min),
+            r.ratio()
+        );
+        csv += &format!(
+            "{},{},{},{},{},{},{:.4}\n",
+            r.entries,
+            r.reps,
+            micros(r.plugin_median),
+            micros(r.plugin_min),
+            micros(r.baseline_median),
+            micros(r.baseline_min),
+            r.ratio()
+        );
+    }
+    let at_1m = rows.last().expect("three sizes").ratio();
+    let verdict = if at_1m <= GOAL_RATIO_AT_1M { "met" } else { "NOT met" };
+    println!("goal (<= {GOAL_RATIO_AT_1M}x the baseline at 1M entries): {verdict} ({at_1m:.3}x)");
+    let dir = workspace().join("target/bench");
+    std::fs::create_dir_all(&dir).expect("cannot create target/bench");
+    let path = dir.join("set_function_ptr_map.csv");
+    std::fs::write(&path, csv).expect("cannot write the CSV");
+    println!("wrote {}", path.display());
+}
