@@ -3,7 +3,9 @@
 #   - the pinned Rust toolchain of rust-toolchain.toml (rustup; RUSTUP_AUTO_INSTALL=0 is honoured),
 #   - Debian packages: clang 19 and its tools, LLVM 19, lld 19, the OpenMP 19 runtime, ROCm device
 #     libraries (clang 19 needs them for AMDGPU OpenMP links), valgrind, libffi-dev (x86_64 plugin),
-#   - the CUDA 11.8 tools (ptxas, nvlink, cuobjdump, libdevice) unpacked under target/tools/.
+#     libllvm16 (libomptarget 16 needs libLLVM-16.so.1),
+#   - the CUDA 11.8 tools (ptxas, nvlink, cuobjdump, libdevice) unpacked under target/tools/,
+#   - LLVM 16's libomptarget and libomp unpacked under target/tools/llvm16 (they run the programs).
 # Safe to run again: each step does nothing when its part is already present.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +27,7 @@ if ! rustup run "$toolchain" rustc --version >/dev/null 2>&1 \
 fi
 
 # --- Debian packages --------------------------------------------------------------------------
-packages=(clang-19 clang-tools-19 llvm-19 lld-19 libomp-19-dev rocm-device-libs valgrind libffi-dev)
+packages=(clang-19 clang-tools-19 llvm-19 lld-19 libomp-19-dev rocm-device-libs valgrind libffi-dev libllvm16)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -41,4 +43,6 @@ fi
 
 # --- CUDA 11.8 tools (no GPU needed) ----------------------------------------------------------
 bash "$root/scripts/fetch-cuda-tools.sh" >/dev/null
+# --- LLVM 16 offload runtime (conflicts with libomp-19-dev as a package) -----------------------
+bash "$root/scripts/fetch-llvm16-runtime.sh" >/dev/null
 say "ready: $(rustup run "$toolchain" rustc --version), $(clang-19 --version | head -n1), $("$root/target/tools/cuda/bin/ptxas" --version | tail -n1)"

@@ -230,8 +230,10 @@ fn plugins(workspace: &Path, dist: &Dist) -> Result<()> {
     fs::create_dir_all(dist.lib_dir())?;
     for (_, built, installed) in PLUGINS {
         let from = workspace.join("target/release").join(built);
-        fs::copy(&from, dist.lib_dir().join(installed))
-            .with_context(|| format!("cannot copy {}", from.display()))?;
+        let dest = dist.lib_dir().join(installed);
+        let fresh = dest.with_extension("so.new");
+        fs::copy(&from, &fresh).with_context(|| format!("cannot copy {}", from.display()))?;
+        replace_if_changed(&fresh, &dest)?;
     }
     Ok(())
 }
@@ -272,14 +274,27 @@ fn fat_library(
     archive(tools, &dist.fat_lib(), &[embedded, host_member])
 }
 
-/// Writes a fresh static archive of `members` at `path`.
+/// Writes a fresh static archive of `members` at `path` (llvm-ar is deterministic, so an
+/// unchanged library keeps its modification time).
 fn archive(tools: &Tools, path: &Path, members: &[PathBuf]) -> Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
     }
-    if path.exists() {
-        fs::remove_file(path)?;
+    let fresh = path.with_extension("a.new");
+    if fresh.exists() {
+        fs::remove_file(&fresh)?;
     }
-    cmd::output(Command::new(&tools.llvm_ar).arg("rcs").arg(path).args(members))?;
+    cmd::output(Command::new(&tools.llvm_ar).arg("rcs").arg(&fresh).args(members))?;
+    replace_if_changed(&fresh, path)
+}
+
+/// Moves `fresh` to `dest` unless `dest` already has the same bytes: what is built from an
+/// installed file (the end-to-end programs) is then rebuilt only when it really changed.
+fn replace_if_changed(fresh: &Path, dest: &Path) -> Result<()> {
+    if fs::read(dest).is_ok_and(|old| fs::read(fresh).is_ok_and(|new| new == old)) {
+        fs::remove_file(fresh)?;
+    } else {
+        fs::rename(fresh, dest).with_context(|| format!("cannot write {}", dest.display()))?;
+    }
     Ok(())
 }

@@ -1,8 +1,9 @@
-//! `cargo xtask build | test | demo | bench`: the project's build, test and demo driver.
+//! `cargo xtask build | test | demo | env | bench`: the project's build, test and demo driver.
 
 mod build;
 mod checks;
 mod cmd;
+mod e2e;
 mod offload;
 mod suite;
 mod tools;
@@ -21,7 +22,8 @@ usage: cargo xtask <command>
 commands:
   build [--sm sm_70,sm_90] [--gfx gfx90a,...]   build the device runtime and target/dist
   test                                          run every test that needs no GPU
-  demo                                          build, then translate a sample table on x86_64
+  demo                                          build, then run examples/indirect_calls.c on a device
+  env                                           print the compile flags and environment for users
   bench                                         build, then time set_function_ptr_map (target/bench/)
 
 Run scripts/test.sh or scripts/demo.sh on a fresh machine: they install the toolchain and tools.";
@@ -52,6 +54,10 @@ fn run(args: Vec<String>) -> Result<()> {
         "demo" => {
             no_options(command, rest)?;
             demo(&workspace)
+        }
+        "env" => {
+            no_options(command, rest)?;
+            print_env(workspace.as_path())
         }
         "bench" => {
             no_options(command, rest)?;
@@ -109,23 +115,35 @@ fn parse_archs(args: &[String]) -> Result<Archs> {
     Ok(archs)
 }
 
-/// Builds the dist tree, then compiles and runs `examples/translate_table.c` against the x86_64
-/// archive: the device runtime's lookup through its C ABI, on the CPU.
+/// Builds the dist tree, compiles `examples/indirect_calls.c` with clang 19 for the best offload
+/// target present, and runs it through libomptarget 16 and our plugin: it prints a table of
+/// function, host address, device address, whether the device's own copy ran, and the result.
 fn demo(workspace: &Path) -> Result<()> {
     let tools = Tools::locate(workspace)?;
     let dist = build::build(workspace, &tools, &Archs::default())?;
-    let exe = workspace.join("target/demo/translate_table");
+    // The x86_64 host-offload plugin runs everywhere; GPU plugins join once their backends exist.
+    let target = offload::OffloadTarget::x86_64();
+    let exe = workspace.join("target/demo/indirect_calls");
     std::fs::create_dir_all(exe.parent().context("no parent")?)?;
     cmd::output(
-        Command::new("cc")
-            .args(["-std=c11", "-O2", "-Wall"])
-            .arg(workspace.join("examples/translate_table.c"))
-            .arg(dist.x86_64_archive())
+        Command::new(&tools.clang)
+            .args(target.clang_args(&tools))
+            .args(["-O2", "-Wall"])
+            .arg(workspace.join("examples/indirect_calls.c"))
+            .args(e2e::link_args(&tools, &dist))
             .arg("-o")
             .arg(&exe),
     )?;
-    println!("\n__kmpc_target_translate_fptr on x86_64, table installed as the plugin installs it:\n");
-    cmd::status(&mut Command::new(&exe))
+    println!(
+        "
+examples/indirect_calls.c on {} through libomptarget 16 and our plugin:
+",
+        target.name
+    );
+    let mut run = Command::new(&exe);
+    run.envs(e2e::run_env(&tools, &dist));
+    cmd::status(&mut run)
+        .context("the demo program failed: run it with LIBOMPTARGET_INFO=1 to see the plugin's diagnostics")
 }
 
 /// Builds the dist tree, then runs the plugin benchmark (release profile) through the installed
@@ -140,4 +158,28 @@ fn bench(workspace: &Path) -> Result<()> {
         "--bench",
         "set_function_ptr_map",
     ]))
+}
+
+/// `cargo xtask env`: what a user needs to build and run their own program with this project,
+/// as shell lines (`eval "$(cargo xtask env)"` sets the run environment).
+fn print_env(workspace: &Path) -> Result<()> {
+    let tools = Tools::locate(workspace)?;
+    let dist = build::Dist::new(workspace);
+    let shell = |args: Vec<std::ffi::OsString>| {
+        args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
+    };
+    let link = shell(e2e::link_args(&tools, &dist));
+    println!("# Compile and link (clang 19; `cargo xtask build` makes {}):", dist.fat_lib().display());
+    for (what, target) in [
+        ("x86_64 host offload", offload::OffloadTarget::x86_64()),
+        ("NVIDIA", offload::OffloadTarget::nvptx("sm_90")),
+        ("AMD", offload::OffloadTarget::amdgcn("gfx90a")),
+    ] {
+        println!("#   {what}: {} {} prog.c {link}", tools.clang.display(), shell(target.clang_args(&tools)));
+    }
+    println!("# Run through LLVM 16's libomptarget with our plugins (LIBOMPTARGET_INFO=1: diagnostics):");
+    for (name, value) in e2e::run_env(&tools, &dist) {
+        println!("export {name}={}", value.to_string_lossy());
+    }
+    Ok(())
 }

@@ -1,6 +1,6 @@
 //! `cargo xtask test`: every check that runs without a GPU, with a closing summary.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -9,6 +9,7 @@ use anyhow::{ensure, Result};
 use crate::build::{self, Archs, Dist};
 use crate::checks::{self, MAP_P, MAP_SIZE, TRANSLATE};
 use crate::cmd;
+use crate::e2e;
 use crate::offload::OffloadTarget;
 use crate::tools::Tools;
 
@@ -110,9 +111,15 @@ pub fn run(workspace: &Path) -> Result<()> {
     report.step("x86_64: bitcode", || {
         checks::check_bitcode(&tools, &dist.x86_64_dir().join("device_rtl.bc")).map(|()| String::new())
     });
-    for target in [OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a"), OffloadTarget::x86_64()] {
-        report.step(format!("clang 19 links libomptarget-indirect.a for {}", target.name), || {
-            link_test(workspace, &tools, &dist, &target)
+    for program in e2e::PROGRAMS {
+        report.step(
+            format!("end to end on x86_64 through libomptarget 16: {} ({})", program.name, program.about),
+            || e2e::run_x86_64(workspace, &tools, &dist, program),
+        );
+    }
+    for target in [OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")] {
+        report.step(format!("end-to-end programs built for {}", target.name), || {
+            e2e::build_gpu(workspace, &tools, &dist, &target)
         });
     }
     report.finish()
@@ -179,45 +186,4 @@ fn c_abi_test(workspace: &Path, dist: &Dist) -> Result<String> {
     )?;
     let printed = cmd::stdout(&mut Command::new(&exe))?;
     Ok(printed.trim().to_string())
-}
-
-/// Links `tests/c/offload_translate.c` for `target` and checks the device image it holds.
-fn link_test(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarget) -> Result<String> {
-    let out = workspace.join("target/tests/link").join(&target.name);
-    std::fs::create_dir_all(&out)?;
-    let program = out.join("offload_translate");
-    cmd::output(
-        Command::new(&tools.clang)
-            .args(target.clang_args(tools))
-            .arg("-O2")
-            .arg(workspace.join("tests/c/offload_translate.c"))
-            .arg("-L")
-            .arg(dist.lib_dir())
-            .arg("-lomptarget-indirect")
-            .arg("-o")
-            .arg(&program),
-    )?;
-    let image = extract_image(tools, &program, target, &out)?;
-    let names = [TRANSLATE, MAP_P, MAP_SIZE];
-    let elf = checks::elf_summary(&cmd::read(&image)?, &names)?;
-    elf.expect_defined_once(&image.display().to_string(), &names)?;
-    let mut detail = format!("{} holds {TRANSLATE}, {MAP_P}, {MAP_SIZE} once each", image.display());
-    if target.triple == "nvptx64-nvidia-cuda" {
-        let dump = cmd::stdout(Command::new(tools.cuobjdump()).arg("-elf").arg(&image))?;
-        for name in names {
-            ensure!(dump.contains(name), "cuobjdump -elf does not list {name}");
-        }
-        let regs = checks::cubin_registers(tools, &image)?;
-        detail.push_str(&format!("; linked {TRANSLATE}: {regs} registers"));
-    }
-    Ok(detail)
-}
-
-/// Writes the device image for `target` embedded in `program` to `dir` and returns its path.
-pub fn extract_image(tools: &Tools, program: &Path, target: &OffloadTarget, dir: &Path) -> Result<PathBuf> {
-    let image = dir.join(format!("image.{}", target.name));
-    let _ = std::fs::remove_file(&image);
-    cmd::output(Command::new(&tools.packager).arg(program).arg(target.image_selector(&image)))?;
-    ensure!(image.is_file(), "{} holds no {} image", program.display(), target.name);
-    Ok(image)
 }

@@ -2,7 +2,8 @@
 //!
 //! LLVM 19 tools come from Debian's `clang-19 clang-tools-19 llvm-19 lld-19` packages; the CUDA
 //! 11.8 tools from Debian's `nvidia-cuda-toolkit`, unpacked under `target/tools/cuda` by
-//! `scripts/fetch-cuda-tools.sh`. `scripts/setup.sh` installs all of them.
+//! `scripts/fetch-cuda-tools.sh`; LLVM 16's offload runtime, unpacked under `target/tools/llvm16`
+//! by `scripts/fetch-llvm16-runtime.sh`. `scripts/setup.sh` installs all of them.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +13,8 @@ use anyhow::{bail, Result};
 pub struct Tools {
     /// `clang-19`: compiles and links OpenMP programs, embeds offload objects.
     pub clang: PathBuf,
+    /// `clang++-19`: the same for C++.
+    pub clangxx: PathBuf,
     /// `clang-offload-packager-19`: makes and unpacks OffloadBinary images.
     pub packager: PathBuf,
     /// `llvm-dis-19`: proves bitcode is readable by LLVM 19.
@@ -26,10 +29,15 @@ pub struct Tools {
     pub cuda: PathBuf,
     /// ROCm device libraries (ocml, ockl, oclc_*): clang 19 refuses AMDGPU OpenMP links without.
     pub rocm_device_libs: PathBuf,
+    /// LLVM 16's `libomptarget.so.16` and `libomp.so.5` with their unversioned links, and no
+    /// plugins (`scripts/fetch-llvm16-runtime.sh`): what programs link against and run with.
+    pub llvm16_lib: PathBuf,
 }
 
 const LLVM_BIN: &str = "/usr/lib/llvm-19/bin";
 const ROCM_DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
+/// libomptarget 16 links against it.
+const LIBLLVM16: &str = "/usr/lib/x86_64-linux-gnu/libLLVM-16.so.1";
 const SETUP_HINT: &str = "run scripts/setup.sh (or scripts/test.sh, which calls it) to install it";
 
 impl Tools {
@@ -44,6 +52,7 @@ impl Tools {
             path
         };
         let clang = llvm("clang");
+        let clangxx = llvm("clang++");
         let packager = llvm("clang-offload-packager");
         let llvm_dis = llvm("llvm-dis");
         let llvm_readelf = llvm("llvm-readelf");
@@ -59,10 +68,31 @@ impl Tools {
         if !rocm_device_libs.join("ocml.bc").is_file() {
             missing.push(format!("{ROCM_DEVICE_LIBS}/ocml.bc (Debian package rocm-device-libs)"));
         }
+        let llvm16_lib = root.join("target/tools/llvm16/lib");
+        for needed in ["libomptarget.so.16", "libomptarget.so", "libomp.so.5"] {
+            if !llvm16_lib.join(needed).exists() {
+                missing
+                    .push(format!("{} (scripts/fetch-llvm16-runtime.sh)", llvm16_lib.join(needed).display()));
+            }
+        }
+        if !Path::new(LIBLLVM16).is_file() {
+            missing.push(format!("{LIBLLVM16} (Debian package libllvm16)"));
+        }
         if !missing.is_empty() {
             bail!("missing tools: {}; {SETUP_HINT}", missing.join(", "));
         }
-        Ok(Tools { clang, packager, llvm_dis, llvm_readelf, llvm_objdump, llvm_ar, cuda, rocm_device_libs })
+        Ok(Tools {
+            clang,
+            clangxx,
+            packager,
+            llvm_dis,
+            llvm_readelf,
+            llvm_objdump,
+            llvm_ar,
+            cuda,
+            rocm_device_libs,
+            llvm16_lib,
+        })
     }
 
     /// `ptxas` from CUDA 11.8.
@@ -78,7 +108,7 @@ impl Tools {
 
 fn llvm_package(tool: &str) -> &'static str {
     match tool {
-        "clang" => "clang-19",
+        "clang" | "clang++" => "clang-19",
         "clang-offload-packager" => "clang-tools-19",
         _ => "llvm-19",
     }

@@ -44,6 +44,18 @@ struct DeviceState<B: Backend> {
 pub struct Plugin<B: Backend> {
     backend: B,
     devices: Vec<Mutex<DeviceState<B>>>,
+    /// Whether loading an image installs its indirect functions (see [`MAP_ON_LOAD_ENV`]).
+    map_on_load: bool,
+}
+
+/// Environment variable that, set to `0` or `off` when the plugin starts, stops `load_binary`
+/// from installing the map of the images' indirect functions: translation then returns every
+/// pointer unchanged, as without this project. A diagnostic switch (and the end-to-end tests'
+/// negative control); explicit `__tgt_rtl_set_function_ptr_map` calls still install tables.
+pub const MAP_ON_LOAD_ENV: &str = "OMPTARGET_INDIRECT_MAP";
+
+fn map_on_load_from_env() -> bool {
+    !std::env::var(MAP_ON_LOAD_ENV).is_ok_and(|v| matches!(v.trim(), "0" | "off"))
 }
 
 impl<B: Backend> Plugin<B> {
@@ -53,7 +65,7 @@ impl<B: Backend> Plugin<B> {
         let count = backend.device_count().max(0);
         let devices =
             (0..count).map(|_| Mutex::new(DeviceState { images: Vec::new(), table: None })).collect();
-        Ok(Plugin { backend, devices })
+        Ok(Plugin { backend, devices, map_on_load: map_on_load_from_env() })
     }
 
     /// The backend.
@@ -231,6 +243,9 @@ impl<B: Backend> Plugin<B> {
     }
 
     fn install_images_map(&self, device: i32, state: &mut DeviceState<B>) -> Result<()> {
+        if !self.map_on_load {
+            return Ok(());
+        }
         let pairs: Vec<FptrMapEntry> = state.images.iter().flat_map(|i| i.indirect.iter().copied()).collect();
         let table = FptrTable::from_pairs(pairs)?;
         self.install(device, state, &table)

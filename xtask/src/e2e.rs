@@ -1,0 +1,296 @@
+//! The end-to-end programs of `tests/e2e/`: clang 19 OpenMP programs with `declare target
+//! indirect` functions, linked with `-lomptarget-indirect` against LLVM 16's libomptarget, run
+//! through it and our plugin (x86_64 host offload here), and built for the GPU targets, whose
+//! device images are checked.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{ensure, Context, Result};
+
+use crate::build::Dist;
+use crate::checks::{self, MAP_P, MAP_SIZE, TRANSLATE};
+use crate::cmd;
+use crate::offload::OffloadTarget;
+use crate::tools::Tools;
+
+/// One translation unit and the flags only it needs.
+pub struct Unit {
+    /// Path under `tests/e2e/`.
+    pub source: &'static str,
+    /// Extra compile flags for this unit.
+    pub flags: &'static [&'static str],
+}
+
+const fn unit(source: &'static str) -> Unit {
+    Unit { source, flags: &[] }
+}
+
+/// A test program: units linked directly, and units archived into a static library first.
+pub struct Program {
+    /// Name of the executable; the program prints `<name>: N checks, 0 failed` when it passes.
+    pub name: &'static str,
+    /// What it shows, for reports.
+    pub about: &'static str,
+    /// Compiled and linked in this order (the first one's language picks the linker driver).
+    pub units: &'static [Unit],
+    /// Archived into `lib<name>.a` and linked with `-l<name>`.
+    pub library: &'static [Unit],
+    /// Whether it must fail with the map disabled (the negative control): programs whose
+    /// pointers all reach the device untranslated.
+    pub needs_map: bool,
+    /// A line its output must hold on the x86_64 plugin (2 devices), beside the summary.
+    pub expect_line: Option<&'static str>,
+}
+
+/// Every program, in the order of the end-to-end issue's list.
+pub const PROGRAMS: &[Program] = &[
+    Program {
+        name: "forms",
+        about: "begin/end block, to(f) indirect, enter(f) indirect (5.2)",
+        units: &[unit("forms.c"), Unit { source: "forms_enter.c", flags: &["-fopenmp-version=52"] }],
+        library: &[],
+        needs_map: true,
+        expect_line: None,
+    },
+    Program {
+        name: "reach",
+        about: "captured, firstprivate, struct member, mapped array, returned by a device function",
+        units: &[unit("reach.c")],
+        library: &[],
+        needs_map: true,
+        expect_line: None,
+    },
+    Program {
+        name: "table",
+        about: "1024 indirect functions chosen by index",
+        units: &[unit("table.c")],
+        library: &[],
+        needs_map: true,
+        expect_line: None,
+    },
+    Program {
+        name: "multi",
+        about: "several translation units and a static library",
+        units: &[unit("multi_main.c"), unit("multi_unit.c")],
+        library: &[unit("multi_lib.c")],
+        needs_map: true,
+        expect_line: None,
+    },
+    Program {
+        name: "passthrough",
+        about: "device addresses, non-indirect and host-only functions, data, null pass unchanged",
+        units: &[unit("passthrough.c")],
+        library: &[],
+        needs_map: true,
+        expect_line: None,
+    },
+    Program {
+        name: "devices",
+        about: "two devices, each with its own image and map",
+        units: &[unit("devices.c")],
+        library: &[],
+        needs_map: true,
+        expect_line: Some("device count: 2"),
+    },
+    Program {
+        name: "no_indirect",
+        about: "an image with no indirect function",
+        units: &[unit("no_indirect.c")],
+        library: &[],
+        needs_map: false,
+        expect_line: None,
+    },
+    Program {
+        name: "cxx",
+        about: "C++ free, static member, namespaced functions",
+        units: &[unit("cxx.cpp")],
+        library: &[],
+        needs_map: true,
+        expect_line: None,
+    },
+];
+
+/// The environment a program needs to run through libomptarget 16 and our plugins: our plugin
+/// directory first, then LLVM 16's runtime (which holds no plugin of its own).
+pub fn run_env(tools: &Tools, dist: &Dist) -> Vec<(&'static str, OsString)> {
+    let mut path = OsString::from(dist.lib_dir());
+    path.push(":");
+    path.push(&tools.llvm16_lib);
+    vec![("LD_LIBRARY_PATH", path), ("OMP_TARGET_OFFLOAD", "MANDATORY".into())]
+}
+
+/// The link flags after the program's objects: LLVM 16's libomptarget (not clang 19's, which
+/// cannot load plugins) and the device library.
+pub fn link_args(tools: &Tools, dist: &Dist) -> Vec<OsString> {
+    let mut llvm16 = OsString::from("-L");
+    llvm16.push(&tools.llvm16_lib);
+    let mut ours = OsString::from("-L");
+    ours.push(dist.lib_dir());
+    vec![llvm16, ours, "-lomptarget-indirect".into()]
+}
+
+fn compiler<'t>(tools: &'t Tools, source: &str) -> &'t Path {
+    if source.ends_with(".cpp") {
+        &tools.clangxx
+    } else {
+        &tools.clang
+    }
+}
+
+/// Builds `program` for `target` under `target/tests/e2e/<target>/` and returns the executable.
+pub fn build(
+    workspace: &Path,
+    tools: &Tools,
+    dist: &Dist,
+    target: &OffloadTarget,
+    program: &Program,
+) -> Result<PathBuf> {
+    let sources = workspace.join("tests/e2e");
+    let out = workspace.join("target/tests/e2e").join(&target.name).join(program.name);
+    let exe = out.join(program.name);
+    // ptxas takes minutes over the 1024-function table: rebuild only when an input changed.
+    let mut inputs: Vec<PathBuf> =
+        program.units.iter().chain(program.library).map(|u| sources.join(u.source)).collect();
+    inputs.extend([
+        sources.join("indirect_check.h"),
+        dist.fat_lib(),
+        tools.llvm16_lib.join("libomptarget.so.16"),
+    ]);
+    if newer_than_all(&exe, &inputs) {
+        return Ok(exe);
+    }
+    std::fs::create_dir_all(&out)?;
+    let compile = |u: &Unit| -> Result<PathBuf> {
+        let object = out.join(format!("{}.o", u.source));
+        cmd::output(
+            Command::new(compiler(tools, u.source))
+                .args(target.clang_args(tools))
+                .args(["-O2", "-Wall", "-Werror", "-c"])
+                .args(u.flags)
+                .arg(sources.join(u.source))
+                .arg("-o")
+                .arg(&object),
+        )?;
+        Ok(object)
+    };
+    let objects = program.units.iter().map(compile).collect::<Result<Vec<_>>>()?;
+    let mut link = Command::new(compiler(tools, program.units[0].source));
+    link.args(target.clang_args(tools)).args(&objects);
+    if !program.library.is_empty() {
+        let archive = out.join(format!("lib{}.a", program.name));
+        let _ = std::fs::remove_file(&archive);
+        let members = program.library.iter().map(compile).collect::<Result<Vec<_>>>()?;
+        cmd::output(Command::new(&tools.llvm_ar).arg("rcs").arg(&archive).args(&members))?;
+        link.arg("-L").arg(&out).arg(format!("-l{}", program.name));
+    }
+    cmd::output(link.args(link_args(tools, dist)).arg("-o").arg(&exe))?;
+    check_needs_libomptarget16(&exe)?;
+    Ok(exe)
+}
+
+/// Whether `output` exists and was written after every one of `inputs`.
+fn newer_than_all(output: &Path, inputs: &[PathBuf]) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let Some(built) = modified(output) else { return false };
+    inputs.iter().all(|i| modified(i).is_some_and(|t| t < built))
+}
+
+/// clang 19 silently links its own `libomptarget.so.19.1` when `-L<llvm16>` finds nothing.
+fn check_needs_libomptarget16(exe: &Path) -> Result<()> {
+    use object::read::elf::{Dyn, ElfFile64, FileHeader};
+    let data = cmd::read(exe)?;
+    let elf = ElfFile64::<object::Endianness>::parse(&*data)?;
+    let endian = elf.endian();
+    let sections = elf.elf_header().sections(endian, &*data)?;
+    let mut needed = Vec::new();
+    if let Some((dynamic, index)) = sections.dynamic(endian, &*data)? {
+        let strings = sections.strings(endian, &*data, index)?;
+        for entry in dynamic {
+            if entry.tag32(endian) == Some(object::elf::DT_NEEDED) {
+                needed.push(String::from_utf8_lossy(entry.string(endian, strings)?).into_owned());
+            }
+        }
+    }
+    ensure!(
+        needed.iter().any(|n| n == "libomptarget.so.16"),
+        "{} does not link libomptarget.so.16 (NEEDED: {})",
+        exe.display(),
+        needed.join(", ")
+    );
+    Ok(())
+}
+
+/// Runs an x86_64 build; `map` false sets the plugin's switch that leaves the map uninstalled.
+/// Returns (exit code, stdout).
+pub fn run(tools: &Tools, dist: &Dist, exe: &Path, map: bool) -> Result<(i32, String)> {
+    let mut c = Command::new(exe);
+    c.envs(run_env(tools, dist)).env_remove("LIBOMPTARGET_INFO");
+    if !map {
+        c.env("OMPTARGET_INDIRECT_MAP", "0");
+    }
+    let out = c.output().with_context(|| format!("cannot run {}", exe.display()))?;
+    let code = out.status.code().unwrap_or(-1);
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    Ok((code, text))
+}
+
+/// Builds and runs `program` on x86_64 host offload, then, if it needs the map, runs it again
+/// with the map disabled and expects it to fail.
+pub fn run_x86_64(workspace: &Path, tools: &Tools, dist: &Dist, program: &Program) -> Result<String> {
+    let exe = build(workspace, tools, dist, &OffloadTarget::x86_64(), program)?;
+    let (code, output) = run(tools, dist, &exe, true)?;
+    let summary = output.lines().find(|l| l.starts_with(&format!("{}: ", program.name))).unwrap_or("");
+    ensure!(code == 0 && summary.ends_with(" 0 failed"), "{} exited with {code}:\n{output}", exe.display());
+    if let Some(line) = program.expect_line {
+        ensure!(output.lines().any(|l| l == line), "{} did not print `{line}`:\n{output}", exe.display());
+    }
+    let mut detail = summary.to_string();
+    if program.needs_map {
+        let (code, output) = run(tools, dist, &exe, false)?;
+        let failed = output.lines().filter(|l| l.starts_with("FAIL ")).count();
+        ensure!(
+            code == 1 && failed > 0,
+            "negative control: with OMPTARGET_INDIRECT_MAP=0 {} exited with {code} and {failed} failed \
+             checks; a missing map must fail it:\n{output}",
+            exe.display()
+        );
+        detail.push_str(&format!("; without the map: {failed} checks fail (negative control)"));
+    }
+    Ok(detail)
+}
+
+/// Builds every program for a GPU target and checks that each device image defines our function
+/// and both globals exactly once. The executables stay in `target/tests/e2e/<target>/`.
+pub fn build_gpu(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarget) -> Result<String> {
+    let names = [TRANSLATE, MAP_P, MAP_SIZE];
+    let mut registers = None;
+    for program in PROGRAMS {
+        let exe = build(workspace, tools, dist, target, program)
+            .with_context(|| format!("building {} for {}", program.name, target.name))?;
+        let dir = exe.parent().context("no parent")?;
+        let image = extract_image(tools, &exe, target, dir)?;
+        checks::elf_summary(&cmd::read(&image)?, &names)?
+            .expect_defined_once(&image.display().to_string(), &names)?;
+        if target.triple == "nvptx64-nvidia-cuda" && registers.is_none() {
+            registers = Some(checks::cubin_registers(tools, &image)?);
+        }
+    }
+    let mut detail =
+        format!("{} programs; each image defines {TRANSLATE}, {MAP_P}, {MAP_SIZE} once", PROGRAMS.len());
+    if let Some(regs) = registers {
+        detail.push_str(&format!("; linked {TRANSLATE}: {regs} registers"));
+    }
+    Ok(detail)
+}
+
+/// Writes the device image for `target` embedded in `program` to `dir` and returns its path.
+pub fn extract_image(tools: &Tools, program: &Path, target: &OffloadTarget, dir: &Path) -> Result<PathBuf> {
+    let image = dir.join(format!("image.{}", target.name));
+    let _ = std::fs::remove_file(&image);
+    cmd::output(Command::new(&tools.packager).arg(program).arg(target.image_selector(&image)))?;
+    ensure!(image.is_file(), "{} holds no {} image", program.display(), target.name);
+    Ok(image)
+}
