@@ -5,7 +5,7 @@
 //! target/dist/device/x86_64/libdevice_rtl.a, device_rtl.bc
 //! target/dist/device/nvptx64/<sm>/device_rtl.{bc,ptx,cubin}
 //! target/dist/device/amdgcn/<gfx>/device_rtl.{bc,o}
-//! target/dist/lib/libomptarget.rtl.x86_64.so            the plugins
+//! target/dist/lib/libomptarget.rtl.{x86_64,cuda}.so      the plugins
 //! ```
 
 use std::fs;
@@ -214,8 +214,10 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
 }
 
 /// Plugins built here: (cargo package, library file cargo writes, name libomptarget loads).
-pub const PLUGINS: &[(&str, &str, &str)] =
-    &[("plugin-x86_64", "libomptarget_rtl_x86_64.so", "libomptarget.rtl.x86_64.so")];
+pub const PLUGINS: &[(&str, &str, &str)] = &[
+    ("plugin-x86_64", "libomptarget_rtl_x86_64.so", "libomptarget.rtl.x86_64.so"),
+    ("plugin-cuda", "libomptarget_rtl_cuda.so", "libomptarget.rtl.cuda.so"),
+];
 
 /// Builds the plugins in release mode and installs them in `target/dist/lib` under the names
 /// libomptarget 16 looks for.

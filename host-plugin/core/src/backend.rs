@@ -80,4 +80,12 @@ pub trait Backend: Sized + Send + Sync + 'static {
 
     /// Runs a kernel to completion.
     fn launch(&self, device: i32, launch: &LaunchParams<'_>) -> Result<()>;
+
+    /// Called for every image on `device` once a new map is in place (`table` is `(device
+    /// address, entries)`, `None` when cleared), before the previous one is freed: a backend
+    /// whose images keep another copy of the table pointer (LLVM 18+'s device environment)
+    /// updates it here. An error undoes the whole installation.
+    fn map_installed(&self, _device: i32, _image: &Self::Image, _table: Option<(u64, u64)>) -> Result<()> {
+        Ok(())
+    }
 }

@@ -272,16 +272,33 @@ impl<B: Backend> Plugin<B> {
             }
             Some(DeviceTable { ptr, len: table.len() as u64 })
         };
+        let as_pair = |t: Option<DeviceTable>| t.map(|t| (t.ptr, t.len));
+        let mut failure = None;
         for (done, (p, size)) in targets.iter().enumerate() {
             if let Err(err) = self.patch(device, *p, *size, new) {
-                for (p, size) in &targets[..=done] {
-                    let _ = self.patch(device, *p, *size, state.table);
-                }
-                if let Some(t) = new {
-                    let _ = self.backend.free(device, t.ptr, TARGET_ALLOC_DEVICE);
-                }
-                return Err(err);
+                failure = Some((err, done + 1, 0));
+                break;
             }
+        }
+        if failure.is_none() {
+            for (done, img) in state.images.iter().enumerate() {
+                if let Err(err) = self.backend.map_installed(device, &img.image, as_pair(new)) {
+                    failure = Some((err, targets.len(), done + 1));
+                    break;
+                }
+            }
+        }
+        if let Some((err, patched, notified)) = failure {
+            for (p, size) in &targets[..patched] {
+                let _ = self.patch(device, *p, *size, state.table);
+            }
+            for img in &state.images[..notified] {
+                let _ = self.backend.map_installed(device, &img.image, as_pair(state.table));
+            }
+            if let Some(t) = new {
+                let _ = self.backend.free(device, t.ptr, TARGET_ALLOC_DEVICE);
+            }
+            return Err(err);
         }
         if let Some(old) = std::mem::replace(&mut state.table, new) {
             self.backend.free(device, old.ptr, TARGET_ALLOC_DEVICE)?;

@@ -1,0 +1,321 @@
+//! The CUDA driver API, loaded at run time: exactly the functions this plugin calls, resolved
+//! once from `libcuda.so.1` (model: LLVM's `dynamic_cuda`). A machine without the driver gets an
+//! error from [`Driver::load`], never a crash. Raw types and status codes stay in this module;
+//! every wrapper returns a [`Result`].
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+
+use plugin_core::{PluginError, Result};
+
+/// `CUresult`.
+type CuResult = c_int;
+/// `CUdevice`.
+pub type CuDevice = c_int;
+/// `CUcontext`, `CUmodule`, `CUfunction`, `CUstream`: opaque handles.
+pub type CuHandle = *mut c_void;
+/// `CUdeviceptr`.
+pub type CuDevicePtr = u64;
+
+/// `CUDA_SUCCESS`.
+const CUDA_SUCCESS: CuResult = 0;
+/// `CUDA_ERROR_NO_DEVICE`: cuInit's answer on a machine with the driver but no GPU.
+const CUDA_ERROR_NO_DEVICE: CuResult = 100;
+/// `CUDA_ERROR_NOT_FOUND`: a named symbol is not in the module.
+const CUDA_ERROR_NOT_FOUND: CuResult = 500;
+
+/// `CUdevice_attribute` values used (cuda.h).
+pub mod attr {
+    /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`.
+    pub const MAX_THREADS_PER_BLOCK: i32 = 1;
+    /// `CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X`.
+    pub const MAX_GRID_DIM_X: i32 = 5;
+    /// `CU_DEVICE_ATTRIBUTE_WARP_SIZE`.
+    pub const WARP_SIZE: i32 = 10;
+    /// `CU_DEVICE_ATTRIBUTE_CLOCK_RATE` (kHz).
+    pub const CLOCK_RATE: i32 = 13;
+    /// `CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`.
+    pub const MULTIPROCESSOR_COUNT: i32 = 16;
+    /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR`.
+    pub const MAX_THREADS_PER_MULTIPROCESSOR: i32 = 39;
+    /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR`.
+    pub const COMPUTE_CAPABILITY_MAJOR: i32 = 75;
+    /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR`.
+    pub const COMPUTE_CAPABILITY_MINOR: i32 = 76;
+}
+
+macro_rules! driver_table {
+    ($($field:ident = $symbol:literal: fn($($arg:ty),*);)*) => {
+        /// The driver functions, resolved from `libcuda.so.1`; the library stays loaded while
+        /// this lives (the plugin's whole lifetime).
+        pub struct Driver {
+            handle: *mut c_void,
+            $($field: unsafe extern "C" fn($($arg),*) -> CuResult,)*
+        }
+
+        impl Driver {
+            fn resolve(handle: *mut c_void) -> std::result::Result<Driver, &'static str> {
+                Ok(Driver {
+                    handle,
+                    $($field: {
+                        // SAFETY: valid handle and NUL-terminated name.
+                        let f = unsafe { libc::dlsym(handle, concat!($symbol, "\0").as_ptr().cast()) };
+                        if f.is_null() {
+                            return Err($symbol);
+                        }
+                        // SAFETY: the driver exports this symbol with this C signature (cuda.h).
+                        unsafe {
+                            std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($arg),*) -> CuResult>(f)
+                        }
+                    },)*
+                })
+            }
+        }
+    };
+}
+
+driver_table! {
+    init = "cuInit": fn(c_uint);
+    device_get_count = "cuDeviceGetCount": fn(*mut c_int);
+    device_get = "cuDeviceGet": fn(*mut CuDevice, c_int);
+    device_get_attribute = "cuDeviceGetAttribute": fn(*mut c_int, c_int, CuDevice);
+    primary_ctx_retain = "cuDevicePrimaryCtxRetain": fn(*mut CuHandle, CuDevice);
+    primary_ctx_release = "cuDevicePrimaryCtxRelease_v2": fn(CuDevice);
+    ctx_set_current = "cuCtxSetCurrent": fn(CuHandle);
+    ctx_synchronize = "cuCtxSynchronize": fn();
+    module_load_data_ex = "cuModuleLoadDataEx": fn(*mut CuHandle, *const c_void, c_uint, *mut c_int, *mut *mut c_void);
+    module_unload = "cuModuleUnload": fn(CuHandle);
+    module_get_function = "cuModuleGetFunction": fn(*mut CuHandle, CuHandle, *const c_char);
+    module_get_global = "cuModuleGetGlobal_v2": fn(*mut CuDevicePtr, *mut usize, CuHandle, *const c_char);
+    mem_alloc = "cuMemAlloc_v2": fn(*mut CuDevicePtr, usize);
+    mem_free = "cuMemFree_v2": fn(CuDevicePtr);
+    mem_get_info = "cuMemGetInfo_v2": fn(*mut usize, *mut usize);
+    memcpy_htod = "cuMemcpyHtoD_v2": fn(CuDevicePtr, *const c_void, usize);
+    memcpy_dtoh = "cuMemcpyDtoH_v2": fn(*mut c_void, CuDevicePtr, usize);
+    launch_kernel = "cuLaunchKernel": fn(CuHandle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CuHandle, *mut *mut c_void, *mut *mut c_void);
+    get_error_name = "cuGetErrorName": fn(CuResult, *mut *const c_char);
+}
+
+// SAFETY: the driver API is thread-safe; the table holds only function pointers and the handle.
+unsafe impl Send for Driver {}
+// SAFETY: as above.
+unsafe impl Sync for Driver {}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from dlopen; nothing resolved from it is used after this.
+        unsafe { libc::dlclose(self.handle) };
+    }
+}
+
+impl Driver {
+    /// Loads `libcuda.so.1` (or `library`) and resolves every function, then calls `cuInit`.
+    pub fn load(library: &CStr) -> Result<Driver> {
+        // SAFETY: valid C string; loading the vendor driver.
+        let handle = unsafe { libc::dlopen(library.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        if handle.is_null() {
+            return Err(PluginError::Backend(format!(
+                "cannot load {} (no NVIDIA driver on this machine)",
+                library.to_string_lossy()
+            )));
+        }
+        let driver = match Driver::resolve(handle) {
+            Ok(d) => d,
+            Err(symbol) => {
+                // SAFETY: handle from dlopen above, closed once.
+                unsafe { libc::dlclose(handle) };
+                return Err(PluginError::Backend(format!(
+                    "{} lacks {symbol} (driver too old)",
+                    library.to_string_lossy()
+                )));
+            }
+        };
+        // SAFETY: resolved function, flags must be 0.
+        driver.check("cuInit", unsafe { (driver.init)(0) })?;
+        Ok(driver)
+    }
+
+    fn error_name(&self, code: CuResult) -> String {
+        let mut name: *const c_char = std::ptr::null();
+        // SAFETY: out pointer valid; the driver returns a static string or fails.
+        if unsafe { (self.get_error_name)(code, &mut name) } == CUDA_SUCCESS && !name.is_null() {
+            // SAFETY: static NUL-terminated string from the driver.
+            return unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
+        }
+        format!("CUresult {code}")
+    }
+
+    fn check(&self, call: &str, code: CuResult) -> Result<()> {
+        if code == CUDA_SUCCESS {
+            Ok(())
+        } else {
+            Err(PluginError::Backend(format!("{call} failed: {}", self.error_name(code))))
+        }
+    }
+
+    /// Number of devices; 0 when the driver says there are none.
+    pub fn device_count(&self) -> Result<i32> {
+        let mut n = 0;
+        // SAFETY: valid out pointer.
+        let code = unsafe { (self.device_get_count)(&mut n) };
+        if code == CUDA_ERROR_NO_DEVICE {
+            return Ok(0);
+        }
+        self.check("cuDeviceGetCount", code)?;
+        Ok(n)
+    }
+
+    /// The device handle of ordinal `ordinal`.
+    pub fn device(&self, ordinal: i32) -> Result<CuDevice> {
+        let mut dev = 0;
+        // SAFETY: valid out pointer.
+        self.check("cuDeviceGet", unsafe { (self.device_get)(&mut dev, ordinal) })?;
+        Ok(dev)
+    }
+
+    /// One integer attribute of a device.
+    pub fn attribute(&self, dev: CuDevice, attribute: i32) -> Result<i32> {
+        let mut value = 0;
+        // SAFETY: valid out pointer.
+        self.check("cuDeviceGetAttribute", unsafe {
+            (self.device_get_attribute)(&mut value, attribute, dev)
+        })?;
+        Ok(value)
+    }
+
+    /// Retains the device's primary context.
+    pub fn retain_primary_context(&self, dev: CuDevice) -> Result<CuHandle> {
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: valid out pointer.
+        self.check("cuDevicePrimaryCtxRetain", unsafe { (self.primary_ctx_retain)(&mut ctx, dev) })?;
+        Ok(ctx)
+    }
+
+    /// Releases a primary context retained by [`Driver::retain_primary_context`].
+    pub fn release_primary_context(&self, dev: CuDevice) -> Result<()> {
+        // SAFETY: plain call.
+        self.check("cuDevicePrimaryCtxRelease", unsafe { (self.primary_ctx_release)(dev) })
+    }
+
+    /// Makes `ctx` current on the calling thread.
+    pub fn set_current(&self, ctx: CuHandle) -> Result<()> {
+        // SAFETY: a context from retain_primary_context.
+        self.check("cuCtxSetCurrent", unsafe { (self.ctx_set_current)(ctx) })
+    }
+
+    /// Waits for all work of the current context.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: plain call.
+        self.check("cuCtxSynchronize", unsafe { (self.ctx_synchronize)() })
+    }
+
+    /// Loads a cubin or (NUL-terminated) PTX image into the current context.
+    pub fn load_module(&self, image: &[u8]) -> Result<CuHandle> {
+        let mut module = std::ptr::null_mut();
+        let code = unsafe {
+            // SAFETY: `image` is readable; the driver reads at most its ELF size / up to NUL.
+            (self.module_load_data_ex)(
+                &mut module,
+                image.as_ptr().cast(),
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        self.check("cuModuleLoadDataEx", code)?;
+        Ok(module)
+    }
+
+    /// Unloads a module.
+    pub fn unload_module(&self, module: CuHandle) -> Result<()> {
+        // SAFETY: a module from load_module, unloaded once.
+        self.check("cuModuleUnload", unsafe { (self.module_unload)(module) })
+    }
+
+    /// Kernel `name` of `module`, `None` if absent.
+    pub fn function(&self, module: CuHandle, name: &CStr) -> Result<Option<CuHandle>> {
+        let mut f = std::ptr::null_mut();
+        // SAFETY: valid module, name and out pointer.
+        let code = unsafe { (self.module_get_function)(&mut f, module, name.as_ptr()) };
+        if code == CUDA_ERROR_NOT_FOUND {
+            return Ok(None);
+        }
+        self.check("cuModuleGetFunction", code)?;
+        Ok(Some(f))
+    }
+
+    /// Address and size of global `name` of `module`, `None` if absent.
+    pub fn global(&self, module: CuHandle, name: &CStr) -> Result<Option<(CuDevicePtr, usize)>> {
+        let (mut ptr, mut size) = (0, 0);
+        // SAFETY: valid module, name and out pointers.
+        let code = unsafe { (self.module_get_global)(&mut ptr, &mut size, module, name.as_ptr()) };
+        if code == CUDA_ERROR_NOT_FOUND {
+            return Ok(None);
+        }
+        self.check("cuModuleGetGlobal", code)?;
+        Ok(Some((ptr, size)))
+    }
+
+    /// `cuMemAlloc` in the current context.
+    pub fn alloc(&self, size: usize) -> Result<CuDevicePtr> {
+        let mut ptr = 0;
+        // SAFETY: valid out pointer.
+        self.check("cuMemAlloc", unsafe { (self.mem_alloc)(&mut ptr, size) })?;
+        Ok(ptr)
+    }
+
+    /// `cuMemFree`.
+    pub fn free(&self, ptr: CuDevicePtr) -> Result<()> {
+        // SAFETY: a pointer from alloc (libomptarget's contract).
+        self.check("cuMemFree", unsafe { (self.mem_free)(ptr) })
+    }
+
+    /// (free, total) device memory of the current context.
+    pub fn mem_info(&self) -> Result<(usize, usize)> {
+        let (mut free, mut total) = (0, 0);
+        // SAFETY: valid out pointers.
+        self.check("cuMemGetInfo", unsafe { (self.mem_get_info)(&mut free, &mut total) })?;
+        Ok((free, total))
+    }
+
+    /// Synchronous host-to-device copy.
+    pub fn write(&self, dst: CuDevicePtr, src: &[u8]) -> Result<()> {
+        // SAFETY: `src` readable; `dst` is device memory of at least src.len() bytes by contract.
+        self.check("cuMemcpyHtoD", unsafe { (self.memcpy_htod)(dst, src.as_ptr().cast(), src.len()) })
+    }
+
+    /// Synchronous device-to-host copy.
+    pub fn read(&self, dst: &mut [u8], src: CuDevicePtr) -> Result<()> {
+        // SAFETY: `dst` writable; `src` is device memory of at least dst.len() bytes by contract.
+        self.check("cuMemcpyDtoH", unsafe { (self.memcpy_dtoh)(dst.as_mut_ptr().cast(), src, dst.len()) })
+    }
+
+    /// Launches `f` on the default stream of the current context with `params` (one pointer per
+    /// kernel parameter, each to its value).
+    pub fn launch(
+        &self,
+        f: CuHandle,
+        blocks: u32,
+        threads: u32,
+        shared: u32,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        let code = unsafe {
+            // SAFETY: `params` holds one valid pointer per kernel parameter (the caller's
+            // contract, checked against the image's kernel by libomptarget's argument count).
+            (self.launch_kernel)(
+                f,
+                blocks,
+                1,
+                1,
+                threads,
+                1,
+                1,
+                shared,
+                std::ptr::null_mut(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        self.check("cuLaunchKernel", code)
+    }
+}

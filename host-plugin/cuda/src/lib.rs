@@ -1,0 +1,326 @@
+//! `libomptarget.rtl.cuda.so`: the CUDA plugin. The driver (`libcuda.so.1`) is loaded at run
+//! time ([`driver`]); without it, or without a GPU, the plugin reports 0 devices. Images are
+//! cubins or PTX loaded with `cuModuleLoadDataEx` into each device's primary context; the
+//! DeviceRTL's device environment is initialised at load, kernels launch with the geometry and
+//! arguments LLVM's own CUDA plugin gives them ([`environment`]), and the function-pointer map
+//! is installed by the core, also into LLVM 18+'s indirect-call table fields.
+#![deny(missing_docs)]
+
+mod driver;
+pub mod environment;
+pub mod image;
+
+use std::collections::HashSet;
+use std::ffi::{c_void, CString};
+use std::sync::Mutex;
+
+use driver::{attr, CuDevice, CuHandle, Driver};
+use environment::{
+    launch_geometry, DeviceEnvironment, DeviceLimits, KernelConfig, DEVICE_ENVIRONMENT,
+    DEVICE_ENVIRONMENT_V19_SIZE, EXEC_MODE_SUFFIX, INDIRECT_CALL_TABLE_OFFSET, KERNEL_ENVIRONMENT_SIZE,
+    KERNEL_ENVIRONMENT_SUFFIX,
+};
+use image::CudaImage;
+use plugin_core::image::DeviceImage;
+use plugin_core::{Backend, DeviceSymbol, LaunchParams, PluginError, Result};
+
+/// One GPU.
+struct Gpu {
+    dev: CuDevice,
+    /// Compute capability as major * 10 + minor.
+    sm: u32,
+    limits: DeviceLimits,
+    clock_hz: u64,
+    hardware_parallelism: u64,
+    /// The retained primary context, from `init_device` on.
+    context: Mutex<Option<usize>>,
+}
+
+/// The CUDA backend.
+pub struct Cuda {
+    driver: Driver,
+    gpus: Vec<Gpu>,
+    /// Kernel handles given out and not yet unloaded: a launch with any other value is refused.
+    live_kernels: Mutex<HashSet<u64>>,
+}
+
+/// A kernel handle: the function and what its environment says about launching it.
+struct Kernel {
+    function: usize,
+    config: KernelConfig,
+}
+
+/// A module loaded on one device.
+pub struct Module {
+    handle: usize,
+    device: i32,
+    /// `(address, size)` of the DeviceRTL's device environment, if the image has one.
+    environment: Option<(u64, usize)>,
+    /// Boxed: a kernel's handle is its address, which must not move when the vector grows.
+    #[allow(clippy::vec_box)]
+    kernels: Mutex<Vec<Box<Kernel>>>,
+}
+
+fn name(s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| PluginError::InvalidArgument(format!("symbol name {s:?} contains NUL")))
+}
+
+impl Cuda {
+    /// Makes `device`'s primary context current on this thread, retaining it on first use.
+    fn enter(&self, device: i32) -> Result<&Gpu> {
+        let gpu = &self.gpus[device as usize];
+        let mut context = gpu.context.lock().unwrap_or_else(|e| e.into_inner());
+        let ctx = match *context {
+            Some(ctx) => ctx as CuHandle,
+            None => {
+                let ctx = self.driver.retain_primary_context(gpu.dev)?;
+                *context = Some(ctx as usize);
+                ctx
+            }
+        };
+        self.driver.set_current(ctx)?;
+        Ok(gpu)
+    }
+
+    fn kernel_config(&self, module: &Module, kernel: &str) -> Result<KernelConfig> {
+        let handle = module.handle as CuHandle;
+        if let Some((addr, size)) =
+            self.driver.global(handle, &name(&format!("{kernel}{KERNEL_ENVIRONMENT_SUFFIX}"))?)?
+        {
+            if size != KERNEL_ENVIRONMENT_SIZE {
+                return Err(PluginError::InvalidImage(format!(
+                    "{kernel}{KERNEL_ENVIRONMENT_SUFFIX} has {size} bytes, expected {KERNEL_ENVIRONMENT_SIZE}"
+                )));
+            }
+            let mut bytes = vec![0u8; size];
+            self.driver.read(&mut bytes, addr)?;
+            return KernelConfig::from_kernel_environment(&bytes);
+        }
+        if let Some((addr, _)) = self.driver.global(handle, &name(&format!("{kernel}{EXEC_MODE_SUFFIX}"))?)? {
+            let mut mode = [0u8; 1];
+            self.driver.read(&mut mode, addr)?;
+            return KernelConfig::from_exec_mode(mode[0]);
+        }
+        // Not an OpenMP kernel (e.g. a CUDA or Rust kernel): every thread runs it.
+        Ok(KernelConfig { mode: environment::ExecMode::Spmd, max_threads: -1, max_teams: -1 })
+    }
+}
+
+impl Backend for Cuda {
+    type Image = Module;
+    const NAME: &'static str = "cuda";
+
+    fn init() -> Result<Self> {
+        let driver = Driver::load(c"libcuda.so.1")?;
+        let count = driver.device_count()?;
+        let mut gpus = Vec::new();
+        for ordinal in 0..count {
+            let dev = driver.device(ordinal)?;
+            let get = |a| driver.attribute(dev, a).map(|v| v.max(0) as u32);
+            let multiprocessors = get(attr::MULTIPROCESSOR_COUNT)?;
+            gpus.push(Gpu {
+                dev,
+                sm: get(attr::COMPUTE_CAPABILITY_MAJOR)? * 10 + get(attr::COMPUTE_CAPABILITY_MINOR)?,
+                limits: DeviceLimits {
+                    max_threads_per_block: get(attr::MAX_THREADS_PER_BLOCK)?,
+                    max_blocks: get(attr::MAX_GRID_DIM_X)?,
+                    warp_size: get(attr::WARP_SIZE)?,
+                    multiprocessors,
+                },
+                clock_hz: get(attr::CLOCK_RATE)? as u64 * 1000,
+                hardware_parallelism: multiprocessors as u64
+                    * get(attr::MAX_THREADS_PER_MULTIPROCESSOR)? as u64,
+                context: Mutex::new(None),
+            });
+        }
+        Ok(Cuda { driver, gpus, live_kernels: Mutex::new(HashSet::new()) })
+    }
+
+    fn device_count(&self) -> i32 {
+        self.gpus.len() as i32
+    }
+
+    fn check_image(&self, image: &DeviceImage<'_>, _arch: Option<&str>) -> Result<()> {
+        if let Some(triple) = image.triple.as_deref().filter(|t| !t.starts_with("nvptx64")) {
+            return Err(PluginError::InvalidImage(format!("packaged for {triple}, not nvptx64")));
+        }
+        match image::classify(image.bytes)? {
+            CudaImage::Ptx => Ok(()),
+            CudaImage::Cubin { sm } => {
+                if self.gpus.iter().any(|g| image::cubin_runs_on(sm, g.sm)) {
+                    Ok(())
+                } else {
+                    let have: Vec<String> = self.gpus.iter().map(|g| format!("sm_{}", g.sm)).collect();
+                    Err(PluginError::InvalidImage(format!(
+                        "cubin for sm_{sm} runs on none of the devices ({})",
+                        have.join(", ")
+                    )))
+                }
+            }
+        }
+    }
+
+    fn init_device(&self, device: i32) -> Result<()> {
+        self.enter(device).map(drop)
+    }
+
+    fn load_image(&self, device: i32, bytes: &[u8]) -> Result<Module> {
+        let gpu = self.enter(device)?;
+        let handle = match image::classify(bytes)? {
+            CudaImage::Cubin { sm } if !image::cubin_runs_on(sm, gpu.sm) => {
+                return Err(PluginError::InvalidImage(format!(
+                    "cubin for sm_{sm} on an sm_{} device",
+                    gpu.sm
+                )))
+            }
+            CudaImage::Cubin { .. } => self.driver.load_module(bytes)?,
+            // The driver reads PTX up to its NUL.
+            CudaImage::Ptx => self.driver.load_module(&[bytes, &[0]].concat())?,
+        };
+        let mut module =
+            Module { handle: handle as usize, device, environment: None, kernels: Mutex::new(Vec::new()) };
+        if let Err(err) = self.init_environment(gpu, &mut module) {
+            let _ = self.driver.unload_module(handle);
+            return Err(err);
+        }
+        Ok(module)
+    }
+
+    fn unload_image(&self, device: i32, module: Module) -> Result<()> {
+        self.enter(device)?;
+        let kernels = module.kernels.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut live = self.live_kernels.lock().unwrap_or_else(|e| e.into_inner());
+        for k in &kernels {
+            live.remove(&(&**k as *const Kernel as u64));
+        }
+        drop(live);
+        self.driver.unload_module(module.handle as CuHandle)
+    }
+
+    fn kernel(&self, module: &Module, kernel: &str) -> Result<Option<u64>> {
+        self.enter(module.device)?;
+        let Some(function) = self.driver.function(module.handle as CuHandle, &name(kernel)?)? else {
+            return Ok(None);
+        };
+        let config = self.kernel_config(module, kernel)?;
+        let boxed = Box::new(Kernel { function: function as usize, config });
+        let id = &*boxed as *const Kernel as u64;
+        module.kernels.lock().unwrap_or_else(|e| e.into_inner()).push(boxed);
+        self.live_kernels.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+        Ok(Some(id))
+    }
+
+    fn global(&self, module: &Module, symbol: &str) -> Result<Option<DeviceSymbol>> {
+        self.enter(module.device)?;
+        Ok(self
+            .driver
+            .global(module.handle as CuHandle, &name(symbol)?)?
+            .map(|(addr, size)| DeviceSymbol { addr, size: Some(size as u64) }))
+    }
+
+    fn alloc(&self, device: i32, size: usize, _kind: i32) -> Result<u64> {
+        self.enter(device)?;
+        // Every allocation kind is device memory; a 0-byte request still gets a unique pointer.
+        self.driver.alloc(size.max(1))
+    }
+
+    fn free(&self, device: i32, ptr: u64, _kind: i32) -> Result<()> {
+        self.enter(device)?;
+        self.driver.free(ptr)
+    }
+
+    fn write(&self, device: i32, dst: u64, src: &[u8]) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        self.enter(device)?;
+        self.driver.write(dst, src)
+    }
+
+    fn read(&self, device: i32, dst: &mut [u8], src: u64) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        self.enter(device)?;
+        self.driver.read(dst, src)
+    }
+
+    fn launch(&self, device: i32, launch: &LaunchParams<'_>) -> Result<()> {
+        if !self.live_kernels.lock().unwrap_or_else(|e| e.into_inner()).contains(&launch.kernel) {
+            return Err(PluginError::InvalidArgument(format!("{:#x} is not a loaded kernel", launch.kernel)));
+        }
+        // SAFETY: a live handle from `kernel`, boxed in a module that is still loaded.
+        let kernel = unsafe { &*(launch.kernel as *const Kernel) };
+        let gpu = self.enter(device)?;
+        let mut values: Vec<u64> = Vec::with_capacity(launch.args.len() + 1);
+        if launch.wants_dyn_ptr() {
+            values.push(0);
+        }
+        values.extend_from_slice(launch.args);
+        let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
+        let ka = launch.kernel_args;
+        let (blocks, threads) =
+            launch_geometry(&kernel.config, &gpu.limits, ka.num_teams[0], ka.thread_limit[0], ka.tripcount);
+        self.driver.launch(kernel.function as CuHandle, blocks, threads, ka.dyn_cgroup_mem, &mut params)?;
+        self.driver.synchronize()
+    }
+
+    fn map_installed(&self, device: i32, module: &Module, table: Option<(u64, u64)>) -> Result<()> {
+        let Some((env, size)) = module.environment else { return Ok(()) };
+        if size != DEVICE_ENVIRONMENT_V19_SIZE {
+            return Ok(());
+        }
+        self.enter(device)?;
+        let (ptr, len) = table.unwrap_or((0, 0));
+        let mut fields = [0u8; 16];
+        fields[..8].copy_from_slice(&ptr.to_le_bytes());
+        fields[8..].copy_from_slice(&len.to_le_bytes());
+        self.driver.write(env + INDIRECT_CALL_TABLE_OFFSET, &fields)
+    }
+}
+
+impl Cuda {
+    /// Writes the device environment of a freshly loaded module, if its DeviceRTL has one.
+    fn init_environment(&self, gpu: &Gpu, module: &mut Module) -> Result<()> {
+        let Some((addr, size)) = self.driver.global(module.handle as CuHandle, &name(DEVICE_ENVIRONMENT)?)?
+        else {
+            return Ok(());
+        };
+        let env = DeviceEnvironment {
+            debug_kind: 0,
+            num_devices: self.gpus.len() as u32,
+            device_num: module.device as u32,
+            dynamic_mem_size: 0,
+            clock_frequency: gpu.clock_hz,
+            indirect_table: 0,
+            indirect_table_size: 0,
+            hardware_parallelism: gpu.hardware_parallelism,
+        };
+        self.driver.write(addr, &env.to_bytes(size)?)?;
+        module.environment = Some((addr, size));
+        Ok(())
+    }
+
+    /// (free, total) bytes of device memory on `device` (the GPU tests compare them around a
+    /// run to find leaks).
+    pub fn memory_info(&self, device: i32) -> Result<(usize, usize)> {
+        self.enter(device)?;
+        self.driver.mem_info()
+    }
+}
+
+impl Drop for Cuda {
+    fn drop(&mut self) {
+        for gpu in &self.gpus {
+            if gpu.context.lock().unwrap_or_else(|e| e.into_inner()).take().is_some() {
+                let _ = self.driver.release_primary_context(gpu.dev);
+            }
+        }
+    }
+}
+
+// SAFETY: the handles inside are driver objects usable from any thread once a context is
+// current, which every method makes sure of.
+unsafe impl Send for Module {}
+
+plugin_core::export_plugin!(Cuda);
