@@ -225,13 +225,15 @@ mod tests {
 .visible .func  (.param .b64 func_retval0) __kmpc_target_translate_fptr(
 ";
 
+    /// Writes `ptx` to a file of its own (tests run in parallel in one process, so neither the
+    /// name nor the directory may be shared between calls) and checks it.
     fn check_text(ptx: &str) -> Result<()> {
-        let dir = std::env::temp_dir().join(format!("xtask-ptx-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        let path = dir.join(format!("{:x}.ptx", ptx.len()));
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("xtask-ptx-{}-{call}.ptx", std::process::id()));
         std::fs::write(&path, ptx)?;
         let result = check_ptx(&path);
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_file(&path);
         result
     }
 
