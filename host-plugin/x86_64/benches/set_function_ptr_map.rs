@@ -13,38 +13,18 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use plugin_core::abi::{FptrMapEntry, OFFLOAD_SUCCESS};
-use support::{api, workspace, Image};
+use plugin_test_support::random;
+use support::{api, indirect_image, workspace};
 
 /// The goal: at most this many baselines at 1M entries.
 const GOAL_RATIO_AT_1M: f64 = 2.0;
 const SIZES: [usize; 3] = [1, 1 << 10, 1 << 20];
 
-/// splitmix64: reproducible pseudo-random pairs, the same in every run.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// `n` pairs with distinct 16-byte-aligned host addresses, in random order.
+/// `n` pairs with distinct host addresses in random order: the baseline then sorts a shuffled
+/// input rather than a sorted one.
 fn random_pairs(n: usize, seed: u64) -> Vec<FptrMapEntry> {
-    let mut state = seed;
-    let mut pairs: Vec<FptrMapEntry> = Vec::with_capacity(n);
-    while pairs.len() < n {
-        pairs.extend((pairs.len()..n).map(|_| FptrMapEntry {
-            host_ptr: splitmix(&mut state) & 0x0000_7fff_ffff_fff0,
-            tgt_ptr: splitmix(&mut state) & 0x0000_7fff_ffff_fff0,
-        }));
-        pairs.sort_unstable_by_key(|e| e.host_ptr);
-        pairs.dedup_by_key(|e| e.host_ptr);
-    }
-    // Fisher-Yates, so the baseline sorts a shuffled input rather than a sorted one.
-    for i in (1..n).rev() {
-        let j = (splitmix(&mut state) % (i as u64 + 1)) as usize;
-        pairs.swap(i, j);
-    }
+    let mut pairs = random::sorted_pairs(n, seed);
+    random::shuffle(&mut pairs, !seed);
     pairs
 }
 
@@ -122,7 +102,7 @@ fn micros(d: Duration) -> String {
 
 fn main() {
     let api = api();
-    let image = Image::indirect();
+    let image = indirect_image();
     // SAFETY: the call order of libomptarget; `image` outlives its use on device 0.
     unsafe {
         assert_eq!((api.init_plugin)(), OFFLOAD_SUCCESS);

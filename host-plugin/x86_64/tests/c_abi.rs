@@ -12,7 +12,8 @@ use plugin_core::abi::{
     FptrMapEntry, KernelArgs, TgtImageInfo, TgtTargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS,
 };
 use support::{
-    api, compile_image, compile_indirect, host_not_indirect, host_square, host_twice, target_entries, Image,
+    api, compile_image, compile_indirect, host_not_indirect, host_square, host_twice, indirect_image,
+    indirect_image_from, target_entries, OffloadImage,
 };
 
 /// Serialises tests (the plugin is process-wide state) and starts each from a clean plugin.
@@ -144,7 +145,7 @@ fn tw() -> *mut c_void {
 fn libomptarget_call_order_translates_to_the_device_copy() {
     let _g = fresh();
     let api = api();
-    let image = Image::indirect();
+    let image = indirect_image();
     let info = TgtImageInfo { arch: c"".as_ptr() };
     // SAFETY: valid images and tables throughout.
     unsafe {
@@ -175,7 +176,7 @@ fn libomptarget_call_order_translates_to_the_device_copy() {
 fn kernels_take_any_number_of_pointer_arguments_with_offsets() {
     let _g = fresh();
     let api = api();
-    let image = Image::indirect();
+    let image = indirect_image();
     // SAFETY: valid image; buffers sized for the kernel.
     unsafe {
         let table = (api.load_binary)(0, image.ptr());
@@ -224,7 +225,7 @@ fn kernels_take_any_number_of_pointer_arguments_with_offsets() {
 fn set_function_ptr_map_rejects_bad_input_and_keeps_the_previous_map() {
     let _g = fresh();
     let api = api();
-    let image = Image::indirect();
+    let image = indirect_image();
     // SAFETY: valid image; tables are live slices or deliberately bad pointers the plugin must
     // not dereference (null).
     unsafe {
@@ -273,9 +274,9 @@ fn set_function_ptr_map_rejects_bad_input_and_keeps_the_previous_map() {
 fn devices_keep_their_own_images_and_maps() {
     let _g = fresh();
     let api = api();
-    let on0 = Image::indirect();
-    let on1 = Image::indirect();
-    let plain = Image::new(
+    let on0 = indirect_image();
+    let on1 = indirect_image();
+    let plain = OffloadImage::new(
         compile_image("plain", false),
         &[(&0u8 as *const u8 as *mut c_void, "__omp_offloading_plain_kernel", 0, 0)],
     );
@@ -303,19 +304,19 @@ fn devices_keep_their_own_images_and_maps() {
 fn bad_images_are_refused_and_change_nothing() {
     let _g = fresh();
     let api = api();
-    let good = Image::indirect();
+    let good = indirect_image();
     // SAFETY: valid and deliberately malformed image descriptors with live storage.
     unsafe {
         let table = (api.load_binary)(0, good.ptr());
         let k = CallKernel::new(0, table);
         let info = TgtImageInfo { arch: c"".as_ptr() };
-        let garbage = Image::new(b"not an ELF file at all, just bytes".to_vec(), &[]);
+        let garbage = OffloadImage::new(b"not an ELF file at all, just bytes".to_vec(), &[]);
         assert_eq!((api.is_valid_binary_info)(garbage.ptr(), &info), 0);
         assert!((api.load_binary)(0, garbage.ptr()).is_null());
         assert!((api.load_binary)(0, std::ptr::null()).is_null());
         assert!((api.load_binary)(5, good.ptr()).is_null());
         // A wrong-size map global: refused at load, since installing the map would patch it.
-        let wrong = Image::new(
+        let wrong = OffloadImage::new(
             compile_image("wrong_size", false),
             &[(&0u8 as *const u8 as *mut c_void, "__omp_offloading_wrong_kernel", 0, 0)],
         );
@@ -323,22 +324,22 @@ fn bad_images_are_refused_and_change_nothing() {
         assert!((api.load_binary)(0, wrong.ptr()).is_null());
         // An entry naming a symbol the image lacks.
         let missing =
-            Image::new(compile_indirect().clone(), &[(sq(), "__omp_offloading_no_such_symbol", 8, 8)]);
+            OffloadImage::new(compile_indirect().clone(), &[(sq(), "__omp_offloading_no_such_symbol", 8, 8)]);
         assert!((api.load_binary)(0, missing.ptr()).is_null());
         // A truncated entry table (not a whole number of entries).
-        let mut truncated = Image::indirect();
+        let mut truncated = indirect_image();
         truncated.desc.entries_end = (truncated.desc.entries_end as *mut u8).wrapping_sub(4).cast();
         assert!((api.load_binary)(0, truncated.ptr()).is_null());
         // The same image twice on one device.
         assert!((api.load_binary)(0, good.ptr()).is_null());
         assert_eq!(k.run(sq()).1, 1049, "the good image's map survived every refusal");
         // The image wrapped in an OffloadBinary, as libomptarget passes clang's images.
-        let wrapped = Image::indirect_from(plugin_core::image::wrap(
+        let wrapped = indirect_image_from(plugin_core::image::wrap(
             compile_indirect(),
             &[("triple", "x86_64-pc-linux-gnu"), ("arch", "")],
         ));
         assert_eq!((api.is_valid_binary_info)(wrapped.ptr(), &info), 1);
-        let wrapped_for_gpu = Image::indirect_from(plugin_core::image::wrap(
+        let wrapped_for_gpu = indirect_image_from(plugin_core::image::wrap(
             compile_indirect(),
             &[("triple", "nvptx64-nvidia-cuda")],
         ));
@@ -354,7 +355,7 @@ fn bad_images_are_refused_and_change_nothing() {
 fn concurrent_calls_are_safe() {
     let _g = fresh();
     let api = api();
-    let images = [Image::indirect(), Image::indirect()];
+    let images = [indirect_image(), indirect_image()];
     // SAFETY: valid images; each thread uses its own device and buffers.
     let tables: Vec<usize> = images
         .iter()
@@ -392,7 +393,7 @@ fn concurrent_calls_are_safe() {
 fn deinit_plugin_releases_everything() {
     let _g = fresh();
     let api = api();
-    let image = Image::indirect();
+    let image = indirect_image();
     // SAFETY: valid image.
     unsafe {
         assert!(!(api.load_binary)(0, image.ptr()).is_null());
@@ -416,7 +417,7 @@ fn info_child_makes_failing_calls() {
     }
     let _g = fresh();
     let api = api();
-    let image = Image::indirect();
+    let image = indirect_image();
     let e = |h: u64, t: u64| FptrMapEntry { host_ptr: h, tgt_ptr: t };
     let unsorted = [e(0x2000, 1), e(0x1000, 2)];
     // SAFETY: a valid image; live tables; a null table the plugin must refuse without reading.

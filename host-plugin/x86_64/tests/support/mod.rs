@@ -3,53 +3,13 @@
 // Each user (tests/c_abi.rs, benches/) uses a different part.
 #![allow(dead_code)]
 
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use plugin_core::abi::{
-    FptrMapEntry, KernelArgs, TgtDeviceImage, TgtImageInfo, TgtOffloadEntry, TgtTargetTable,
-};
-
-pub type InitPlugin = unsafe extern "C" fn() -> i32;
-pub type IsValidBinaryInfo = unsafe extern "C" fn(*const TgtDeviceImage, *const TgtImageInfo) -> i32;
-pub type InitRequires = unsafe extern "C" fn(i64) -> i64;
-pub type DeviceCall = unsafe extern "C" fn(i32) -> i32;
-pub type LoadBinary = unsafe extern "C" fn(i32, *const TgtDeviceImage) -> *mut TgtTargetTable;
-pub type UnloadBinary = unsafe extern "C" fn(i32, *const TgtDeviceImage) -> i32;
-pub type SetMap = unsafe extern "C" fn(i32, u64, *const FptrMapEntry) -> i32;
-pub type DataAlloc = unsafe extern "C" fn(i32, i64, *mut c_void, i32) -> *mut c_void;
-pub type DataDelete = unsafe extern "C" fn(i32, *mut c_void, i32) -> i32;
-pub type DataSubmit = unsafe extern "C" fn(i32, *mut c_void, *const c_void, i64) -> i32;
-pub type DataRetrieve = unsafe extern "C" fn(i32, *mut c_void, *const c_void, i64) -> i32;
-pub type LaunchKernel = unsafe extern "C" fn(
-    i32,
-    *mut c_void,
-    *const *mut c_void,
-    *const isize,
-    *const KernelArgs,
-    *mut c_void,
-) -> i32;
-
-/// The plugin's entry points, resolved by name as libomptarget resolves them.
-pub struct Api {
-    pub init_plugin: InitPlugin,
-    pub deinit_plugin: InitPlugin,
-    pub number_of_devices: InitPlugin,
-    pub is_valid_binary_info: IsValidBinaryInfo,
-    pub init_requires: InitRequires,
-    pub init_device: DeviceCall,
-    pub deinit_device: DeviceCall,
-    pub load_binary: LoadBinary,
-    pub unload_binary: UnloadBinary,
-    pub set_function_ptr_map: SetMap,
-    pub data_alloc: DataAlloc,
-    pub data_delete: DataDelete,
-    pub data_submit: DataSubmit,
-    pub data_retrieve: DataRetrieve,
-    pub launch_kernel: LaunchKernel,
-}
+use plugin_core::abi::{TgtOffloadEntry, TgtTargetTable};
+pub use plugin_test_support::{Api, OffloadImage};
 
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
@@ -64,51 +24,7 @@ pub fn api() -> &'static Api {
             "{} is missing: run `cargo xtask build` (or `cargo xtask test`)",
             path.display()
         );
-        let cpath = CString::new(path.to_str().unwrap()).unwrap();
-        // SAFETY: loading our own plugin; kept loaded for the whole test process.
-        let handle = unsafe { libc::dlopen(cpath.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        assert!(!handle.is_null(), "cannot dlopen {}", path.display());
-        let sym = |name: &str| {
-            let c = CString::new(name).unwrap();
-            // SAFETY: valid handle and name.
-            let f = unsafe { libc::dlsym(handle, c.as_ptr()) };
-            assert!(!f.is_null(), "{name} is not exported");
-            f
-        };
-        // SAFETY: each symbol is the plugin's export with exactly this C signature.
-        unsafe {
-            Api {
-                init_plugin: std::mem::transmute::<*mut c_void, InitPlugin>(sym("__tgt_rtl_init_plugin")),
-                deinit_plugin: std::mem::transmute::<*mut c_void, InitPlugin>(sym("__tgt_rtl_deinit_plugin")),
-                number_of_devices: std::mem::transmute::<*mut c_void, InitPlugin>(sym(
-                    "__tgt_rtl_number_of_devices",
-                )),
-                is_valid_binary_info: std::mem::transmute::<*mut c_void, IsValidBinaryInfo>(sym(
-                    "__tgt_rtl_is_valid_binary_info",
-                )),
-                init_requires: std::mem::transmute::<*mut c_void, InitRequires>(sym(
-                    "__tgt_rtl_init_requires",
-                )),
-                init_device: std::mem::transmute::<*mut c_void, DeviceCall>(sym("__tgt_rtl_init_device")),
-                deinit_device: std::mem::transmute::<*mut c_void, DeviceCall>(sym("__tgt_rtl_deinit_device")),
-                load_binary: std::mem::transmute::<*mut c_void, LoadBinary>(sym("__tgt_rtl_load_binary")),
-                unload_binary: std::mem::transmute::<*mut c_void, UnloadBinary>(sym(
-                    "__tgt_rtl_unload_binary",
-                )),
-                set_function_ptr_map: std::mem::transmute::<*mut c_void, SetMap>(sym(
-                    "__tgt_rtl_set_function_ptr_map",
-                )),
-                data_alloc: std::mem::transmute::<*mut c_void, DataAlloc>(sym("__tgt_rtl_data_alloc")),
-                data_delete: std::mem::transmute::<*mut c_void, DataDelete>(sym("__tgt_rtl_data_delete")),
-                data_submit: std::mem::transmute::<*mut c_void, DataSubmit>(sym("__tgt_rtl_data_submit")),
-                data_retrieve: std::mem::transmute::<*mut c_void, DataRetrieve>(sym(
-                    "__tgt_rtl_data_retrieve",
-                )),
-                launch_kernel: std::mem::transmute::<*mut c_void, LaunchKernel>(sym(
-                    "__tgt_rtl_launch_kernel",
-                )),
-            }
-        }
+        Api::load(&path).unwrap_or_else(|e| panic!("{e}"))
     })
 }
 
@@ -143,75 +59,24 @@ pub extern "C" fn host_not_indirect(x: i32) -> i32 {
     x + 7
 }
 
-/// A device image with its host-side entry table, kept alive while loaded.
-pub struct Image {
-    bytes: Vec<u8>,
-    _names: Vec<CString>,
-    entries: Vec<TgtOffloadEntry>,
-    /// The descriptor libomptarget would pass; tests may corrupt it on purpose.
-    pub desc: TgtDeviceImage,
+/// The indirect image with clang 19's entries: two indirect functions and two kernels.
+pub fn indirect_image() -> Box<OffloadImage> {
+    indirect_image_from(compile_indirect().clone())
 }
 
-impl Image {
-    pub fn new(bytes: Vec<u8>, entries: &[(*mut c_void, &str, usize, i32)]) -> Box<Image> {
-        let names: Vec<CString> = entries.iter().map(|e| CString::new(e.1).unwrap()).collect();
-        let entries: Vec<TgtOffloadEntry> = entries
-            .iter()
-            .zip(&names)
-            .map(|(e, n)| TgtOffloadEntry {
-                addr: e.0,
-                name: n.as_ptr() as *mut c_char,
-                size: e.2,
-                flags: e.3,
-                reserved: 0,
-            })
-            .collect();
-        let null = std::ptr::null_mut();
-        let mut image = Box::new(Image {
-            bytes,
-            _names: names,
-            entries,
-            desc: TgtDeviceImage {
-                image_start: null,
-                image_end: null,
-                entries_begin: null as _,
-                entries_end: null as _,
-            },
-        });
-        let range = image.bytes.as_mut_ptr_range();
-        let entries = image.entries.as_mut_ptr_range();
-        image.desc = TgtDeviceImage {
-            image_start: range.start.cast(),
-            image_end: range.end.cast(),
-            entries_begin: entries.start,
-            entries_end: entries.end,
-        };
-        image
-    }
-
-    /// The indirect image with clang 19's entries: two indirect functions and two kernels.
-    pub fn indirect() -> Box<Image> {
-        Self::indirect_from(compile_indirect().clone())
-    }
-
-    pub fn indirect_from(bytes: Vec<u8>) -> Box<Image> {
-        let kernel_id = |k: &'static u8| k as *const u8 as *mut c_void;
-        static CALL_ID: u8 = 0;
-        static MANY_ID: u8 = 0;
-        Image::new(
-            bytes,
-            &[
-                (host_square as *mut c_void, "__omp_offloading_test_square", 8, 8),
-                (host_twice as *mut c_void, "__omp_offloading_test_twice", 8, 8),
-                (kernel_id(&CALL_ID), "__omp_offloading_test_call", 0, 0),
-                (kernel_id(&MANY_ID), "__omp_offloading_test_many", 0, 0),
-            ],
-        )
-    }
-
-    pub fn ptr(&self) -> *const TgtDeviceImage {
-        &self.desc
-    }
+pub fn indirect_image_from(bytes: Vec<u8>) -> Box<OffloadImage> {
+    let kernel_id = |k: &'static u8| k as *const u8 as *mut c_void;
+    static CALL_ID: u8 = 0;
+    static MANY_ID: u8 = 0;
+    OffloadImage::new(
+        bytes,
+        &[
+            (host_square as *mut c_void, "__omp_offloading_test_square", 8, 8),
+            (host_twice as *mut c_void, "__omp_offloading_test_twice", 8, 8),
+            (kernel_id(&CALL_ID), "__omp_offloading_test_call", 0, 0),
+            (kernel_id(&MANY_ID), "__omp_offloading_test_many", 0, 0),
+        ],
+    )
 }
 
 pub fn compile_indirect() -> &'static Vec<u8> {
@@ -221,11 +86,6 @@ pub fn compile_indirect() -> &'static Vec<u8> {
 
 /// The device-side entries libomptarget gets back.
 pub fn target_entries(table: *mut TgtTargetTable) -> Vec<TgtOffloadEntry> {
-    assert!(!table.is_null());
-    // SAFETY: a table returned by load_binary, valid while the image is loaded.
-    unsafe {
-        let t = &*table;
-        let n = t.entries_end.offset_from(t.entries_begin) as usize;
-        std::slice::from_raw_parts(t.entries_begin, n).to_vec()
-    }
+    // SAFETY: every caller passes a table load_binary just returned, image still loaded.
+    unsafe { plugin_test_support::target_entries(table) }.expect("load_binary returned null")
 }
