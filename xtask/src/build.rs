@@ -102,17 +102,24 @@ impl Dist {
     }
 }
 
-/// One device-runtime compilation: a target, a processor, and the files rustc must emit.
-struct DeviceBuild<'a> {
-    target: &'a str,
-    cpu: Option<&'a str>,
+/// One device compilation of a workspace crate as a single LTO'd module: a target, a processor,
+/// and the files rustc must emit.
+pub struct DeviceBuild<'a> {
+    /// Cargo package.
+    pub package: &'a str,
+    /// Cargo features.
+    pub features: &'a [&'a str],
+    /// Rust target triple.
+    pub target: &'a str,
+    /// `-Ctarget-cpu`.
+    pub cpu: Option<&'a str>,
     /// `(rustc emit kind, file name)`, e.g. `("llvm-bc", "device_rtl.bc")`.
-    emits: &'a [(&'a str, &'a str)],
+    pub emits: &'a [(&'a str, &'a str)],
 }
 
 impl DeviceBuild<'_> {
-    /// Compiles the device runtime as one LTO'd module and copies the emitted files to `dest`.
-    fn run(&self, workspace: &Path, dest: &Path) -> Result<()> {
+    /// Compiles the crate and copies the emitted files to `dest`.
+    pub fn run(&self, workspace: &Path, dest: &Path) -> Result<()> {
         // Each (target, cpu) gets its own target dir: `-Ctarget-cpu` applies to core too (amdgcn
         // requires it), and sharing a dir would rebuild core at every switch.
         let target_dir = workspace.join("target/device").join(format!(
@@ -131,9 +138,13 @@ impl DeviceBuild<'_> {
         let mut build = Command::new(cargo);
         build
             .current_dir(workspace)
-            .args(["rustc", "--quiet", "-p", "device-rtl", "--profile", "device", "--target"])
+            .args(["rustc", "--quiet", "-p", self.package, "--profile", "device", "--target"])
             .arg(self.target)
-            .args(["-Zbuild-std=core", "--features", "panic-handler", "--crate-type", "staticlib"])
+            .args(["-Zbuild-std=core", "--crate-type", "staticlib"]);
+        if !self.features.is_empty() {
+            build.arg("--features").arg(self.features.join(","));
+        }
+        build
             .arg("--")
             .arg(format!("--emit={}", emit.join(",")))
             .env("CARGO_TARGET_DIR", &target_dir)
@@ -161,6 +172,8 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
         let t = Instant::now();
         let dir = dist.nvptx_dir(sm);
         DeviceBuild {
+            package: "device-rtl",
+            features: &["panic-handler"],
             target: "nvptx64-nvidia-cuda",
             cpu: Some(sm),
             emits: &[("llvm-bc", "device_rtl.bc"), ("asm", "device_rtl.ptx")],
@@ -182,6 +195,8 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
         let t = Instant::now();
         let dir = dist.amdgcn_dir(gfx);
         DeviceBuild {
+            package: "device-rtl",
+            features: &["panic-handler"],
             target: "amdgcn-amd-amdhsa",
             cpu: Some(gfx),
             emits: &[("llvm-bc", "device_rtl.bc"), ("obj", "device_rtl.o")],
@@ -194,6 +209,8 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
     let t = Instant::now();
     let x86 = dist.x86_64_dir();
     DeviceBuild {
+        package: "device-rtl",
+        features: &["panic-handler"],
         target: "x86_64-unknown-linux-gnu",
         cpu: None,
         emits: &[("llvm-bc", "device_rtl.bc"), ("obj", "device_rtl.o")],

@@ -1,9 +1,11 @@
-//! `cargo xtask build | test | demo | env | bench`: the project's build, test and demo driver.
+//! `cargo xtask build | test | demo | env | bench | gpu-test | gpu-bench`: the project's build,
+//! test, demo and benchmark driver.
 
 mod build;
 mod checks;
 mod cmd;
 mod e2e;
+mod gpu_bundle;
 mod offload;
 mod suite;
 mod tools;
@@ -25,6 +27,9 @@ commands:
   demo                                          build, then run examples/indirect_calls.c on a device
   env                                           print the compile flags and environment for users
   bench                                         build, then time set_function_ptr_map (target/bench/)
+  gpu-test [--require-gpu]                      build target/gpu-bundle/ and run it on this machine's
+                                                NVIDIA GPU (without one: \"built, not run\", exit 0)
+  gpu-bench                                     the same bundle's translation benchmark (target/bench/)
 
 Run scripts/test.sh or scripts/demo.sh on a fresh machine: they install the toolchain and tools.";
 
@@ -62,6 +67,22 @@ fn run(args: Vec<String>) -> Result<()> {
         "bench" => {
             no_options(command, rest)?;
             bench(&workspace)
+        }
+        "gpu-test" => {
+            let require_gpu = match rest {
+                [] => false,
+                [flag] if flag == "--require-gpu" => true,
+                _ => bail!("`gpu-test` takes only --require-gpu\n{USAGE}"),
+            };
+            let tools = Tools::locate(&workspace)?;
+            let bundle = gpu_bundle::build(&workspace, &tools)?;
+            gpu_bundle::run(&bundle, require_gpu, false, None)
+        }
+        "gpu-bench" => {
+            no_options(command, rest)?;
+            let tools = Tools::locate(&workspace)?;
+            let bundle = gpu_bundle::build(&workspace, &tools)?;
+            gpu_bundle::run(&bundle, false, true, Some(&workspace.join("target/bench")))
         }
         "help" | "--help" | "-h" => {
             println!("{USAGE}");

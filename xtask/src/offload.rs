@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use crate::tools::Tools;
 
 /// Where Debian's clang 19 keeps its OpenMP DeviceRTL bitcode (it does not find it for nvptx).
-const LLVM19_LIB: &str = "/usr/lib/llvm-19/lib";
+pub const LLVM19_LIB: &str = "/usr/lib/llvm-19/lib";
 
 /// An offload target: the triple of its device images and the arch clang is asked for.
 #[derive(Clone, Debug)]

@@ -25,6 +25,14 @@ pub struct Tools {
     pub llvm_objdump: PathBuf,
     /// `llvm-ar-19`: writes the static libraries.
     pub llvm_ar: PathBuf,
+    /// `llvm-link-19`: links the GPU bundle's kernels with the device runtime's bitcode.
+    pub llvm_link: PathBuf,
+    /// `llvm-extract-19`: takes LLVM's lookup out of its DeviceRTL bitcode.
+    pub llvm_extract: PathBuf,
+    /// `opt-19`: the device-LTO optimisation (inlining) of linked kernels.
+    pub opt: PathBuf,
+    /// `llc-19`: bitcode to PTX.
+    pub llc: PathBuf,
     /// A CUDA 11.8 directory that clang accepts as `--cuda-path` (bin/ptxas, nvvm/libdevice, ...).
     pub cuda: PathBuf,
     /// ROCm device libraries (ocml, ockl, oclc_*): clang 19 refuses AMDGPU OpenMP links without.
@@ -58,6 +66,10 @@ impl Tools {
         let llvm_readelf = llvm("llvm-readelf");
         let llvm_objdump = llvm("llvm-objdump");
         let llvm_ar = llvm("llvm-ar");
+        let llvm_link = llvm("llvm-link");
+        let llvm_extract = llvm("llvm-extract");
+        let opt = llvm("opt");
+        let llc = llvm("llc");
         let cuda = root.join("target/tools/cuda");
         for needed in ["bin/ptxas", "bin/cuobjdump", "nvvm/libdevice/libdevice.10.bc"] {
             if !cuda.join(needed).is_file() {
@@ -89,6 +101,10 @@ impl Tools {
             llvm_readelf,
             llvm_objdump,
             llvm_ar,
+            llvm_link,
+            llvm_extract,
+            opt,
+            llc,
             cuda,
             rocm_device_libs,
             llvm16_lib,
@@ -98,6 +114,11 @@ impl Tools {
     /// `ptxas` from CUDA 11.8.
     pub fn ptxas(&self) -> PathBuf {
         self.cuda.join("bin/ptxas")
+    }
+
+    /// LLVM 19's own OpenMP DeviceRTL for `sm` (Debian's libomp-19-dev).
+    pub fn llvm_device_rtl(&self, sm: &str) -> PathBuf {
+        Path::new(crate::offload::LLVM19_LIB).join(format!("libomptarget-nvptx-{sm}.bc"))
     }
 
     /// `cuobjdump` from CUDA 11.8.

@@ -6,7 +6,7 @@
 //! is installed by the core, also into LLVM 18+'s indirect-call table fields.
 #![deny(missing_docs)]
 
-mod driver;
+pub mod driver;
 pub mod environment;
 pub mod image;
 

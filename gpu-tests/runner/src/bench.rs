@@ -1,0 +1,350 @@
+//! The translation benchmark (`gpu-test bench`, `cargo xtask gpu-bench`): ours inlined into the
+//! kernel and called, LLVM 19's `__llvm_omp_indirect_call_lookup` (extracted from Debian's
+//! DeviceRTL bitcode when the bundle is built), and a one-load baseline, on the same GPU, tables
+//! and keys, in one run. Throughput (independent translations) and latency (a dependent chain).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use plugin_core::abi::{FptrMapEntry, FPTR_MAP_P, FPTR_MAP_SIZE};
+use plugin_test_support::random::{sorted_pairs, splitmix};
+
+use crate::cuda::{Arg, Gpu, Module, Result};
+use crate::plot;
+
+/// Table sizes of the issue.
+pub const SIZES: [usize; 5] = [16, 256, 4096, 65536, 1 << 20];
+/// Keys in the pool the kernels draw from (a power of two; 768 KiB with the indices: in L2).
+const POOL: usize = 1 << 16;
+/// Translations per thread in a throughput launch.
+const THROUGHPUT_ITERS: u32 = 256;
+/// Translations per thread in a latency launch (one warp).
+const LATENCY_ITERS: u32 = 2048;
+/// Timed launches per measurement (after one warm-up); the median is reported.
+const REPS: usize = 5;
+/// `__omp_rtl_device_environment`: LLVM 19's table pointer and size (REFERENCE.md section 2).
+const LLVM_ENVIRONMENT: &str = "__omp_rtl_device_environment";
+const LLVM_TABLE_OFFSET: u64 = 24;
+
+/// The key patterns.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Pattern {
+    /// Every lane of a warp translates the same pointer.
+    UniformHit,
+    /// Every lane a different random key of the table.
+    DivergentHit,
+    /// Pointers below or above the table's range (a device pointer passing through).
+    MissOutside,
+    /// Pointers between two keys: LLVM's lookup never returns on these.
+    MissInside,
+}
+
+impl Pattern {
+    /// All four, in report order.
+    pub const ALL: [Pattern; 4] =
+        [Pattern::UniformHit, Pattern::DivergentHit, Pattern::MissOutside, Pattern::MissInside];
+
+    /// Name in the report and the CSV.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::UniformHit => "uniform-hit",
+            Pattern::DivergentHit => "divergent-hit",
+            Pattern::MissOutside => "miss-outside",
+            Pattern::MissInside => "miss-inside",
+        }
+    }
+}
+
+/// The implementations: (name, kernel module, kernel name prefix).
+pub const IMPLEMENTATIONS: [(&str, &str, &str); 4] = [
+    ("ours-inlined", "lookup_inlined", "bench_ours"),
+    ("ours-called", "lookup_called", "bench_ours"),
+    ("llvm19", "llvm_lookup", "bench_llvm"),
+    ("baseline", "lookup_inlined", "bench_baseline"),
+];
+
+/// One measurement.
+pub struct Row {
+    /// Implementation name.
+    pub implementation: &'static str,
+    /// Key pattern.
+    pub pattern: Pattern,
+    /// "throughput" or "latency".
+    pub mode: &'static str,
+    /// Table entries.
+    pub entries: usize,
+    /// Translations per launch.
+    pub translations: u64,
+    /// Median launch time.
+    pub median: Duration,
+}
+
+impl Row {
+    /// Translations per second.
+    pub fn rate(&self) -> f64 {
+        self.translations as f64 / self.median.as_secs_f64()
+    }
+}
+
+/// Pool keys for `pattern` over `table`, and for the baseline an entry index per key.
+fn pool(table: &[FptrMapEntry], pattern: Pattern, seed: u64) -> (Vec<u64>, Vec<u32>) {
+    let mut state = seed;
+    let n = table.len() as u64;
+    let (first, last) = (table[0].host_ptr, table[table.len() - 1].host_ptr);
+    (0..POOL)
+        .map(|i| {
+            let at = (splitmix(&mut state) % n) as usize;
+            let key = match pattern {
+                Pattern::UniformHit | Pattern::DivergentHit => table[at].host_ptr,
+                Pattern::MissOutside if i % 2 == 0 => first - 16 * (1 + (i as u64 % 64)),
+                Pattern::MissOutside => last + 16 * (1 + (i as u64 % 64)),
+                Pattern::MissInside => table[at.min(table.len() - 2)].host_ptr + 16,
+            };
+            (key, at as u32)
+        })
+        .unzip()
+}
+
+/// Runs every implementation, pattern, size and mode; returns the rows.
+pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<Row>> {
+    let load = |module: &str| -> Result<Module<'_>> {
+        let read = |ext: &str| {
+            let path = bundle.join("kernels").join(format!("{module}.{ext}"));
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        };
+        gpu.load(&read("sm_90.cubin")?, &read("ptx")?)
+    };
+    let modules = [
+        ("lookup_inlined", load("lookup_inlined")?),
+        ("lookup_called", load("lookup_called")?),
+        ("llvm_lookup", load("llvm_lookup")?),
+    ];
+    let blocks = gpu.sms * 8;
+    let threads = 256;
+    let out = gpu.alloc(blocks as usize * threads as usize * 8)?;
+    let mut rows = Vec::new();
+    for &entries in &SIZES {
+        let table = sorted_pairs(entries, 0xbe7c ^ entries as u64);
+        let device_table = gpu.upload(&table)?;
+        for (name, module) in &modules {
+            if *name == "llvm_lookup" {
+                let (env, size) = module.global(LLVM_ENVIRONMENT)?;
+                if size < 40 {
+                    return Err(format!("{LLVM_ENVIRONMENT} has {size} bytes, expected 48"));
+                }
+                let mut fields = device_table.ptr.to_ne_bytes().to_vec();
+                fields.extend((entries as u64).to_ne_bytes());
+                gpu.driver.write(env + LLVM_TABLE_OFFSET, &fields).map_err(|e| e.to_string())?;
+            } else {
+                module.set_global(FPTR_MAP_P, device_table.ptr)?;
+                module.set_global(FPTR_MAP_SIZE, entries as u64)?;
+            }
+        }
+        for pattern in Pattern::ALL {
+            let (keys, index) = pool(&table, pattern, 0x9001 ^ entries as u64);
+            let (keys, index) = (gpu.upload(&keys)?, gpu.upload(&index)?);
+            let uniform = u32::from(pattern == Pattern::UniformHit);
+            for (implementation, module_name, prefix) in IMPLEMENTATIONS {
+                if implementation == "llvm19" && pattern == Pattern::MissInside {
+                    continue; // never returns (REFERENCE.md section 2)
+                }
+                let module = &modules.iter().find(|(n, _)| *n == module_name).expect("loaded").1;
+                for (mode, grid, block, iters) in
+                    [("throughput", blocks, threads, THROUGHPUT_ITERS), ("latency", 1, 32, LATENCY_ITERS)]
+                {
+                    let kernel = format!("{prefix}_{mode}");
+                    let args = [
+                        Arg::U64(keys.ptr),
+                        Arg::U64(index.ptr),
+                        Arg::U32(POOL as u32 - 1),
+                        Arg::U32(iters),
+                        Arg::U32(uniform),
+                        Arg::U64(out.ptr),
+                    ];
+                    module.run(&kernel, grid, block, &args)?;
+                    let mut times: Vec<Duration> = (0..REPS)
+                        .map(|_| {
+                            let start = Instant::now();
+                            module.run(&kernel, grid, block, &args).map(|()| start.elapsed())
+                        })
+                        .collect::<Result<_>>()?;
+                    times.sort_unstable();
+                    rows.push(Row {
+                        implementation,
+                        pattern,
+                        mode,
+                        entries,
+                        translations: grid as u64 * block as u64 * iters as u64,
+                        median: times[REPS / 2],
+                    });
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn find<'r>(
+    rows: &'r [Row],
+    implementation: &str,
+    pattern: Pattern,
+    mode: &str,
+    entries: usize,
+) -> Option<&'r Row> {
+    rows.iter().find(|r| {
+        r.implementation == implementation && r.pattern == pattern && r.mode == mode && r.entries == entries
+    })
+}
+
+/// The report: every row with its ratios to LLVM and to the baseline (same pattern, mode and
+/// size), then the issue's goals. Also returns the CSV text.
+pub fn report(rows: &[Row]) -> (String, String) {
+    let mut text = String::new();
+    let mut csv = String::from("implementation,pattern,mode,entries,translations,median_us,translations_per_s,ns_per_translation,vs_llvm19,vs_baseline\n");
+    let _ = writeln!(
+        text,
+        "{:<13} {:<14} {:<10} {:>8} {:>12} {:>14} {:>9} {:>9} {:>9}",
+        "impl", "pattern", "mode", "entries", "median us", "transl/s", "ns/transl", "x llvm19", "x base"
+    );
+    for r in rows {
+        let ratio =
+            |other: &str| find(rows, other, r.pattern, r.mode, r.entries).map(|o| r.rate() / o.rate());
+        let fmt = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+        let ns = 1e9 / r.rate() * if r.mode == "latency" { 32.0 } else { 1.0 };
+        let (vs_llvm, vs_base) = (ratio("llvm19"), ratio("baseline"));
+        let _ = writeln!(
+            text,
+            "{:<13} {:<14} {:<10} {:>8} {:>12.1} {:>14.3e} {:>9.1} {:>9} {:>9}",
+            r.implementation,
+            r.pattern.name(),
+            r.mode,
+            r.entries,
+            r.median.as_secs_f64() * 1e6,
+            r.rate(),
+            ns,
+            fmt(vs_llvm),
+            fmt(vs_base)
+        );
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{:.3},{:.6e},{:.3},{},{}",
+            r.implementation,
+            r.pattern.name(),
+            r.mode,
+            r.entries,
+            r.translations,
+            r.median.as_secs_f64() * 1e6,
+            r.rate(),
+            ns,
+            vs_llvm.map_or(String::new(), |x| format!("{x:.4}")),
+            vs_base.map_or(String::new(), |x| format!("{x:.4}")),
+        );
+    }
+    text.push_str(
+        "\nlatency rows: ns/transl is per translation of one lane's dependent chain (32 lanes run at once)\n",
+    );
+    text.push_str(
+        "llvm19 is not run on miss-inside: its lookup never returns there (REFERENCE.md section 2)\n\n",
+    );
+    text.push_str(&goals(rows));
+    (text, csv)
+}
+
+/// The issue's goals, each as measured (throughput, ours inlined).
+fn goals(rows: &[Row]) -> String {
+    let mut text = String::from("goals (throughput, ours inlined):\n");
+    let mut line = |what: String, ok: bool| {
+        let _ = writeln!(text, "  [{}] {what}", if ok { "met" } else { "MISSED" });
+    };
+    for &n in SIZES.iter().filter(|&&n| n >= 4096) {
+        if let (Some(o), Some(l)) = (
+            find(rows, "ours-inlined", Pattern::DivergentHit, "throughput", n),
+            find(rows, "llvm19", Pattern::DivergentHit, "throughput", n),
+        ) {
+            let x = o.rate() / l.rate();
+            line(format!("divergent hits, {n} entries: {x:.2}x LLVM's throughput (goal >= 2)"), x >= 2.0);
+        }
+    }
+    for (pattern, limit) in [(Pattern::UniformHit, 1.5), (Pattern::MissOutside, 1.2)] {
+        for &n in &SIZES {
+            if let (Some(o), Some(b)) = (
+                find(rows, "ours-inlined", pattern, "throughput", n),
+                find(rows, "baseline", pattern, "throughput", n),
+            ) {
+                let x = b.rate() / o.rate();
+                line(
+                    format!("{}, {n} entries: {x:.2}x the baseline's time (goal <= {limit})", pattern.name()),
+                    x <= limit,
+                );
+            }
+        }
+    }
+    text
+}
+
+/// Writes the report, the CSV and the plot into `dir`.
+pub fn write(rows: &[Row], dir: &Path) -> Result<String> {
+    let (text, csv) = report(rows);
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("gpu_bench.csv"), csv).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("gpu_bench.txt"), &text).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("gpu_bench.png"), plot::throughput_png(rows)).map_err(|e| e.to_string())?;
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows as a GPU run gives them, with made-up times: ours 3x LLVM, baseline 1.25x ours.
+    fn rows() -> Vec<Row> {
+        let mut rows = Vec::new();
+        for &entries in &SIZES {
+            for pattern in Pattern::ALL {
+                for (implementation, _, _) in IMPLEMENTATIONS {
+                    let micros = match implementation {
+                        "llvm19" if pattern == Pattern::MissInside => continue,
+                        "llvm19" => 300,
+                        "baseline" => 80,
+                        _ => 100,
+                    };
+                    rows.push(Row {
+                        implementation,
+                        pattern,
+                        mode: "throughput",
+                        entries,
+                        translations: 1_000_000,
+                        median: Duration::from_micros(micros),
+                    });
+                }
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn report_gives_ratios_and_judges_the_goals() {
+        let (text, csv) = report(&rows());
+        assert!(text.contains("[met] divergent hits, 4096 entries: 3.00x LLVM's throughput"), "{text}");
+        assert!(
+            text.contains("[met] uniform-hit, 16 entries: 1.25x the baseline's time (goal <= 1.5)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("[MISSED] miss-outside, 16 entries: 1.25x the baseline's time (goal <= 1.2)"),
+            "{text}"
+        );
+        let line = csv.lines().find(|l| l.starts_with("ours-inlined,divergent-hit,throughput,16,")).unwrap();
+        assert!(line.ends_with(",3.0000,0.8000"), "{line}");
+        // LLVM is never measured on in-range misses.
+        assert!(!csv.contains("llvm19,miss-inside"));
+    }
+
+    #[test]
+    fn plot_is_a_png_of_the_expected_size() {
+        let png = plot::throughput_png(&rows());
+        assert!(png.starts_with(b"\x89PNG"));
+        assert_eq!(&png[16..24], &[0, 0, 4, 176, 0, 0, 3, 132]);
+    }
+}

@@ -1,0 +1,181 @@
+//! The little of the CUDA driver the bundle's own kernels need, over the plugin's run-time
+//! loaded [`Driver`]: device 0's primary context, device buffers and modules freed on drop.
+
+use std::ffi::{c_void, CString};
+
+use omptarget_rtl_cuda::driver::{attr, CuDevice, CuDevicePtr, CuHandle, Driver};
+
+/// Errors here are plain messages: this is a test program.
+pub type Result<T> = std::result::Result<T, String>;
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Device 0 with its primary context current on this thread.
+pub struct Gpu {
+    /// The driver table.
+    pub driver: Driver,
+    dev: CuDevice,
+    /// Compute capability, major * 10 + minor.
+    pub sm: u32,
+    /// Multiprocessors.
+    pub sms: u32,
+}
+
+impl Gpu {
+    /// Loads the driver and opens device 0; `Ok(None)` when there is no driver or no device.
+    pub fn open() -> Result<Option<Gpu>> {
+        let Ok(driver) = Driver::load(c"libcuda.so.1") else { return Ok(None) };
+        if driver.device_count().map_err(err)? == 0 {
+            return Ok(None);
+        }
+        let dev = driver.device(0).map_err(err)?;
+        let ctx = driver.retain_primary_context(dev).map_err(err)?;
+        driver.set_current(ctx).map_err(err)?;
+        let major = driver.attribute(dev, attr::COMPUTE_CAPABILITY_MAJOR).map_err(err)?;
+        let minor = driver.attribute(dev, attr::COMPUTE_CAPABILITY_MINOR).map_err(err)?;
+        let sms = driver.attribute(dev, attr::MULTIPROCESSOR_COUNT).map_err(err)?;
+        Ok(Some(Gpu { driver, dev, sm: (major * 10 + minor) as u32, sms: sms as u32 }))
+    }
+
+    /// Number of CUDA devices (0 without a driver).
+    pub fn count() -> usize {
+        Driver::load(c"libcuda.so.1").and_then(|d| d.device_count()).map_or(0, |n| n.max(0) as usize)
+    }
+
+    /// `(free, total)` device memory.
+    pub fn memory(&self) -> Result<(usize, usize)> {
+        self.driver.mem_info().map_err(err)
+    }
+
+    /// A device buffer holding `data`.
+    pub fn upload<T: Copy>(&self, data: &[T]) -> Result<Buffer<'_>> {
+        let bytes = std::mem::size_of_val(data);
+        let buffer = self.alloc(bytes.max(1))?;
+        // SAFETY: plain-old-data `T` viewed as bytes, length from size_of_val.
+        let raw = unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), bytes) };
+        self.driver.write(buffer.ptr, raw).map_err(err)?;
+        Ok(buffer)
+    }
+
+    /// An uninitialised device buffer of `bytes` bytes.
+    pub fn alloc(&self, bytes: usize) -> Result<Buffer<'_>> {
+        Ok(Buffer { gpu: self, ptr: self.driver.alloc(bytes).map_err(err)?, bytes })
+    }
+
+    /// Loads a cubin, or PTX (JIT-compiled by the driver) when the cubin is not for this GPU.
+    pub fn load(&self, cubin: &[u8], ptx: &[u8]) -> Result<Module<'_>> {
+        let handle = if cubin_sm(cubin) == Some(self.sm) {
+            self.driver.load_module(cubin)
+        } else {
+            let mut text = ptx.to_vec();
+            text.push(0);
+            self.driver.load_module(&text)
+        };
+        Ok(Module { gpu: self, handle: handle.map_err(err)? })
+    }
+}
+
+impl Drop for Gpu {
+    fn drop(&mut self) {
+        let _ = self.driver.release_primary_context(self.dev);
+    }
+}
+
+/// `e_flags & 0xff` of a cubin: its SM (REFERENCE.md, checked on ptxas 11.8 output).
+fn cubin_sm(cubin: &[u8]) -> Option<u32> {
+    (cubin.len() >= 52 && cubin.starts_with(b"\x7fELF")).then(|| cubin[48] as u32)
+}
+
+/// Device memory, freed on drop.
+pub struct Buffer<'g> {
+    gpu: &'g Gpu,
+    /// Device address.
+    pub ptr: CuDevicePtr,
+    bytes: usize,
+}
+
+impl Buffer<'_> {
+    /// Copies the whole buffer back as `T`s.
+    pub fn download<T: Copy + Default>(&self) -> Result<Vec<T>> {
+        let mut out = vec![T::default(); self.bytes / std::mem::size_of::<T>()];
+        // SAFETY: plain-old-data `T` viewed as bytes.
+        let raw = unsafe {
+            std::slice::from_raw_parts_mut(
+                out.as_mut_ptr().cast::<u8>(),
+                std::mem::size_of_val(out.as_slice()),
+            )
+        };
+        self.gpu.driver.read(raw, self.ptr).map_err(err)?;
+        Ok(out)
+    }
+}
+
+impl Drop for Buffer<'_> {
+    fn drop(&mut self) {
+        let _ = self.gpu.driver.free(self.ptr);
+    }
+}
+
+/// A loaded module, unloaded on drop.
+pub struct Module<'g> {
+    gpu: &'g Gpu,
+    handle: CuHandle,
+}
+
+/// One kernel argument, passed by value.
+pub enum Arg {
+    /// A device pointer or 64-bit integer.
+    U64(u64),
+    /// A 32-bit integer.
+    U32(u32),
+}
+
+impl Module<'_> {
+    /// Writes `value` into the module's 8-byte global `name`.
+    pub fn set_global(&self, name: &str, value: u64) -> Result<()> {
+        let (ptr, size) = self.global(name)?;
+        if size != 8 {
+            return Err(format!("global {name} has {size} bytes, expected 8"));
+        }
+        self.gpu.driver.write(ptr, &value.to_ne_bytes()).map_err(err)
+    }
+
+    /// Address and size of the module's global `name`.
+    pub fn global(&self, name: &str) -> Result<(CuDevicePtr, usize)> {
+        let c = CString::new(name).map_err(err)?;
+        self.gpu.driver.global(self.handle, &c).map_err(err)?.ok_or_else(|| format!("no global {name}"))
+    }
+
+    /// Launches kernel `name` and waits for it.
+    pub fn run(&self, name: &str, blocks: u32, threads: u32, args: &[Arg]) -> Result<()> {
+        let c = CString::new(name).map_err(err)?;
+        let f = self
+            .gpu
+            .driver
+            .function(self.handle, &c)
+            .map_err(err)?
+            .ok_or_else(|| format!("no kernel {name}"))?;
+        let mut values: Vec<[u8; 8]> = args
+            .iter()
+            .map(|a| match a {
+                Arg::U64(v) => v.to_ne_bytes(),
+                Arg::U32(v) => {
+                    let mut b = [0u8; 8];
+                    b[..4].copy_from_slice(&v.to_ne_bytes());
+                    b
+                }
+            })
+            .collect();
+        let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
+        self.gpu.driver.launch(f, blocks, threads, 0, &mut params).map_err(err)?;
+        self.gpu.driver.synchronize().map_err(|e| format!("{name}: {e}"))
+    }
+}
+
+impl Drop for Module<'_> {
+    fn drop(&mut self) {
+        let _ = self.gpu.driver.unload_module(self.handle);
+    }
+}

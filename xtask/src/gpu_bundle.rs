@@ -1,0 +1,274 @@
+//! `cargo xtask gpu-test`: builds the self-contained GPU bundle in `target/gpu-bundle/` and runs
+//! it when this machine has an NVIDIA GPU.
+//!
+//! ```text
+//! run.sh                      the bundle's driver (gpu-tests/bundle/run.sh)
+//! bin/gpu-test                lookup test, plugin C-ABI test, benchmark (gpu-tests/runner)
+//! lib/libomptarget.rtl.cuda.so
+//! kernels/<module>.{ptx,sm_90.cubin}   lookup_inlined, lookup_called, llvm_lookup
+//! images/probe.sm_90.cubin, probe.entries   the plugin test's clang 19 image and its symbols
+//! e2e/<program>               the end-to-end programs built for sm_90
+//! debs/*.deb                  LLVM 16's runtime and what libLLVM-16 links (Debian 12)
+//! ```
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, ensure, Context, Result};
+
+use crate::build::{self, Archs, DeviceBuild, Dist};
+use crate::checks;
+use crate::cmd;
+use crate::e2e;
+use crate::offload::OffloadTarget;
+use crate::tools::Tools;
+
+/// The GPU architecture of the bundle's cubins (H100/H200); other GPUs JIT the PTX.
+pub const BUNDLE_SM: &str = "sm_90";
+/// The issue's limit on the bundle's size.
+const MAX_BYTES: u64 = 60 << 20;
+/// LLVM 19's indirect-call lookup in its DeviceRTL bitcode.
+pub const LLVM_LOOKUP: &str = "__llvm_omp_indirect_call_lookup";
+/// The device environment LLVM's lookup reads its table from, defined for the benchmark module
+/// (`DeviceEnvironmentTy` of Debian's LLVM 19 DeviceRTL, REFERENCE.md section 2).
+const DEVICE_ENVIRONMENT_LL: &str = r#"target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+target triple = "nvptx64-nvidia-cuda"
+%struct.DeviceEnvironmentTy = type { i32, i32, i32, i32, i64, i64, i64, i64 }
+@__omp_rtl_device_environment = protected addrspace(4) externally_initialized global %struct.DeviceEnvironmentTy zeroinitializer, align 8
+"#;
+
+/// Builds the bundle, checks it, and returns its folder.
+pub fn build(workspace: &Path, tools: &Tools) -> Result<PathBuf> {
+    let dist = build::build(workspace, tools, &Archs::default())?;
+    let root = workspace.join("target/gpu-bundle");
+    if root.exists() {
+        fs::remove_dir_all(&root).with_context(|| format!("cannot clear {}", root.display()))?;
+    }
+    for dir in ["bin", "lib", "kernels", "images", "e2e", "debs"] {
+        fs::create_dir_all(root.join(dir))?;
+    }
+    kernels(workspace, tools, &dist, &root.join("kernels"))?;
+    probe_image(workspace, tools, &dist, &root.join("images"))?;
+    let target = OffloadTarget::nvptx(BUNDLE_SM);
+    for program in e2e::PROGRAMS {
+        let exe = e2e::build(workspace, tools, &dist, &target, program)?;
+        copy(&exe, &root.join("e2e").join(program.name))?;
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    cmd::status(Command::new(cargo).current_dir(workspace).args([
+        "build",
+        "--quiet",
+        "--release",
+        "-p",
+        "gpu-tests",
+    ]))?;
+    copy(&workspace.join("target/release/gpu-test"), &root.join("bin/gpu-test"))?;
+    copy(&dist.lib_dir().join("libomptarget.rtl.cuda.so"), &root.join("lib/libomptarget.rtl.cuda.so"))?;
+    copy(&workspace.join("gpu-tests/bundle/run.sh"), &root.join("run.sh"))?;
+    cmd::output(Command::new("bash").arg(workspace.join("scripts/fetch-bundle-debs.sh")))?;
+    let debs = workspace.join("target/tools/debs/bundle");
+    for entry in fs::read_dir(&debs)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "deb") {
+            copy(&path, &root.join("debs").join(path.file_name().context("no name")?))?;
+        }
+    }
+    self_check(&root)?;
+    Ok(root)
+}
+
+fn copy(from: &Path, to: &Path) -> Result<()> {
+    fs::copy(from, to).with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+    Ok(())
+}
+
+/// The kernel modules: the gpu-kernels crate's bitcode linked with our device runtime's (as
+/// clang links a program with `-lomptarget-indirect`), once optimised together (device LTO: the
+/// translation inlined) and once not (a call); and its LLVM variant linked with LLVM 19's lookup.
+fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<()> {
+    let work = workspace.join("target/device/gpu-kernels");
+    for (features, name) in [(&[][..], "ours.bc"), (&["llvm-lookup"][..], "llvm.bc")] {
+        DeviceBuild {
+            package: "gpu-kernels",
+            features,
+            target: "nvptx64-nvidia-cuda",
+            cpu: Some(BUNDLE_SM),
+            emits: &[("llvm-bc", name)],
+        }
+        .run(workspace, &work)?;
+    }
+    let linked = work.join("ours_linked.bc");
+    cmd::output(
+        Command::new(&tools.llvm_link)
+            .arg(work.join("ours.bc"))
+            .arg(dist.nvptx_dir(BUNDLE_SM).join("device_rtl.bc"))
+            .arg("-o")
+            .arg(&linked),
+    )?;
+    let inlined = work.join("ours_inlined.bc");
+    cmd::output(Command::new(&tools.opt).arg("-O3").arg(&linked).arg("-o").arg(&inlined))?;
+    let llvm = llvm_lookup_bitcode(tools, &work)?;
+    let llvm_linked = work.join("llvm_linked.bc");
+    cmd::output(
+        Command::new(&tools.llvm_link).arg(work.join("llvm.bc")).arg(&llvm).arg("-o").arg(&llvm_linked),
+    )?;
+    let llvm_inlined = work.join("llvm_inlined.bc");
+    cmd::output(Command::new(&tools.opt).arg("-O3").arg(&llvm_linked).arg("-o").arg(&llvm_inlined))?;
+
+    for (module, bitcode, translation_is_call) in [
+        ("lookup_inlined", &inlined, false),
+        ("lookup_called", &linked, true),
+        ("llvm_lookup", &llvm_inlined, false),
+    ] {
+        let ptx = dir.join(format!("{module}.ptx"));
+        compile_ptx(tools, bitcode, BUNDLE_SM, &ptx)?;
+        let text = fs::read_to_string(&ptx)?;
+        if let Some(ext) = text.lines().find(|l| l.starts_with(".extern")) {
+            bail!("{}: unresolved `{ext}`", ptx.display());
+        }
+        ensure!(!text.contains("trap;"), "{}: a trap (panic path) remains", ptx.display());
+        // ptxas syntax puts the callee on the line after `call.uni (retval0),`.
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let calls = words.contains(&format!("(retval0), {}, (", checks::TRANSLATE));
+        ensure!(
+            calls == translation_is_call,
+            "{}: the translation is {} a call, expected the opposite",
+            ptx.display(),
+            if calls { "" } else { "not" }
+        );
+        cmd::output(
+            Command::new(tools.ptxas())
+                .arg(format!("-arch={BUNDLE_SM}"))
+                .arg("-o")
+                .arg(dir.join(format!("{module}.{BUNDLE_SM}.cubin")))
+                .arg(&ptx),
+        )?;
+    }
+    Ok(())
+}
+
+/// `llc -O3 -mcpu=<sm>`: what clang's offload linker does with the LTO'd device module.
+pub fn compile_ptx(tools: &Tools, bitcode: &Path, sm: &str, ptx: &Path) -> Result<()> {
+    cmd::output(
+        Command::new(&tools.llc).args(["-O3", &format!("-mcpu={sm}")]).arg(bitcode).arg("-o").arg(ptx),
+    )?;
+    Ok(())
+}
+
+/// LLVM 19's `__llvm_omp_indirect_call_lookup`, extracted from Debian's DeviceRTL bitcode, with
+/// a definition of the device environment it reads. Returns the bitcode's path.
+pub fn llvm_lookup_bitcode(tools: &Tools, work: &Path) -> Result<PathBuf> {
+    let rtl = tools.llvm_device_rtl(BUNDLE_SM);
+    ensure!(rtl.is_file(), "{} is missing (Debian package libomp-19-dev)", rtl.display());
+    fs::create_dir_all(work)?;
+    let extracted = work.join("llvm_lookup_only.bc");
+    cmd::output(
+        Command::new(&tools.llvm_extract)
+            .arg(format!("--func={LLVM_LOOKUP}"))
+            .arg(&rtl)
+            .arg("-o")
+            .arg(&extracted),
+    )?;
+    let environment = work.join("device_environment.ll");
+    fs::write(&environment, DEVICE_ENVIRONMENT_LL)?;
+    let out = work.join("llvm_lookup.bc");
+    cmd::output(Command::new(&tools.llvm_link).arg(&extracted).arg(&environment).arg("-o").arg(&out))?;
+    Ok(out)
+}
+
+/// `gpu-tests/images/probe.c` built like an end-to-end program; its sm_90 image and the names
+/// clang gave its indirect functions' globals and its kernel (they carry a per-file id).
+fn probe_image(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<()> {
+    let target = OffloadTarget::nvptx(BUNDLE_SM);
+    let work = workspace.join("target/device/gpu-probe");
+    fs::create_dir_all(&work)?;
+    let exe = work.join("probe");
+    cmd::output(
+        Command::new(&tools.clang)
+            .args(target.clang_args(tools))
+            .args(["-O2", "-Wall", "-Werror"])
+            .arg(workspace.join("gpu-tests/images/probe.c"))
+            .args(e2e::link_args(tools, dist))
+            .arg("-o")
+            .arg(&exe),
+    )?;
+    let image = e2e::extract_image(tools, &exe, &target, &work)?;
+    let data = cmd::read(&image)?;
+    let names = checks::offload_symbols(&data)?;
+    ensure!(
+        names.indirect.len() == 2 && names.kernels.len() == 1,
+        "{}: expected 2 indirect globals and 1 kernel, found {:?} and {:?}",
+        image.display(),
+        names.indirect,
+        names.kernels
+    );
+    let mut manifest = String::new();
+    for name in &names.indirect {
+        manifest.push_str(&format!("indirect {name}\n"));
+    }
+    manifest.push_str(&format!("kernel {}\n", names.kernels[0]));
+    fs::write(dir.join("probe.entries"), manifest)?;
+    copy(&image, &dir.join(format!("probe.{BUNDLE_SM}.cubin")))
+}
+
+/// Every file the bundle needs is there, the script parses, and the whole fits the limit.
+fn self_check(root: &Path) -> Result<()> {
+    let mut expected: Vec<PathBuf> =
+        vec!["run.sh".into(), "bin/gpu-test".into(), "lib/libomptarget.rtl.cuda.so".into()];
+    for module in ["lookup_inlined", "lookup_called", "llvm_lookup"] {
+        expected.push(format!("kernels/{module}.ptx").into());
+        expected.push(format!("kernels/{module}.{BUNDLE_SM}.cubin").into());
+    }
+    expected.push(format!("images/probe.{BUNDLE_SM}.cubin").into());
+    expected.push("images/probe.entries".into());
+    expected.extend(e2e::PROGRAMS.iter().map(|p| PathBuf::from("e2e").join(p.name)));
+    for file in &expected {
+        ensure!(root.join(file).is_file(), "the bundle lacks {}", file.display());
+    }
+    for cubin in expected.iter().filter(|f| f.extension().is_some_and(|e| e == "cubin")) {
+        let elf = checks::elf_summary(&cmd::read(&root.join(cubin))?, &[])?;
+        ensure!(elf.machine == 190 && elf.flags & 0xff == 90, "{}: not an sm_90 cubin", cubin.display());
+    }
+    cmd::output(Command::new("bash").arg("-n").arg(root.join("run.sh")))?;
+    let bytes = size(root)?;
+    ensure!(
+        bytes <= MAX_BYTES,
+        "the bundle is {:.1} MiB, over the {} MiB limit",
+        mib(bytes),
+        MAX_BYTES >> 20
+    );
+    println!("gpu bundle: {} ({:.1} MiB, {} files checked)", root.display(), mib(bytes), expected.len());
+    Ok(())
+}
+
+fn size(dir: &Path) -> Result<u64> {
+    let mut total = 0;
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        total += if meta.is_dir() { size(&entry.path())? } else { meta.len() };
+    }
+    Ok(total)
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
+}
+
+/// Runs the bundle here. Without a GPU it reports "built, not run" and succeeds, unless
+/// `require_gpu`.
+pub fn run(root: &Path, require_gpu: bool, bench: bool, out: Option<&Path>) -> Result<()> {
+    let mut script = Command::new("bash");
+    script.arg(root.join("run.sh"));
+    if require_gpu {
+        script.arg("--require-gpu");
+    }
+    if bench {
+        script.arg("--bench");
+    }
+    if let Some(out) = out {
+        script.arg("--out").arg(out);
+    }
+    cmd::status(&mut script)
+}
