@@ -213,6 +213,42 @@ pub fn check_bitcode(tools: &Tools, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The offload symbols of a device image, sorted by name.
+pub struct OffloadSymbols {
+    /// 8-byte global objects clang 19 made for `declare target indirect` functions
+    /// (`__omp_offloading_<id>_<function>_l<line>`, holding the function's device address).
+    pub indirect: Vec<String>,
+    /// Kernels (`__omp_offloading_<id>_<function>_l<line>`).
+    pub kernels: Vec<String>,
+}
+
+/// Reads [`OffloadSymbols`] from a cubin's `.symtab`: our two globals are excluded, and so are
+/// the kernels' environment objects (which are not 8 bytes and not global).
+pub fn offload_symbols(data: &[u8]) -> Result<OffloadSymbols> {
+    let header = elf::FileHeader64::<Endianness>::parse(data).context("not a 64-bit ELF file")?;
+    let endian = header.endian()?;
+    let sections = header.sections(endian, data)?;
+    let table = sections.symbols(endian, data, elf::SHT_SYMTAB)?;
+    let mut found = OffloadSymbols { indirect: Vec::new(), kernels: Vec::new() };
+    for sym in table.iter() {
+        let name = String::from_utf8_lossy(sym.name(endian, table.strings())?).into_owned();
+        if !name.starts_with("__omp_offloading_") || name == MAP_P || name == MAP_SIZE {
+            continue;
+        }
+        let defined = sym.st_shndx(endian) != elf::SHN_UNDEF;
+        match sym.st_type() {
+            elf::STT_FUNC if defined => found.kernels.push(name),
+            elf::STT_OBJECT if defined && sym.st_bind() == elf::STB_GLOBAL && sym.st_size(endian) == 8 => {
+                found.indirect.push(name)
+            }
+            _ => {}
+        }
+    }
+    found.indirect.sort();
+    found.kernels.sort();
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,40 +302,4 @@ mod tests {
         assert_eq!(amdgpu_mach("gfx90a"), Some(0x3f));
         assert_eq!(amdgpu_mach("gfx9000"), None);
     }
-}
-
-/// The offload symbols of a device image, sorted by name.
-pub struct OffloadSymbols {
-    /// 8-byte global objects clang 19 made for `declare target indirect` functions
-    /// (`__omp_offloading_<id>_<function>_l<line>`, holding the function's device address).
-    pub indirect: Vec<String>,
-    /// Kernels (`__omp_offloading_<id>_<function>_l<line>`).
-    pub kernels: Vec<String>,
-}
-
-/// Reads [`OffloadSymbols`] from a cubin's `.symtab`: our two globals are excluded, and so are
-/// the kernels' environment objects (which are not 8 bytes and not global).
-pub fn offload_symbols(data: &[u8]) -> Result<OffloadSymbols> {
-    let header = elf::FileHeader64::<Endianness>::parse(data).context("not a 64-bit ELF file")?;
-    let endian = header.endian()?;
-    let sections = header.sections(endian, data)?;
-    let table = sections.symbols(endian, data, elf::SHT_SYMTAB)?;
-    let mut found = OffloadSymbols { indirect: Vec::new(), kernels: Vec::new() };
-    for sym in table.iter() {
-        let name = String::from_utf8_lossy(sym.name(endian, table.strings())?).into_owned();
-        if !name.starts_with("__omp_offloading_") || name == MAP_P || name == MAP_SIZE {
-            continue;
-        }
-        let defined = sym.st_shndx(endian) != elf::SHN_UNDEF;
-        match sym.st_type() {
-            elf::STT_FUNC if defined => found.kernels.push(name),
-            elf::STT_OBJECT if defined && sym.st_bind() == elf::STB_GLOBAL && sym.st_size(endian) == 8 => {
-                found.indirect.push(name)
-            }
-            _ => {}
-        }
-    }
-    found.indirect.sort();
-    found.kernels.sort();
-    Ok(found)
 }

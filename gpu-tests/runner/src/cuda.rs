@@ -32,7 +32,8 @@ impl Gpu {
         }
         let dev = driver.device(0).map_err(err)?;
         let ctx = driver.retain_primary_context(dev).map_err(err)?;
-        driver.set_current(ctx).map_err(err)?;
+        // SAFETY: just retained; released on drop.
+        unsafe { driver.set_current(ctx) }.map_err(err)?;
         let major = driver.attribute(dev, attr::COMPUTE_CAPABILITY_MAJOR).map_err(err)?;
         let minor = driver.attribute(dev, attr::COMPUTE_CAPABILITY_MINOR).map_err(err)?;
         let sms = driver.attribute(dev, attr::MULTIPROCESSOR_COUNT).map_err(err)?;
@@ -145,18 +146,17 @@ impl Module<'_> {
     /// Address and size of the module's global `name`.
     pub fn global(&self, name: &str) -> Result<(CuDevicePtr, usize)> {
         let c = CString::new(name).map_err(err)?;
-        self.gpu.driver.global(self.handle, &c).map_err(err)?.ok_or_else(|| format!("no global {name}"))
+        // SAFETY: a `Module` holds a loaded module until dropped.
+        let found = unsafe { self.gpu.driver.global(self.handle, &c) }.map_err(err)?;
+        found.ok_or_else(|| format!("no global {name}"))
     }
 
     /// Launches kernel `name` and waits for it.
     pub fn run(&self, name: &str, blocks: u32, threads: u32, args: &[Arg]) -> Result<()> {
         let c = CString::new(name).map_err(err)?;
-        let f = self
-            .gpu
-            .driver
-            .function(self.handle, &c)
-            .map_err(err)?
-            .ok_or_else(|| format!("no kernel {name}"))?;
+        // SAFETY: a `Module` holds a loaded module until dropped.
+        let f = unsafe { self.gpu.driver.function(self.handle, &c) }.map_err(err)?;
+        let f = f.ok_or_else(|| format!("no kernel {name}"))?;
         let mut values: Vec<[u8; 8]> = args
             .iter()
             .map(|a| match a {
@@ -169,13 +169,17 @@ impl Module<'_> {
             })
             .collect();
         let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
-        self.gpu.driver.launch(f, blocks, threads, 0, &mut params).map_err(err)?;
+        // SAFETY: a kernel of this module; every parameter of the bundle's kernels is at most 8
+        // bytes and each pointer points to 8 bytes, so the driver never reads past a value. A
+        // wrong device pointer faults on the device and comes back as an error.
+        unsafe { self.gpu.driver.launch(f, blocks, threads, 0, &mut params) }.map_err(err)?;
         self.gpu.driver.synchronize().map_err(|e| format!("{name}: {e}"))
     }
 }
 
 impl Drop for Module<'_> {
     fn drop(&mut self) {
-        let _ = self.gpu.driver.unload_module(self.handle);
+        // SAFETY: loaded in `Gpu::load`, unloaded once here.
+        let _ = unsafe { self.gpu.driver.unload_module(self.handle) };
     }
 }

@@ -197,7 +197,10 @@ impl Driver {
     }
 
     /// Makes `ctx` current on the calling thread.
-    pub fn set_current(&self, ctx: CuHandle) -> Result<()> {
+    ///
+    /// # Safety
+    /// `ctx` is a context from [`Driver::retain_primary_context`] of this driver, still retained.
+    pub unsafe fn set_current(&self, ctx: CuHandle) -> Result<()> {
         // SAFETY: a context from retain_primary_context.
         self.check("cuCtxSetCurrent", unsafe { (self.ctx_set_current)(ctx) })
     }
@@ -226,13 +229,19 @@ impl Driver {
     }
 
     /// Unloads a module.
-    pub fn unload_module(&self, module: CuHandle) -> Result<()> {
+    ///
+    /// # Safety
+    /// `module` is a module from [`Driver::load_module`] of this driver, not yet unloaded.
+    pub unsafe fn unload_module(&self, module: CuHandle) -> Result<()> {
         // SAFETY: a module from load_module, unloaded once.
         self.check("cuModuleUnload", unsafe { (self.module_unload)(module) })
     }
 
     /// Kernel `name` of `module`, `None` if absent.
-    pub fn function(&self, module: CuHandle, name: &CStr) -> Result<Option<CuHandle>> {
+    ///
+    /// # Safety
+    /// `module` is a loaded module of this driver.
+    pub unsafe fn function(&self, module: CuHandle, name: &CStr) -> Result<Option<CuHandle>> {
         let mut f = std::ptr::null_mut();
         // SAFETY: valid module, name and out pointer.
         let code = unsafe { (self.module_get_function)(&mut f, module, name.as_ptr()) };
@@ -244,7 +253,10 @@ impl Driver {
     }
 
     /// Address and size of global `name` of `module`, `None` if absent.
-    pub fn global(&self, module: CuHandle, name: &CStr) -> Result<Option<(CuDevicePtr, usize)>> {
+    ///
+    /// # Safety
+    /// `module` is a loaded module of this driver.
+    pub unsafe fn global(&self, module: CuHandle, name: &CStr) -> Result<Option<(CuDevicePtr, usize)>> {
         let (mut ptr, mut size) = (0, 0);
         // SAFETY: valid module, name and out pointers.
         let code = unsafe { (self.module_get_global)(&mut ptr, &mut size, module, name.as_ptr()) };
@@ -291,7 +303,11 @@ impl Driver {
 
     /// Launches `f` on the default stream of the current context with `params` (one pointer per
     /// kernel parameter, each to its value).
-    pub fn launch(
+    ///
+    /// # Safety
+    /// `f` is a kernel of a loaded module, and `params` holds one pointer per kernel parameter, each
+    /// to a value of that parameter's type and size.
+    pub unsafe fn launch(
         &self,
         f: CuHandle,
         blocks: u32,

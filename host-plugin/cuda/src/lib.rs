@@ -78,14 +78,18 @@ impl Cuda {
                 ctx
             }
         };
-        self.driver.set_current(ctx)?;
+        // SAFETY: `ctx` was retained above and is released only on drop.
+        unsafe { self.driver.set_current(ctx) }?;
         Ok(gpu)
     }
 
     fn kernel_config(&self, module: &Module, kernel: &str) -> Result<KernelConfig> {
         let handle = module.handle as CuHandle;
         if let Some((addr, size)) =
-            self.driver.global(handle, &name(&format!("{kernel}{KERNEL_ENVIRONMENT_SUFFIX}"))?)?
+            // SAFETY: `handle` is the module being loaded.
+            unsafe {
+                self.driver.global(handle, &name(&format!("{kernel}{KERNEL_ENVIRONMENT_SUFFIX}"))?)
+            }?
         {
             if size != KERNEL_ENVIRONMENT_SIZE {
                 return Err(PluginError::InvalidImage(format!(
@@ -96,7 +100,10 @@ impl Cuda {
             self.driver.read(&mut bytes, addr)?;
             return KernelConfig::from_kernel_environment(&bytes);
         }
-        if let Some((addr, _)) = self.driver.global(handle, &name(&format!("{kernel}{EXEC_MODE_SUFFIX}"))?)? {
+        // SAFETY: `handle` is the module being loaded.
+        if let Some((addr, _)) =
+            unsafe { self.driver.global(handle, &name(&format!("{kernel}{EXEC_MODE_SUFFIX}"))?) }?
+        {
             let mut mode = [0u8; 1];
             self.driver.read(&mut mode, addr)?;
             return KernelConfig::from_exec_mode(mode[0]);
@@ -180,7 +187,8 @@ impl Backend for Cuda {
         let mut module =
             Module { handle: handle as usize, device, environment: None, kernels: Mutex::new(Vec::new()) };
         if let Err(err) = self.init_environment(gpu, &mut module) {
-            let _ = self.driver.unload_module(handle);
+            // SAFETY: loaded above, unloaded once on this failure path.
+            let _ = unsafe { self.driver.unload_module(handle) };
             return Err(err);
         }
         Ok(module)
@@ -194,12 +202,15 @@ impl Backend for Cuda {
             live.remove(&(&**k as *const Kernel as u64));
         }
         drop(live);
-        self.driver.unload_module(module.handle as CuHandle)
+        // SAFETY: a `Module` owns its loaded handle; the core unloads each module once.
+        unsafe { self.driver.unload_module(module.handle as CuHandle) }
     }
 
     fn kernel(&self, module: &Module, kernel: &str) -> Result<Option<u64>> {
         self.enter(module.device)?;
-        let Some(function) = self.driver.function(module.handle as CuHandle, &name(kernel)?)? else {
+        // SAFETY: a `Module` holds a loaded handle until unloaded.
+        let Some(function) = (unsafe { self.driver.function(module.handle as CuHandle, &name(kernel)?) })?
+        else {
             return Ok(None);
         };
         let config = self.kernel_config(module, kernel)?;
@@ -212,10 +223,9 @@ impl Backend for Cuda {
 
     fn global(&self, module: &Module, symbol: &str) -> Result<Option<DeviceSymbol>> {
         self.enter(module.device)?;
-        Ok(self
-            .driver
-            .global(module.handle as CuHandle, &name(symbol)?)?
-            .map(|(addr, size)| DeviceSymbol { addr, size: Some(size as u64) }))
+        // SAFETY: a `Module` holds a loaded handle until unloaded.
+        let found = unsafe { self.driver.global(module.handle as CuHandle, &name(symbol)?) }?;
+        Ok(found.map(|(addr, size)| DeviceSymbol { addr, size: Some(size as u64) }))
     }
 
     fn alloc(&self, device: i32, size: usize, _kind: i32) -> Result<u64> {
@@ -261,7 +271,11 @@ impl Backend for Cuda {
         let ka = launch.kernel_args;
         let (blocks, threads) =
             launch_geometry(&kernel.config, &gpu.limits, ka.num_teams[0], ka.thread_limit[0], ka.tripcount);
-        self.driver.launch(kernel.function as CuHandle, blocks, threads, ka.dyn_cgroup_mem, &mut params)?;
+        // SAFETY: a live kernel handle (checked against `live_kernels`) with one parameter pointer
+        // per kernel argument, as libomptarget passes them.
+        unsafe {
+            self.driver.launch(kernel.function as CuHandle, blocks, threads, ka.dyn_cgroup_mem, &mut params)
+        }?;
         self.driver.synchronize()
     }
 
@@ -282,8 +296,9 @@ impl Backend for Cuda {
 impl Cuda {
     /// Writes the device environment of a freshly loaded module, if its DeviceRTL has one.
     fn init_environment(&self, gpu: &Gpu, module: &mut Module) -> Result<()> {
-        let Some((addr, size)) = self.driver.global(module.handle as CuHandle, &name(DEVICE_ENVIRONMENT)?)?
-        else {
+        // SAFETY: the module was just loaded.
+        let found = unsafe { self.driver.global(module.handle as CuHandle, &name(DEVICE_ENVIRONMENT)?) }?;
+        let Some((addr, size)) = found else {
             return Ok(());
         };
         let env = DeviceEnvironment {
