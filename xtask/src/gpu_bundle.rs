@@ -38,8 +38,8 @@ target triple = "nvptx64-nvidia-cuda"
 @__omp_rtl_device_environment = protected addrspace(4) externally_initialized global %struct.DeviceEnvironmentTy zeroinitializer, align 8
 "#;
 
-/// Builds the bundle, checks it, and returns its folder.
-pub fn build(workspace: &Path, tools: &Tools) -> Result<PathBuf> {
+/// Builds the bundle, checks it, and returns its folder and a summary line.
+pub fn build(workspace: &Path, tools: &Tools) -> Result<(PathBuf, String)> {
     let dist = build::build(workspace, tools, &Archs::default())?;
     let root = workspace.join("target/gpu-bundle");
     if root.exists() {
@@ -74,8 +74,8 @@ pub fn build(workspace: &Path, tools: &Tools) -> Result<PathBuf> {
             copy(&path, &root.join("debs").join(path.file_name().context("no name")?))?;
         }
     }
-    self_check(&root)?;
-    Ok(root)
+    let summary = self_check(&root)?;
+    Ok((root, summary))
 }
 
 fn copy(from: &Path, to: &Path) -> Result<()> {
@@ -108,7 +108,7 @@ fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<(
     )?;
     let inlined = work.join("ours_inlined.bc");
     cmd::output(Command::new(&tools.opt).arg("-O3").arg(&linked).arg("-o").arg(&inlined))?;
-    let llvm = llvm_lookup_bitcode(tools, &work)?;
+    let llvm = llvm_lookup_bitcode(tools, BUNDLE_SM, &work)?;
     let llvm_linked = work.join("llvm_linked.bc");
     cmd::output(
         Command::new(&tools.llvm_link).arg(work.join("llvm.bc")).arg(&llvm).arg("-o").arg(&llvm_linked),
@@ -158,8 +158,8 @@ pub fn compile_ptx(tools: &Tools, bitcode: &Path, sm: &str, ptx: &Path) -> Resul
 
 /// LLVM 19's `__llvm_omp_indirect_call_lookup`, extracted from Debian's DeviceRTL bitcode, with
 /// a definition of the device environment it reads. Returns the bitcode's path.
-pub fn llvm_lookup_bitcode(tools: &Tools, work: &Path) -> Result<PathBuf> {
-    let rtl = tools.llvm_device_rtl(BUNDLE_SM);
+pub fn llvm_lookup_bitcode(tools: &Tools, sm: &str, work: &Path) -> Result<PathBuf> {
+    let rtl = tools.llvm_device_rtl(sm);
     ensure!(rtl.is_file(), "{} is missing (Debian package libomp-19-dev)", rtl.display());
     fs::create_dir_all(work)?;
     let extracted = work.join("llvm_lookup_only.bc");
@@ -213,7 +213,7 @@ fn probe_image(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Resu
 }
 
 /// Every file the bundle needs is there, the script parses, and the whole fits the limit.
-fn self_check(root: &Path) -> Result<()> {
+fn self_check(root: &Path) -> Result<String> {
     let mut expected: Vec<PathBuf> =
         vec!["run.sh".into(), "bin/gpu-test".into(), "lib/libomptarget.rtl.cuda.so".into()];
     for module in ["lookup_inlined", "lookup_called", "llvm_lookup"] {
@@ -238,8 +238,9 @@ fn self_check(root: &Path) -> Result<()> {
         mib(bytes),
         MAX_BYTES >> 20
     );
-    println!("gpu bundle: {} ({:.1} MiB, {} files checked)", root.display(), mib(bytes), expected.len());
-    Ok(())
+    let summary = format!("{} ({:.1} MiB, {} files checked)", root.display(), mib(bytes), expected.len());
+    println!("gpu bundle: {summary}");
+    Ok(summary)
 }
 
 fn size(dir: &Path) -> Result<u64> {
@@ -256,9 +257,10 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1 << 20) as f64
 }
 
-/// Runs the bundle here. Without a GPU it reports "built, not run" and succeeds, unless
-/// `require_gpu`.
-pub fn run(root: &Path, require_gpu: bool, bench: bool, out: Option<&Path>) -> Result<()> {
+/// Runs the bundle here, echoing its output. Without a GPU it reports "built, not run" and
+/// succeeds, unless `require_gpu`. Returns the bundle's last line.
+pub fn run(root: &Path, require_gpu: bool, bench: bool, out: Option<&Path>) -> Result<String> {
+    use std::io::BufRead;
     let mut script = Command::new("bash");
     script.arg(root.join("run.sh"));
     if require_gpu {
@@ -270,5 +272,18 @@ pub fn run(root: &Path, require_gpu: bool, bench: bool, out: Option<&Path>) -> R
     if let Some(out) = out {
         script.arg("--out").arg(out);
     }
-    cmd::status(&mut script)
+    let line = cmd::describe(&script);
+    let mut child = script
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start `{line}`"))?;
+    let mut last = String::new();
+    for text in std::io::BufReader::new(child.stdout.take().context("no stdout")?).lines() {
+        let text = text?;
+        println!("{text}");
+        last = text;
+    }
+    let status = child.wait()?;
+    ensure!(status.success(), "`{line}` failed ({status}): {last}");
+    Ok(last)
 }

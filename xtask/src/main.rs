@@ -6,6 +6,7 @@ mod checks;
 mod cmd;
 mod e2e;
 mod gpu_bundle;
+mod metrics;
 mod offload;
 mod suite;
 mod tools;
@@ -75,14 +76,14 @@ fn run(args: Vec<String>) -> Result<()> {
                 _ => bail!("`gpu-test` takes only --require-gpu\n{USAGE}"),
             };
             let tools = Tools::locate(&workspace)?;
-            let bundle = gpu_bundle::build(&workspace, &tools)?;
-            gpu_bundle::run(&bundle, require_gpu, false, None)
+            let (bundle, _) = gpu_bundle::build(&workspace, &tools)?;
+            gpu_bundle::run(&bundle, require_gpu, false, None).map(drop)
         }
         "gpu-bench" => {
             no_options(command, rest)?;
             let tools = Tools::locate(&workspace)?;
-            let bundle = gpu_bundle::build(&workspace, &tools)?;
-            gpu_bundle::run(&bundle, false, true, Some(&workspace.join("target/bench")))
+            let (bundle, _) = gpu_bundle::build(&workspace, &tools)?;
+            gpu_bundle::run(&bundle, false, true, Some(&workspace.join("target/bench"))).map(drop)
         }
         "help" | "--help" | "-h" => {
             println!("{USAGE}");

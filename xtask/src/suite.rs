@@ -10,6 +10,8 @@ use crate::build::{self, Archs, Dist};
 use crate::checks::{self, MAP_P, MAP_SIZE, TRANSLATE};
 use crate::cmd;
 use crate::e2e;
+use crate::gpu_bundle;
+use crate::metrics;
 use crate::offload::OffloadTarget;
 use crate::tools::Tools;
 
@@ -122,6 +124,14 @@ pub fn run(workspace: &Path) -> Result<()> {
             e2e::build_gpu(workspace, &tools, &dist, &target)
         });
     }
+    report.step("static metrics: registers and SASS of ours vs LLVM 19's lookup (target/bench/)", || {
+        metrics::run(workspace, &tools, &dist, &archs.sms)
+    });
+    report.step("GPU bundle (cargo xtask gpu-test): built, self-checked, run if a GPU is here", || {
+        let (bundle, summary) = gpu_bundle::build(workspace, &tools)?;
+        let ran = gpu_bundle::run(&bundle, false, false, None)?;
+        Ok(format!("{summary}; {ran}"))
+    });
     report.finish()
 }
 
