@@ -26,6 +26,7 @@ commands:
   build [--sm sm_70,sm_90] [--gfx gfx90a,...]   build the device runtime and target/dist
   test                                          run every test that needs no GPU
   demo                                          build, then run examples/indirect_calls.c on a device
+                                                (NVIDIA GPU 0 if present, else x86_64 host offload)
   env                                           print the compile flags and environment for users
   bench                                         build, then time set_function_ptr_map (target/bench/)
   gpu-test [--require-gpu]                      build target/gpu-bundle/ and run it on this machine's
@@ -138,14 +139,23 @@ fn parse_archs(args: &[String]) -> Result<Archs> {
 }
 
 /// Builds the dist tree, compiles `examples/indirect_calls.c` with clang 19 for the best offload
-/// target present, and runs it through libomptarget 16 and our plugin: it prints a table of
-/// function, host address, device address, whether the device's own copy ran, and the result.
+/// target present (GPU 0 of the NVIDIA driver if there is one, else x86_64 host offload), and runs
+/// it through libomptarget 16 and our plugin: it prints a table of function, host address, device
+/// address, whether the device's own copy ran, and the result.
 fn demo(workspace: &Path) -> Result<()> {
     let tools = Tools::locate(workspace)?;
-    let dist = build::build(workspace, &tools, &Archs::default())?;
-    // The x86_64 host-offload plugin runs everywhere; GPU plugins join once their backends exist.
-    let target = offload::OffloadTarget::x86_64();
-    let exe = workspace.join("target/demo/indirect_calls");
+    let mut archs = Archs::default();
+    let target = match nvidia_gpu() {
+        Some(sm) => {
+            if !archs.sms.contains(&sm) {
+                archs.sms.push(sm.clone());
+            }
+            offload::OffloadTarget::nvptx(&sm)
+        }
+        None => offload::OffloadTarget::x86_64(),
+    };
+    let dist = build::build(workspace, &tools, &archs)?;
+    let exe = workspace.join("target/demo").join(&target.name).join("indirect_calls");
     std::fs::create_dir_all(exe.parent().context("no parent")?)?;
     cmd::output(
         Command::new(&tools.clang)
@@ -166,6 +176,19 @@ examples/indirect_calls.c on {} through libomptarget 16 and our plugin:
     run.envs(e2e::run_env(&tools, &dist));
     cmd::status(&mut run)
         .context("the demo program failed: run it with LIBOMPTARGET_INFO=1 to see the plugin's diagnostics")
+}
+
+/// `sm_XY` of the NVIDIA driver's GPU 0, if this machine has a driver and a GPU.
+fn nvidia_gpu() -> Option<String> {
+    use omptarget_rtl_cuda::driver::{attr, Driver};
+    let driver = Driver::load(c"libcuda.so.1").ok()?;
+    if driver.device_count().ok()? < 1 {
+        return None;
+    }
+    let dev = driver.device(0).ok()?;
+    let major = driver.attribute(dev, attr::COMPUTE_CAPABILITY_MAJOR).ok()?;
+    let minor = driver.attribute(dev, attr::COMPUTE_CAPABILITY_MINOR).ok()?;
+    Some(format!("sm_{major}{minor}"))
 }
 
 /// Builds the dist tree, then runs the plugin benchmark (release profile) through the installed
