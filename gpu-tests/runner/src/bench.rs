@@ -97,7 +97,8 @@ fn pool(table: &[FptrMapEntry], pattern: Pattern, seed: u64) -> (Vec<u64>, Vec<u
             let at = (splitmix(&mut state) % n) as usize;
             let key = match pattern {
                 Pattern::UniformHit | Pattern::DivergentHit => table[at].host_ptr,
-                Pattern::MissOutside if i % 2 == 0 => first - 16 * (1 + (i as u64 % 64)),
+                // Below the first key (wrapping past 0 lands above the last: still outside).
+                Pattern::MissOutside if i % 2 == 0 => first.wrapping_sub(16 * (1 + (i as u64 % 64))),
                 Pattern::MissOutside => last + 16 * (1 + (i as u64 % 64)),
                 Pattern::MissInside => table[at.min(table.len() - 2)].host_ptr + 16,
             };
