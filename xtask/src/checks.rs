@@ -76,12 +76,22 @@ fn declares(line: &str, name: &str) -> bool {
 
 /// Registers ptxas allocated to the translation function in `cubin` (from `cuobjdump -elf`).
 pub fn cubin_registers(tools: &Tools, cubin: &Path) -> Result<u32> {
+    function_registers(tools, cubin, TRANSLATE)
+}
+
+/// Registers ptxas allocated to `function` in `cubin` (from `cuobjdump -elf`).
+pub fn function_registers(tools: &Tools, cubin: &Path, function: &str) -> Result<u32> {
     let dump = cmd::stdout(Command::new(tools.cuobjdump()).arg("-elf").arg(cubin))?;
-    let prefix = format!("function: {TRANSLATE}(");
+    registers_in_elf_dump(&dump, function)
+        .with_context(|| format!("{}: no register count for {function} in cuobjdump -elf", cubin.display()))
+}
+
+/// `register count:N` on the `function: <name>(` line of `cuobjdump -elf`'s output.
+pub fn registers_in_elf_dump(dump: &str, function: &str) -> Option<u32> {
+    let prefix = format!("function: {function}(");
     dump.lines()
         .filter(|l| l.contains(&prefix))
         .find_map(|l| l.split("register count:").nth(1)?.trim().parse().ok())
-        .with_context(|| format!("{}: no register count for {TRANSLATE} in cuobjdump -elf", cubin.display()))
 }
 
 /// Binding and visibility of one ELF symbol.

@@ -12,7 +12,7 @@ use std::process::Command;
 use anyhow::{ensure, Context, Result};
 
 use crate::build::Dist;
-use crate::checks::TRANSLATE;
+use crate::checks::{self, TRANSLATE};
 use crate::cmd;
 use crate::gpu_bundle::{compile_ptx, llvm_lookup_bitcode, LLVM_LOOKUP};
 use crate::tools::Tools;
@@ -40,25 +40,14 @@ pub fn measure(tools: &Tools, dist: &Dist, sm: &str, work: &Path) -> Result<(Met
         cmd::output(
             Command::new(tools.ptxas()).arg(format!("-arch={sm}")).arg("-c").arg("-o").arg(&cubin).arg(&ptx),
         )?;
-        let elf = cmd::stdout(Command::new(tools.cuobjdump()).arg("-elf").arg(&cubin))?;
         let sass = cmd::stdout(Command::new(tools.cuobjdump()).arg("-sass").arg(&cubin))?;
         measured.push(Metrics {
-            registers: registers(&elf, function)
-                .with_context(|| format!("{}: no register count for {function}", cubin.display()))?,
+            registers: checks::function_registers(tools, &cubin, function)?,
             instructions: instructions(&sass, function)
                 .with_context(|| format!("{}: no SASS for {function}", cubin.display()))?,
         });
     }
     Ok((measured[0], measured[1]))
-}
-
-/// `register count:N` on the `function: <name>(` line of `cuobjdump -elf`.
-fn registers(elf_dump: &str, function: &str) -> Option<u32> {
-    let prefix = format!("function: {function}(");
-    elf_dump
-        .lines()
-        .filter(|l| l.contains(&prefix))
-        .find_map(|l| l.split("register count:").nth(1)?.trim().parse().ok())
 }
 
 /// Instructions of `function` in `cuobjdump -sass` (lines `/*0010*/ OP ... ;` after its
@@ -137,7 +126,7 @@ mod tests {
     fn reads_the_register_count_of_the_named_function() {
         let dump =
             "Function properties\nfunction: other(0) register count:40\nfunction: f(0) register count:24 \n";
-        assert_eq!(registers(dump, "f"), Some(24));
-        assert_eq!(registers(dump, "g"), None);
+        assert_eq!(checks::registers_in_elf_dump(dump, "f"), Some(24));
+        assert_eq!(checks::registers_in_elf_dump(dump, "g"), None);
     }
 }
