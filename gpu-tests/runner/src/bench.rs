@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use plugin_core::abi::{FptrMapEntry, FPTR_MAP_P, FPTR_MAP_SIZE};
 use plugin_test_support::random::{sorted_pairs, splitmix};
 
-use crate::cuda::{Arg, Gpu, Module, Result};
+use crate::cuda::{Arg, Gpu, Result};
 use crate::plot;
 
 /// Table sizes of the issue.
@@ -109,18 +109,9 @@ fn pool(table: &[FptrMapEntry], pattern: Pattern, seed: u64) -> (Vec<u64>, Vec<u
 
 /// Runs every implementation, pattern, size and mode; returns the rows.
 pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<Row>> {
-    let load = |module: &str| -> Result<Module<'_>> {
-        let read = |ext: &str| {
-            let path = bundle.join("kernels").join(format!("{module}.{ext}"));
-            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-        };
-        gpu.load(&read("sm_90.cubin")?, &read("ptx")?)
-    };
-    let modules = [
-        ("lookup_inlined", load("lookup_inlined")?),
-        ("lookup_called", load("lookup_called")?),
-        ("llvm_lookup", load("llvm_lookup")?),
-    ];
+    let modules = ["lookup_inlined", "lookup_called", "llvm_lookup"]
+        .map(|name| gpu.load_kernels(bundle, name).map(|module| (name, module)));
+    let modules = modules.into_iter().collect::<Result<Vec<_>>>()?;
     let blocks = gpu.sms * 8;
     let threads = 256;
     let out = gpu.alloc(blocks as usize * threads as usize * 8)?;

@@ -2,8 +2,10 @@
 //! loaded [`Driver`]: device 0's primary context, device buffers and modules freed on drop.
 
 use std::ffi::{c_void, CString};
+use std::path::Path;
 
 use omptarget_rtl_cuda::driver::{attr, CuDevice, CuDevicePtr, CuHandle, Driver};
+use omptarget_rtl_cuda::image::{classify, cubin_runs_on, CudaImage};
 
 /// Errors here are plain messages: this is a test program.
 pub type Result<T> = std::result::Result<T, String>;
@@ -40,11 +42,6 @@ impl Gpu {
         Ok(Some(Gpu { driver, dev, sm: (major * 10 + minor) as u32, sms: sms as u32 }))
     }
 
-    /// Number of CUDA devices (0 without a driver).
-    pub fn count() -> usize {
-        Driver::load(c"libcuda.so.1").and_then(|d| d.device_count()).map_or(0, |n| n.max(0) as usize)
-    }
-
     /// `(free, total)` device memory.
     pub fn memory(&self) -> Result<(usize, usize)> {
         self.driver.mem_info().map_err(err)
@@ -65,14 +62,21 @@ impl Gpu {
         Ok(Buffer { gpu: self, ptr: self.driver.alloc(bytes).map_err(err)?, bytes })
     }
 
-    /// Loads a cubin, or PTX (JIT-compiled by the driver) when the cubin is not for this GPU.
-    pub fn load(&self, cubin: &[u8], ptx: &[u8]) -> Result<Module<'_>> {
-        let handle = if cubin_sm(cubin) == Some(self.sm) {
-            self.driver.load_module(cubin)
-        } else {
-            let mut text = ptx.to_vec();
-            text.push(0);
-            self.driver.load_module(&text)
+    /// Loads the bundle's kernel module `kernels/<module>`: its sm_90 cubin, or its PTX
+    /// (JIT-compiled by the driver) when the cubin does not run on this GPU.
+    pub fn load_kernels(&self, bundle: &Path, module: &str) -> Result<Module<'_>> {
+        let read = |ext: &str| {
+            let path = bundle.join("kernels").join(format!("{module}.{ext}"));
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        };
+        let cubin = read("sm_90.cubin")?;
+        let handle = match classify(&cubin) {
+            Ok(CudaImage::Cubin { sm }) if cubin_runs_on(sm, self.sm) => self.driver.load_module(&cubin),
+            _ => {
+                let mut text = read("ptx")?;
+                text.push(0);
+                self.driver.load_module(&text)
+            }
         };
         Ok(Module { gpu: self, handle: handle.map_err(err)? })
     }
@@ -82,11 +86,6 @@ impl Drop for Gpu {
     fn drop(&mut self) {
         let _ = self.driver.release_primary_context(self.dev);
     }
-}
-
-/// `e_flags & 0xff` of a cubin: its SM (REFERENCE.md, checked on ptxas 11.8 output).
-fn cubin_sm(cubin: &[u8]) -> Option<u32> {
-    (cubin.len() >= 52 && cubin.starts_with(b"\x7fELF")).then(|| cubin[48] as u32)
 }
 
 /// Device memory, freed on drop.

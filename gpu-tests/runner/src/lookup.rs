@@ -41,11 +41,7 @@ fn keys_for(table: &[FptrMapEntry]) -> Vec<u64> {
 pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<String>> {
     let mut report = Vec::new();
     for variant in VARIANTS {
-        let read = |ext: &str| {
-            let path = bundle.join("kernels").join(format!("{variant}.{ext}"));
-            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-        };
-        let module = gpu.load(&read("sm_90.cubin")?, &read("ptx")?)?;
+        let module = gpu.load_kernels(bundle, variant)?;
         let blocks = gpu.sms * 4;
         for &n in &SIZES {
             let table = sorted_pairs(n, 0x1d1e ^ n as u64);

@@ -57,7 +57,10 @@ fn run(args: &[String]) -> cuda::Result<ExitCode> {
     };
     let print = |lines: Vec<String>| lines.iter().for_each(|l| println!("  {l}"));
     match command {
-        "probe" => println!("{} GPU(s); GPU 0: sm_{}, {} multiprocessors", Gpu::count(), gpu.sm, gpu.sms),
+        "probe" => {
+            let count = gpu.driver.device_count().map_err(|e| e.to_string())?;
+            println!("{count} GPU(s); GPU 0: sm_{}, {} multiprocessors", gpu.sm, gpu.sms)
+        }
         "lookup" => print(lookup::run(&gpu, &bundle)?),
         "plugin-abi" => print(plugin_abi::run(&gpu, &bundle)?),
         _ => {
