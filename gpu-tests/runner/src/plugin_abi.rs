@@ -9,11 +9,10 @@ use std::ffi::c_void;
 use std::path::Path;
 
 use plugin_core::abi::{
-    FptrMapEntry, KernelArgs, TgtImageInfo, TgtTargetTable, FPTR_MAP_P, FPTR_MAP_SIZE, OFFLOAD_FAIL,
-    OFFLOAD_SUCCESS,
+    FptrMapEntry, TgtImageInfo, TgtTargetTable, FPTR_MAP_P, FPTR_MAP_SIZE, OFFLOAD_FAIL, OFFLOAD_SUCCESS,
 };
 use plugin_test_support::random::sorted_pairs;
-use plugin_test_support::{target_entries, Api, OffloadImage};
+use plugin_test_support::{kernel_args, target_entries, Api, OffloadImage};
 
 use crate::cuda::{Gpu, Result};
 
@@ -125,22 +124,7 @@ impl Session<'_> {
             check((api.data_submit)(0, self.buf, buf.as_ptr().cast(), 256), "data_submit")?;
             let args = [self.buf];
             let offsets = [0isize];
-            let null = std::ptr::null_mut();
-            let launch = KernelArgs {
-                version: 3,
-                num_args: 1,
-                base_ptrs: null,
-                ptrs: null,
-                sizes: std::ptr::null_mut(),
-                map_types: std::ptr::null_mut(),
-                map_names: null,
-                mappers: null,
-                tripcount: 0,
-                flags: 0,
-                num_teams: [1, 0, 0],
-                thread_limit: [0, 0, 0],
-                dyn_cgroup_mem: 0,
-            };
+            let launch = kernel_args(1, 3, 0);
             check(
                 (api.launch_kernel)(
                     0,

@@ -161,6 +161,27 @@ impl OffloadImage {
     }
 }
 
+/// `KernelArgs` as libomptarget fills them for a launch of `num_args` pointer arguments with no
+/// mapping information: one team, `thread_limit` threads (0: the plugin's default).
+pub fn kernel_args(num_args: u32, version: u32, thread_limit: u32) -> KernelArgs {
+    let null = std::ptr::null_mut();
+    KernelArgs {
+        version,
+        num_args,
+        base_ptrs: null,
+        ptrs: null,
+        sizes: std::ptr::null_mut(),
+        map_types: std::ptr::null_mut(),
+        map_names: null,
+        mappers: null,
+        tripcount: 0,
+        flags: 0,
+        num_teams: [1, 0, 0],
+        thread_limit: [thread_limit, 0, 0],
+        dyn_cgroup_mem: 0,
+    }
+}
+
 /// Copies the device-side entries out of a table `load_binary` returned.
 ///
 /// # Safety

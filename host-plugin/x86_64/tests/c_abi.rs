@@ -8,9 +8,8 @@ mod support;
 use std::ffi::c_void;
 use std::sync::{Mutex, MutexGuard};
 
-use plugin_core::abi::{
-    FptrMapEntry, KernelArgs, TgtImageInfo, TgtTargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS,
-};
+use plugin_core::abi::{FptrMapEntry, TgtImageInfo, TgtTargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
+use plugin_test_support::kernel_args;
 use support::{
     api, compile_image, compile_indirect, host_not_indirect, host_square, host_twice, indirect_image,
     indirect_image_from, target_entries, OffloadImage,
@@ -30,25 +29,6 @@ fn fresh() -> MutexGuard<'static, ()> {
         }
     }
     guard
-}
-
-fn kernel_args(num_args: u32, version: u32) -> KernelArgs {
-    let null = std::ptr::null_mut();
-    KernelArgs {
-        version,
-        num_args,
-        base_ptrs: null,
-        ptrs: null,
-        sizes: std::ptr::null_mut(),
-        map_types: std::ptr::null_mut(),
-        map_names: null,
-        mappers: null,
-        tripcount: 0,
-        flags: 0,
-        num_teams: [1, 0, 0],
-        thread_limit: [1, 0, 0],
-        dyn_cgroup_mem: 0,
-    }
 }
 
 /// Device buffers for `__omp_offloading_test_call` on one device.
@@ -96,7 +76,7 @@ impl CallKernel {
             );
             let args = [self.slot, self.input, self.output, self.translated];
             let offsets = [0isize; 4];
-            let ka = kernel_args(4, 3);
+            let ka = kernel_args(4, 3, 1);
             let rc = (api.launch_kernel)(
                 self.device,
                 self.kernel,
@@ -186,7 +166,7 @@ fn kernels_take_any_number_of_pointer_arguments_with_offsets() {
         let mut args: Vec<*mut c_void> = vec![(&mut out as *mut i32).cast()];
         args.extend(values.iter_mut().map(|v| (v as *mut i32).cast::<c_void>()));
         let offsets = vec![0isize; args.len()];
-        let ka = kernel_args(args.len() as u32, 3);
+        let ka = kernel_args(args.len() as u32, 3, 1);
         let rc = (api.launch_kernel)(0, many, args.as_ptr(), offsets.as_ptr(), &ka, std::ptr::null_mut());
         assert_eq!(rc, OFFLOAD_SUCCESS);
         assert_eq!(out, 1 + 66, "dyn_ptr null plus 1..=11");
