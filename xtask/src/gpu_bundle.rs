@@ -17,7 +17,7 @@ use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::build::{self, Archs, DeviceBuild, Dist};
+use crate::build::{DeviceBuild, Dist};
 use crate::checks;
 use crate::cmd;
 use crate::e2e;
@@ -38,9 +38,9 @@ target triple = "nvptx64-nvidia-cuda"
 @__omp_rtl_device_environment = protected addrspace(4) externally_initialized global %struct.DeviceEnvironmentTy zeroinitializer, align 8
 "#;
 
-/// Builds the bundle, checks it, and returns its folder and a summary line.
-pub fn build(workspace: &Path, tools: &Tools) -> Result<(PathBuf, String)> {
-    let dist = build::build(workspace, tools, &Archs::default())?;
+/// Builds the bundle from `dist` (built with sm_90), checks it, and returns its folder and a
+/// summary line.
+pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, String)> {
     let root = workspace.join("target/gpu-bundle");
     if root.exists() {
         fs::remove_dir_all(&root).with_context(|| format!("cannot clear {}", root.display()))?;
@@ -48,11 +48,11 @@ pub fn build(workspace: &Path, tools: &Tools) -> Result<(PathBuf, String)> {
     for dir in ["bin", "lib", "kernels", "images", "e2e", "debs"] {
         fs::create_dir_all(root.join(dir))?;
     }
-    kernels(workspace, tools, &dist, &root.join("kernels"))?;
-    probe_image(workspace, tools, &dist, &root.join("images"))?;
+    kernels(workspace, tools, dist, &root.join("kernels"))?;
+    probe_image(workspace, tools, dist, &root.join("images"))?;
     let target = OffloadTarget::nvptx(BUNDLE_SM);
     for program in e2e::PROGRAMS {
-        let exe = e2e::build(workspace, tools, &dist, &target, program)?;
+        let exe = e2e::build(workspace, tools, dist, &target, program)?;
         copy(&exe, &root.join("e2e").join(program.name))?;
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

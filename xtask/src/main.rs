@@ -77,13 +77,15 @@ fn run(args: Vec<String>) -> Result<()> {
                 _ => bail!("`gpu-test` takes only --require-gpu\n{USAGE}"),
             };
             let tools = Tools::locate(&workspace)?;
-            let (bundle, _) = gpu_bundle::build(&workspace, &tools)?;
+            let dist = build::build(&workspace, &tools, &Archs::default())?;
+            let (bundle, _) = gpu_bundle::build(&workspace, &tools, &dist)?;
             gpu_bundle::run(&bundle, require_gpu, false, None).map(drop)
         }
         "gpu-bench" => {
             no_options(command, rest)?;
             let tools = Tools::locate(&workspace)?;
-            let (bundle, _) = gpu_bundle::build(&workspace, &tools)?;
+            let dist = build::build(&workspace, &tools, &Archs::default())?;
+            let (bundle, _) = gpu_bundle::build(&workspace, &tools, &dist)?;
             gpu_bundle::run(&bundle, false, true, Some(&workspace.join("target/bench"))).map(drop)
         }
         "help" | "--help" | "-h" => {

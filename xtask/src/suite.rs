@@ -128,7 +128,7 @@ pub fn run(workspace: &Path) -> Result<()> {
         metrics::run(workspace, &tools, &dist, &archs.sms)
     });
     report.step("GPU bundle (cargo xtask gpu-test): built, self-checked, run if a GPU is here", || {
-        let (bundle, summary) = gpu_bundle::build(workspace, &tools)?;
+        let (bundle, summary) = gpu_bundle::build(workspace, &tools, &dist)?;
         let ran = gpu_bundle::run(&bundle, false, false, None)?;
         Ok(format!("{summary}; {ran}"))
     });
