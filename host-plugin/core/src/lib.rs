@@ -7,6 +7,7 @@
 pub mod abi;
 pub mod backend;
 pub mod entries;
+pub mod environment;
 pub mod error;
 pub mod exports;
 pub mod fptr_map;

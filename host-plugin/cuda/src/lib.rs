@@ -7,7 +7,6 @@
 #![deny(missing_docs)]
 
 pub mod driver;
-pub mod environment;
 pub mod image;
 
 use std::collections::HashSet;
@@ -15,14 +14,17 @@ use std::ffi::{c_void, CString};
 use std::sync::Mutex;
 
 use driver::{attr, CuDevice, CuHandle, Driver};
-use environment::{
-    launch_geometry, DeviceEnvironment, DeviceLimits, KernelConfig, DEVICE_ENVIRONMENT,
-    DEVICE_ENVIRONMENT_V19_SIZE, EXEC_MODE_SUFFIX, INDIRECT_CALL_TABLE_OFFSET, KERNEL_ENVIRONMENT_SIZE,
-    KERNEL_ENVIRONMENT_SUFFIX,
-};
 use image::CudaImage;
+use plugin_core::environment::{
+    launch_geometry, with_kernel_arguments, DeviceEnvironment, DeviceLimits, KernelConfig,
+    DEVICE_ENVIRONMENT, DEVICE_ENVIRONMENT_V19_SIZE, EXEC_MODE_SUFFIX, INDIRECT_CALL_TABLE_OFFSET,
+    KERNEL_ENVIRONMENT_SIZE, KERNEL_ENVIRONMENT_SUFFIX,
+};
 use plugin_core::image::DeviceImage;
 use plugin_core::{Backend, DeviceSymbol, LaunchParams, PluginError, Result};
+
+/// Threads per block without a `thread_limit` (LLVM's NVPTX `GV_Default_WG_Size`).
+const DEFAULT_THREADS: u32 = 128;
 
 /// One GPU.
 struct Gpu {
@@ -109,7 +111,7 @@ impl Cuda {
             return KernelConfig::from_exec_mode(mode[0]);
         }
         // Not an OpenMP kernel (e.g. a CUDA or Rust kernel): every thread runs it.
-        Ok(KernelConfig { mode: environment::ExecMode::Spmd, max_threads: -1, max_teams: -1 })
+        Ok(KernelConfig::NOT_OPENMP)
     }
 }
 
@@ -133,6 +135,7 @@ impl Backend for Cuda {
                     max_blocks: get(attr::MAX_GRID_DIM_X)?,
                     warp_size: get(attr::WARP_SIZE)?,
                     multiprocessors,
+                    default_threads: DEFAULT_THREADS,
                 },
                 clock_hz: get(attr::CLOCK_RATE)? as u64 * 1000,
                 hardware_parallelism: multiprocessors as u64
@@ -262,21 +265,25 @@ impl Backend for Cuda {
         // SAFETY: a live handle from `kernel`, boxed in a module that is still loaded.
         let kernel = unsafe { &*(launch.kernel as *const Kernel) };
         let gpu = self.enter(device)?;
-        let mut values: Vec<u64> = Vec::with_capacity(launch.args.len() + 1);
-        if launch.wants_dyn_ptr() {
-            values.push(0);
-        }
-        values.extend_from_slice(launch.args);
-        let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
         let ka = launch.kernel_args;
         let (blocks, threads) =
             launch_geometry(&kernel.config, &gpu.limits, ka.num_teams[0], ka.thread_limit[0], ka.tripcount);
-        // SAFETY: a live kernel handle (checked against `live_kernels`) with one parameter pointer
-        // per kernel argument, as libomptarget passes them.
-        unsafe {
-            self.driver.launch(kernel.function as CuHandle, blocks, threads, ka.dyn_cgroup_mem, &mut params)
-        }?;
-        self.driver.synchronize()
+        with_kernel_arguments(self, device, launch, &kernel.config, |args| {
+            let mut values = args.to_vec();
+            let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
+            // SAFETY: a live kernel handle (checked against `live_kernels`) with one parameter
+            // pointer per kernel argument, as libomptarget passes them.
+            unsafe {
+                self.driver.launch(
+                    kernel.function as CuHandle,
+                    blocks,
+                    threads,
+                    ka.dyn_cgroup_mem,
+                    &mut params,
+                )
+            }?;
+            self.driver.synchronize()
+        })
     }
 
     fn map_installed(&self, device: i32, module: &Module, table: Option<(u64, u64)>) -> Result<()> {

@@ -183,3 +183,57 @@ impl Backend for HostOffload {
 }
 
 plugin_core::export_plugin!(HostOffload);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plugin_core::environment::{with_kernel_arguments, KernelConfig, NO_LAUNCH_ENVIRONMENT};
+    use plugin_test_support::kernel_args;
+
+    /// The GPU backends' launch-environment logic, run against this backend's real allocator
+    /// (host memory), where its buffers can be looked at while the "kernel" runs.
+    #[test]
+    fn kernels_with_a_teams_reduction_get_a_launch_environment() {
+        let backend = HostOffload::init().unwrap();
+        let reduction = KernelConfig {
+            reduction_data_size: 8,
+            reduction_buffer_length: 1024,
+            ..KernelConfig::NOT_OPENMP
+        };
+        let ka = kernel_args(2, 3, 0);
+        let launch = LaunchParams { kernel: 0, args: &[11, 22], kernel_args: &ka };
+        let mut seen = Vec::new();
+        with_kernel_arguments(&backend, 0, &launch, &reduction, |args| {
+            seen = args.to_vec();
+            let mut kle = [0u8; 16];
+            backend.read(0, &mut kle, args[0])?;
+            assert_eq!(kle[..8], [0; 8]);
+            let buffer = u64::from_le_bytes(kle[8..].try_into().unwrap());
+            // The whole 8 KiB buffer is writable memory of its own.
+            backend.write(0, buffer, &[0xab; 8 * 1024])?;
+            assert_ne!(buffer, args[0]);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen[1..], [11, 22]);
+
+        let plain = KernelConfig::NOT_OPENMP;
+        with_kernel_arguments(&backend, 0, &launch, &plain, |args| {
+            assert_eq!(args, [NO_LAUNCH_ENVIRONMENT, 11, 22]);
+            Ok(())
+        })
+        .unwrap();
+        let clang16 = kernel_args(2, 2, 0);
+        let old = LaunchParams { kernel_args: &clang16, ..launch };
+        with_kernel_arguments(&backend, 0, &old, &reduction, |args| {
+            assert_eq!(args, [11, 22], "clang 16 kernels have no dyn_ptr");
+            Ok(())
+        })
+        .unwrap();
+        // The kernel's failure is returned, after the buffers are freed.
+        let failed = with_kernel_arguments(&backend, 0, &launch, &reduction, |_| {
+            Err(PluginError::Backend("kernel failed".into()))
+        });
+        assert_eq!(failed, Err(PluginError::Backend("kernel failed".into())));
+    }
+}

@@ -1,9 +1,11 @@
-//! What LLVM's DeviceRTL in a CUDA image expects from the plugin, as pure functions: the
-//! device environment global, each kernel's execution mode, and the launch geometry. Layouts
-//! are those of clang/DeviceRTL 19 (`DeviceEnvironmentTy`, `KernelEnvironmentTy` in
+//! What LLVM's DeviceRTL in a GPU image (CUDA or AMDGPU) expects from the plugin: the device
+//! environment global, each kernel's configuration, the launch geometry, and the kernel launch
+//! environment its leading `dyn_ptr` argument points to. Layouts are those of clang/DeviceRTL 19
+//! (`DeviceEnvironmentTy`, `KernelEnvironmentTy`, `KernelLaunchEnvironmentTy` in
 //! `offload/include/Shared/Environment.h`, checked against the IR clang 19 emits) and clang 16.
 
-use plugin_core::{PluginError, Result};
+use crate::backend::{Backend, LaunchParams};
+use crate::{PluginError, Result};
 
 /// `__omp_rtl_device_environment`: the DeviceRTL reads its configuration from it.
 pub const DEVICE_ENVIRONMENT: &str = "__omp_rtl_device_environment";
@@ -111,6 +113,10 @@ pub struct KernelConfig {
     pub max_threads: i32,
     /// `MaxTeams` (> 0: at most that many blocks).
     pub max_teams: i32,
+    /// `ReductionDataSize`: bytes of one team's reduction data (0: no cross-team reduction).
+    pub reduction_data_size: u32,
+    /// `ReductionBufferLength`: teams the reduction buffer holds.
+    pub reduction_buffer_length: u32,
 }
 
 impl KernelConfig {
@@ -127,13 +133,84 @@ impl KernelConfig {
             mode: ExecMode::from_flags(bytes[2])?,
             max_threads: i32_at(8),
             max_teams: i32_at(16),
+            reduction_data_size: i32_at(20) as u32,
+            reduction_buffer_length: i32_at(24) as u32,
         })
     }
 
     /// clang 16's kernels carry only the mode.
     pub fn from_exec_mode(flags: u8) -> Result<KernelConfig> {
-        Ok(KernelConfig { mode: ExecMode::from_flags(flags)?, max_threads: -1, max_teams: -1 })
+        Ok(KernelConfig { mode: ExecMode::from_flags(flags)?, ..KernelConfig::NOT_OPENMP })
     }
+
+    /// A kernel without an OpenMP environment (a CUDA, HIP or Rust kernel): every thread runs it.
+    pub const NOT_OPENMP: KernelConfig = KernelConfig {
+        mode: ExecMode::Spmd,
+        max_threads: -1,
+        max_teams: -1,
+        reduction_data_size: 0,
+        reduction_buffer_length: 0,
+    };
+
+    /// Bytes of the cross-team reduction buffer the launch must provide, if any.
+    pub fn reduction_buffer_size(&self) -> Option<u64> {
+        let size = self.reduction_data_size as u64 * self.reduction_buffer_length as u64;
+        (size > 0).then_some(size)
+    }
+}
+
+/// `sizeof(KernelLaunchEnvironmentTy)` in LLVM 19: `{u32 ReductionCnt, u32 ReductionIterCnt,
+/// void *ReductionBuffer}`.
+pub const KERNEL_LAUNCH_ENVIRONMENT_SIZE: usize = 16;
+
+/// The `dyn_ptr` LLVM 19's plugins pass to a kernel that needs no launch environment
+/// (`reinterpret_cast<KernelLaunchEnvironmentTy *>(~0)`): the DeviceRTL never reads it then.
+pub const NO_LAUNCH_ENVIRONMENT: u64 = u64::MAX;
+
+/// A fresh `KernelLaunchEnvironmentTy` (counters 0) pointing at `reduction_buffer`.
+pub fn kernel_launch_environment(reduction_buffer: u64) -> [u8; KERNEL_LAUNCH_ENVIRONMENT_SIZE] {
+    let mut bytes = [0u8; KERNEL_LAUNCH_ENVIRONMENT_SIZE];
+    bytes[8..].copy_from_slice(&reduction_buffer.to_le_bytes());
+    bytes
+}
+
+/// `TARGET_ALLOC_DEVICE`: the allocation kind of the launch's own buffers.
+const TARGET_ALLOC_DEVICE: i32 = 0;
+
+/// Runs `run` with the kernel's complete argument list: for clang 19 kernels first `dyn_ptr`,
+/// then `launch.args`. As LLVM 19's `GenericKernelTy::getKernelLaunchEnvironment` does, a kernel
+/// with a cross-team reduction gets a launch environment and a reduction buffer in device memory
+/// (freed once `run`, which must complete the kernel, returns); any other gets
+/// [`NO_LAUNCH_ENVIRONMENT`].
+pub fn with_kernel_arguments<B: Backend>(
+    backend: &B,
+    device: i32,
+    launch: &LaunchParams<'_>,
+    config: &KernelConfig,
+    run: impl FnOnce(&[u64]) -> Result<()>,
+) -> Result<()> {
+    let mut args = Vec::with_capacity(launch.args.len() + 1);
+    let reduction = config.reduction_buffer_size().filter(|_| launch.wants_dyn_ptr());
+    let Some(buffer_size) = reduction else {
+        if launch.wants_dyn_ptr() {
+            args.push(NO_LAUNCH_ENVIRONMENT);
+        }
+        args.extend_from_slice(launch.args);
+        return run(&args);
+    };
+    let size = usize::try_from(buffer_size)
+        .map_err(|_| PluginError::InvalidImage(format!("reduction buffer of {buffer_size} bytes")))?;
+    let buffer = backend.alloc(device, size, TARGET_ALLOC_DEVICE)?;
+    let result = (|| {
+        let environment = backend.alloc(device, KERNEL_LAUNCH_ENVIRONMENT_SIZE, TARGET_ALLOC_DEVICE)?;
+        let result = backend.write(device, environment, &kernel_launch_environment(buffer)).and_then(|()| {
+            args.push(environment);
+            args.extend_from_slice(launch.args);
+            run(&args)
+        });
+        backend.free(device, environment, TARGET_ALLOC_DEVICE).and(result)
+    })();
+    backend.free(device, buffer, TARGET_ALLOC_DEVICE).and(result)
 }
 
 /// Device limits the launch geometry respects.
@@ -145,12 +222,12 @@ pub struct DeviceLimits {
     pub max_blocks: u32,
     /// `WARP_SIZE`.
     pub warp_size: u32,
-    /// Multiprocessors.
+    /// Multiprocessors (CUDA) or compute units (AMDGPU).
     pub multiprocessors: u32,
+    /// Threads per block when the program gives no `thread_limit` (LLVM's `GV_Default_WG_Size`:
+    /// 128 on CUDA, 256 on AMDGPU).
+    pub default_threads: u32,
 }
-
-/// Threads per block when the program gives no `thread_limit` (LLVM's CUDA default).
-pub const DEFAULT_THREADS: u32 = 128;
 
 /// (blocks, threads per block) for a launch, following LLVM's generic plugin
 /// (`GenericKernelTy::getNumThreads` / `getNumBlocks`): an explicit `thread_limit` gains one warp
@@ -171,7 +248,7 @@ pub fn launch_geometry(
         let extra = if config.mode == ExecMode::Generic { limits.warp_size } else { 0 };
         thread_limit.saturating_add(extra)
     } else {
-        DEFAULT_THREADS
+        limits.default_threads.max(1)
     };
     let threads = requested.min(max_threads).max(1);
 
@@ -204,6 +281,7 @@ mod tests {
         max_blocks: i32::MAX as u32,
         warp_size: 32,
         multiprocessors: 132,
+        default_threads: 128,
     };
 
     #[test]
@@ -240,16 +318,44 @@ mod tests {
         bytes.extend_from_slice(&[0xaa; 16]);
         assert_eq!(bytes.len(), KERNEL_ENVIRONMENT_SIZE);
         let config = KernelConfig::from_kernel_environment(&bytes).unwrap();
-        assert_eq!(config, KernelConfig { mode: ExecMode::Generic, max_threads: 128, max_teams: -1 });
+        assert_eq!(
+            config,
+            KernelConfig {
+                mode: ExecMode::Generic,
+                max_threads: 128,
+                max_teams: -1,
+                reduction_data_size: 0,
+                reduction_buffer_length: 0
+            }
+        );
+        assert_eq!(config.reduction_buffer_size(), None);
         bytes[2] = 7;
         assert!(KernelConfig::from_kernel_environment(&bytes).is_err());
         assert!(KernelConfig::from_kernel_environment(&bytes[..40]).is_err());
     }
 
     #[test]
+    fn kernel_environment_with_a_teams_reduction() {
+        // What clang 19 emits for `target teams distribute parallel for reduction(+: sum)` with a
+        // `double sum`: { i8 0, i8 0, i8 2, i32 1, i32 256, i32 1, i32 -1, i32 8, i32 1024 }.
+        let mut bytes = vec![0u8, 0, 2, 0];
+        for v in [1i32, 256, 1, -1, 8, 1024] {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        bytes.extend_from_slice(&[0; 20]);
+        let config = KernelConfig::from_kernel_environment(&bytes).unwrap();
+        assert_eq!((config.reduction_data_size, config.reduction_buffer_length), (8, 1024));
+        assert_eq!(config.reduction_buffer_size(), Some(8 * 1024));
+        assert_eq!(KernelConfig { reduction_buffer_length: 0, ..config }.reduction_buffer_size(), None);
+        let kle = kernel_launch_environment(0x7f00_1234_5000);
+        assert_eq!(kle[..8], [0; 8], "ReductionCnt and ReductionIterCnt start at 0");
+        assert_eq!(u64::from_le_bytes(kle[8..].try_into().unwrap()), 0x7f00_1234_5000);
+    }
+
+    #[test]
     fn geometry_follows_the_clauses_and_the_limits() {
-        let spmd = KernelConfig { mode: ExecMode::Spmd, max_threads: -1, max_teams: -1 };
-        let generic = KernelConfig { mode: ExecMode::Generic, max_threads: 128, max_teams: -1 };
+        let spmd = KernelConfig::NOT_OPENMP;
+        let generic = KernelConfig { mode: ExecMode::Generic, max_threads: 128, ..KernelConfig::NOT_OPENMP };
         // Defaults.
         assert_eq!(launch_geometry(&spmd, &H100, 0, 0, 0), (528, 128));
         // Trip count sizes SPMD grids in blocks of threads, generic grids one team per iteration.
