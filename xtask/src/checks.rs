@@ -18,33 +18,19 @@ pub const MAP_P: &str = "__omp_offloading_fptr_map_p";
 /// The table size global.
 pub const MAP_SIZE: &str = "__omp_offloading_fptr_map_size";
 
-/// `EF_AMDGPU_MACH_AMDGCN_*` values (llvm/BinaryFormat/ELF.h) for the processors we know.
-const AMDGPU_MACHS: &[(&str, u32)] = &[
-    ("gfx900", 0x02c),
-    ("gfx906", 0x02f),
-    ("gfx908", 0x030),
-    ("gfx90a", 0x03f),
-    ("gfx940", 0x040),
-    ("gfx941", 0x04b),
-    ("gfx942", 0x04c),
-    ("gfx1030", 0x036),
-    ("gfx1100", 0x041),
-    ("gfx1101", 0x046),
-    ("gfx1102", 0x047),
-];
 const EF_AMDGPU_MACH: u32 = 0x0ff;
 const ELFOSABI_AMDGPU_HSA: u8 = 64;
 /// `e_ident[EI_ABIVERSION]` of code object v5.
 const ELFABIVERSION_AMDGPU_HSA_V5: u8 = 3;
 
-/// The `EF_AMDGPU_MACH_*` value of `gfx`, if known.
+/// The `EF_AMDGPU_MACH_*` value of `gfx`, if known (the AMDGPU plugin's table).
 pub fn amdgpu_mach(gfx: &str) -> Option<u32> {
-    AMDGPU_MACHS.iter().find(|(name, _)| *name == gfx).map(|&(_, mach)| mach)
+    amdgpu_hsa::code_object::mach_of_processor(gfx)
 }
 
 /// Comma-separated list of the processors [`amdgpu_mach`] knows.
 pub fn known_gfxs() -> String {
-    AMDGPU_MACHS.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
+    amdgpu_hsa::code_object::processors().collect::<Vec<_>>().join(", ")
 }
 
 /// The PTX declares both globals `.weak .global`, the function `.visible .func`, and nothing

@@ -277,11 +277,17 @@ pub fn build_gpu(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadT
         if target.triple == "nvptx64-nvidia-cuda" && registers.is_none() {
             registers = Some(checks::cubin_registers(tools, &image)?);
         }
+        if target.triple == "amdgcn-amd-amdhsa" {
+            crate::amdgpu_images::check_image(tools, &image)?;
+        }
     }
     let mut detail =
         format!("{} programs; each image defines {TRANSLATE}, {MAP_P}, {MAP_SIZE} once", PROGRAMS.len());
     if let Some(regs) = registers {
         detail.push_str(&format!("; linked {TRANSLATE}: {regs} registers"));
+    }
+    if target.triple == "amdgcn-amd-amdhsa" {
+        detail.push_str("; AMDGPU plugin checks: target ID, .kd descriptors and segment sizes, kernel environments, kernarg layout vs metadata");
     }
     Ok(detail)
 }

@@ -71,6 +71,42 @@ impl DeviceEnvironment {
     }
 }
 
+/// Writes `environment` into `image`'s [`DEVICE_ENVIRONMENT`] global, if its DeviceRTL has one;
+/// where it is, `(address, size)`, for [`write_indirect_call_table`].
+pub fn write_device_environment<B: Backend>(
+    backend: &B,
+    device: i32,
+    image: &B::Image,
+    environment: &DeviceEnvironment,
+) -> Result<Option<(u64, usize)>> {
+    let Some(global) = backend.global(image, DEVICE_ENVIRONMENT)? else {
+        return Ok(None);
+    };
+    let size = global.size.unwrap_or(0) as usize;
+    backend.write(device, global.addr, &environment.to_bytes(size)?)?;
+    Ok(Some((global.addr, size)))
+}
+
+/// Points LLVM 18/19's `IndirectCallTable` / `IndirectCallTableSize` fields of a device
+/// environment at `table` (`(address, entries)`, `None`: cleared), so that
+/// `__llvm_omp_indirect_call_lookup` sees the same map as `__kmpc_target_translate_fptr`. Images
+/// without those fields (clang 16's layout, or no DeviceRTL) are left alone.
+pub fn write_indirect_call_table<B: Backend>(
+    backend: &B,
+    device: i32,
+    environment: Option<(u64, usize)>,
+    table: Option<(u64, u64)>,
+) -> Result<()> {
+    let Some((address, DEVICE_ENVIRONMENT_V19_SIZE)) = environment else {
+        return Ok(());
+    };
+    let (ptr, len) = table.unwrap_or((0, 0));
+    let mut fields = [0u8; 16];
+    fields[..8].copy_from_slice(&ptr.to_le_bytes());
+    fields[8..].copy_from_slice(&len.to_le_bytes());
+    backend.write(device, address + INDIRECT_CALL_TABLE_OFFSET, &fields)
+}
+
 /// `OMPTgtExecModeFlags`: how the DeviceRTL runs a kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExecMode {
@@ -157,6 +193,34 @@ impl KernelConfig {
         let size = self.reduction_data_size as u64 * self.reduction_buffer_length as u64;
         (size > 0).then_some(size)
     }
+}
+
+/// Reads kernel `kernel`'s configuration from `image`: clang 18+'s `<kernel>_kernel_environment`,
+/// else clang 16's `<kernel>_exec_mode`, else [`KernelConfig::NOT_OPENMP`].
+pub fn read_kernel_config<B: Backend>(
+    backend: &B,
+    device: i32,
+    image: &B::Image,
+    kernel: &str,
+) -> Result<KernelConfig> {
+    let name = format!("{kernel}{KERNEL_ENVIRONMENT_SUFFIX}");
+    if let Some(global) = backend.global(image, &name)? {
+        if global.size.is_some_and(|size| size != KERNEL_ENVIRONMENT_SIZE as u64) {
+            return Err(PluginError::InvalidImage(format!(
+                "{name} has {} bytes, expected {KERNEL_ENVIRONMENT_SIZE}",
+                global.size.unwrap_or(0)
+            )));
+        }
+        let mut bytes = [0u8; KERNEL_ENVIRONMENT_SIZE];
+        backend.read(device, &mut bytes, global.addr)?;
+        return KernelConfig::from_kernel_environment(&bytes);
+    }
+    if let Some(global) = backend.global(image, &format!("{kernel}{EXEC_MODE_SUFFIX}"))? {
+        let mut mode = [0u8; 1];
+        backend.read(device, &mut mode, global.addr)?;
+        return KernelConfig::from_exec_mode(mode[0]);
+    }
+    Ok(KernelConfig::NOT_OPENMP)
 }
 
 /// `sizeof(KernelLaunchEnvironmentTy)` in LLVM 19: `{u32 ReductionCnt, u32 ReductionIterCnt,

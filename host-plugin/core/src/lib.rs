@@ -14,6 +14,7 @@ pub mod fptr_map;
 pub mod image;
 pub mod info;
 pub mod plugin;
+pub mod vendor_library;
 
 pub use backend::{Backend, DeviceSymbol, LaunchParams};
 pub use error::{PluginError, Result};

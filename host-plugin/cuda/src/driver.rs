@@ -5,6 +5,7 @@
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
+use plugin_core::vendor_library::OpenError;
 use plugin_core::{PluginError, Result};
 
 /// `CUresult`.
@@ -43,92 +44,42 @@ pub mod attr {
     pub const COMPUTE_CAPABILITY_MINOR: i32 = 76;
 }
 
-macro_rules! driver_table {
-    ($($field:ident = $symbol:literal: fn($($arg:ty),*);)*) => {
-        /// The driver functions, resolved from `libcuda.so.1`; the library stays loaded while
-        /// this lives (the plugin's whole lifetime).
-        pub struct Driver {
-            handle: *mut c_void,
-            $($field: unsafe extern "C" fn($($arg),*) -> CuResult,)*
-        }
-
-        impl Driver {
-            fn resolve(handle: *mut c_void) -> std::result::Result<Driver, &'static str> {
-                Ok(Driver {
-                    handle,
-                    $($field: {
-                        // SAFETY: valid handle and NUL-terminated name.
-                        let f = unsafe { libc::dlsym(handle, concat!($symbol, "\0").as_ptr().cast()) };
-                        if f.is_null() {
-                            return Err($symbol);
-                        }
-                        // SAFETY: the driver exports this symbol with this C signature (cuda.h).
-                        unsafe {
-                            std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($arg),*) -> CuResult>(f)
-                        }
-                    },)*
-                })
-            }
-        }
-    };
-}
-
-driver_table! {
-    init = "cuInit": fn(c_uint);
-    device_get_count = "cuDeviceGetCount": fn(*mut c_int);
-    device_get = "cuDeviceGet": fn(*mut CuDevice, c_int);
-    device_get_attribute = "cuDeviceGetAttribute": fn(*mut c_int, c_int, CuDevice);
-    primary_ctx_retain = "cuDevicePrimaryCtxRetain": fn(*mut CuHandle, CuDevice);
-    primary_ctx_release = "cuDevicePrimaryCtxRelease_v2": fn(CuDevice);
-    ctx_set_current = "cuCtxSetCurrent": fn(CuHandle);
-    ctx_synchronize = "cuCtxSynchronize": fn();
-    module_load_data_ex = "cuModuleLoadDataEx": fn(*mut CuHandle, *const c_void, c_uint, *mut c_int, *mut *mut c_void);
-    module_unload = "cuModuleUnload": fn(CuHandle);
-    module_get_function = "cuModuleGetFunction": fn(*mut CuHandle, CuHandle, *const c_char);
-    module_get_global = "cuModuleGetGlobal_v2": fn(*mut CuDevicePtr, *mut usize, CuHandle, *const c_char);
-    mem_alloc = "cuMemAlloc_v2": fn(*mut CuDevicePtr, usize);
-    mem_free = "cuMemFree_v2": fn(CuDevicePtr);
-    mem_get_info = "cuMemGetInfo_v2": fn(*mut usize, *mut usize);
-    memcpy_htod = "cuMemcpyHtoD_v2": fn(CuDevicePtr, *const c_void, usize);
-    memcpy_dtoh = "cuMemcpyDtoH_v2": fn(*mut c_void, CuDevicePtr, usize);
-    launch_kernel = "cuLaunchKernel": fn(CuHandle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CuHandle, *mut *mut c_void, *mut *mut c_void);
-    get_error_name = "cuGetErrorName": fn(CuResult, *mut *const c_char);
-}
-
-// SAFETY: the driver API is thread-safe; the table holds only function pointers and the handle.
-unsafe impl Send for Driver {}
-// SAFETY: as above.
-unsafe impl Sync for Driver {}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        // SAFETY: the handle came from dlopen; nothing resolved from it is used after this.
-        unsafe { libc::dlclose(self.handle) };
+plugin_core::vendor_functions! {
+    /// The driver functions, resolved from `libcuda.so.1`; the library stays loaded while this
+    /// lives (the plugin's whole lifetime).
+    pub struct Driver {
+        init = "cuInit": fn(c_uint) -> CuResult;
+        device_get_count = "cuDeviceGetCount": fn(*mut c_int) -> CuResult;
+        device_get = "cuDeviceGet": fn(*mut CuDevice, c_int) -> CuResult;
+        device_get_attribute = "cuDeviceGetAttribute": fn(*mut c_int, c_int, CuDevice) -> CuResult;
+        primary_ctx_retain = "cuDevicePrimaryCtxRetain": fn(*mut CuHandle, CuDevice) -> CuResult;
+        primary_ctx_release = "cuDevicePrimaryCtxRelease_v2": fn(CuDevice) -> CuResult;
+        ctx_set_current = "cuCtxSetCurrent": fn(CuHandle) -> CuResult;
+        ctx_synchronize = "cuCtxSynchronize": fn() -> CuResult;
+        module_load_data_ex = "cuModuleLoadDataEx": fn(*mut CuHandle, *const c_void, c_uint, *mut c_int, *mut *mut c_void) -> CuResult;
+        module_unload = "cuModuleUnload": fn(CuHandle) -> CuResult;
+        module_get_function = "cuModuleGetFunction": fn(*mut CuHandle, CuHandle, *const c_char) -> CuResult;
+        module_get_global = "cuModuleGetGlobal_v2": fn(*mut CuDevicePtr, *mut usize, CuHandle, *const c_char) -> CuResult;
+        mem_alloc = "cuMemAlloc_v2": fn(*mut CuDevicePtr, usize) -> CuResult;
+        mem_free = "cuMemFree_v2": fn(CuDevicePtr) -> CuResult;
+        mem_get_info = "cuMemGetInfo_v2": fn(*mut usize, *mut usize) -> CuResult;
+        memcpy_htod = "cuMemcpyHtoD_v2": fn(CuDevicePtr, *const c_void, usize) -> CuResult;
+        memcpy_dtoh = "cuMemcpyDtoH_v2": fn(*mut c_void, CuDevicePtr, usize) -> CuResult;
+        launch_kernel = "cuLaunchKernel": fn(CuHandle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CuHandle, *mut *mut c_void, *mut *mut c_void) -> CuResult;
+        get_error_name = "cuGetErrorName": fn(CuResult, *mut *const c_char) -> CuResult;
     }
 }
 
 impl Driver {
     /// Loads `libcuda.so.1` (or `library`) and resolves every function, then calls `cuInit`.
     pub fn load(library: &CStr) -> Result<Driver> {
-        // SAFETY: valid C string; loading the vendor driver.
-        let handle = unsafe { libc::dlopen(library.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        if handle.is_null() {
-            return Err(PluginError::Backend(format!(
-                "cannot load {} (no NVIDIA driver on this machine)",
-                library.to_string_lossy()
-            )));
-        }
-        let driver = match Driver::resolve(handle) {
-            Ok(d) => d,
-            Err(symbol) => {
-                // SAFETY: handle from dlopen above, closed once.
-                unsafe { libc::dlclose(handle) };
-                return Err(PluginError::Backend(format!(
-                    "{} lacks {symbol} (driver too old)",
-                    library.to_string_lossy()
-                )));
-            }
-        };
+        let driver = Driver::open(library).map_err(|e| {
+            let library = library.to_string_lossy();
+            PluginError::Backend(match e {
+                OpenError::NotFound(_) => format!("cannot load {library} (no NVIDIA driver on this machine)"),
+                OpenError::MissingFunction(symbol) => format!("{library} lacks {symbol} (driver too old)"),
+            })
+        })?;
         // SAFETY: resolved function, flags must be 0.
         driver.check("cuInit", unsafe { (driver.init)(0) })?;
         Ok(driver)

@@ -16,9 +16,8 @@ use std::sync::Mutex;
 use driver::{attr, CuDevice, CuHandle, Driver};
 use image::CudaImage;
 use plugin_core::environment::{
-    launch_geometry, with_kernel_arguments, DeviceEnvironment, DeviceLimits, KernelConfig,
-    DEVICE_ENVIRONMENT, DEVICE_ENVIRONMENT_V19_SIZE, EXEC_MODE_SUFFIX, INDIRECT_CALL_TABLE_OFFSET,
-    KERNEL_ENVIRONMENT_SIZE, KERNEL_ENVIRONMENT_SUFFIX,
+    launch_geometry, read_kernel_config, with_kernel_arguments, write_device_environment,
+    write_indirect_call_table, DeviceEnvironment, DeviceLimits, KernelConfig,
 };
 use plugin_core::image::DeviceImage;
 use plugin_core::{Backend, DeviceSymbol, LaunchParams, PluginError, Result};
@@ -83,35 +82,6 @@ impl Cuda {
         // SAFETY: `ctx` was retained above and is released only on drop.
         unsafe { self.driver.set_current(ctx) }?;
         Ok(gpu)
-    }
-
-    fn kernel_config(&self, module: &Module, kernel: &str) -> Result<KernelConfig> {
-        let handle = module.handle as CuHandle;
-        if let Some((addr, size)) =
-            // SAFETY: `handle` is the module being loaded.
-            unsafe {
-                self.driver.global(handle, &name(&format!("{kernel}{KERNEL_ENVIRONMENT_SUFFIX}"))?)
-            }?
-        {
-            if size != KERNEL_ENVIRONMENT_SIZE {
-                return Err(PluginError::InvalidImage(format!(
-                    "{kernel}{KERNEL_ENVIRONMENT_SUFFIX} has {size} bytes, expected {KERNEL_ENVIRONMENT_SIZE}"
-                )));
-            }
-            let mut bytes = vec![0u8; size];
-            self.driver.read(&mut bytes, addr)?;
-            return KernelConfig::from_kernel_environment(&bytes);
-        }
-        // SAFETY: `handle` is the module being loaded.
-        if let Some((addr, _)) =
-            unsafe { self.driver.global(handle, &name(&format!("{kernel}{EXEC_MODE_SUFFIX}"))?) }?
-        {
-            let mut mode = [0u8; 1];
-            self.driver.read(&mut mode, addr)?;
-            return KernelConfig::from_exec_mode(mode[0]);
-        }
-        // Not an OpenMP kernel (e.g. a CUDA or Rust kernel): every thread runs it.
-        Ok(KernelConfig::NOT_OPENMP)
     }
 }
 
@@ -216,7 +186,7 @@ impl Backend for Cuda {
         else {
             return Ok(None);
         };
-        let config = self.kernel_config(module, kernel)?;
+        let config = read_kernel_config(self, module.device, module, kernel)?;
         let boxed = Box::new(Kernel { function: function as usize, config });
         let id = &*boxed as *const Kernel as u64;
         module.kernels.lock().unwrap_or_else(|e| e.into_inner()).push(boxed);
@@ -287,27 +257,13 @@ impl Backend for Cuda {
     }
 
     fn map_installed(&self, device: i32, module: &Module, table: Option<(u64, u64)>) -> Result<()> {
-        let Some((env, size)) = module.environment else { return Ok(()) };
-        if size != DEVICE_ENVIRONMENT_V19_SIZE {
-            return Ok(());
-        }
-        self.enter(device)?;
-        let (ptr, len) = table.unwrap_or((0, 0));
-        let mut fields = [0u8; 16];
-        fields[..8].copy_from_slice(&ptr.to_le_bytes());
-        fields[8..].copy_from_slice(&len.to_le_bytes());
-        self.driver.write(env + INDIRECT_CALL_TABLE_OFFSET, &fields)
+        write_indirect_call_table(self, device, module.environment, table)
     }
 }
 
 impl Cuda {
     /// Writes the device environment of a freshly loaded module, if its DeviceRTL has one.
     fn init_environment(&self, gpu: &Gpu, module: &mut Module) -> Result<()> {
-        // SAFETY: the module was just loaded.
-        let found = unsafe { self.driver.global(module.handle as CuHandle, &name(DEVICE_ENVIRONMENT)?) }?;
-        let Some((addr, size)) = found else {
-            return Ok(());
-        };
         let env = DeviceEnvironment {
             debug_kind: 0,
             num_devices: self.gpus.len() as u32,
@@ -318,8 +274,7 @@ impl Cuda {
             indirect_table_size: 0,
             hardware_parallelism: gpu.hardware_parallelism,
         };
-        self.driver.write(addr, &env.to_bytes(size)?)?;
-        module.environment = Some((addr, size));
+        module.environment = write_device_environment(self, module.device, module, &env)?;
         Ok(())
     }
 

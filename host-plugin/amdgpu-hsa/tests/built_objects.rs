@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use omptarget_rtl_amdgpu::code_object::{target_id, Feature, TargetId};
+use amdgpu_hsa::code_object::{target_id, Feature, TargetId};
 
 #[test]
 fn built_objects_carry_their_processor_and_any_features() {

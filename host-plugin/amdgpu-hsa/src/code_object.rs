@@ -77,6 +77,11 @@ pub fn processor_of_mach(mach: u32) -> Option<&'static str> {
     MACHS.iter().find(|&&(_, m)| m == mach).map(|&(name, _)| name)
 }
 
+/// Every processor name this module knows, in `EF_AMDGPU_MACH` table order.
+pub fn processors() -> impl Iterator<Item = &'static str> {
+    MACHS.iter().map(|&(name, _)| name)
+}
+
 /// The `EF_AMDGPU_MACH` value of a processor name.
 pub fn mach_of_processor(name: &str) -> Option<u32> {
     MACHS.iter().find(|&&(n, _)| n == name).map(|&(_, m)| m)
@@ -238,6 +243,13 @@ pub fn target_id(image: &[u8]) -> Result<TargetId, NotACodeObject> {
     })
 }
 
+/// The code object version (4 to 6) of an AMDGPU HSA code object, checked as [`target_id`]
+/// checks it. v5 and later kernels take the implicit arguments of [`crate::dispatch`].
+pub fn code_object_version(image: &[u8]) -> Result<u8, NotACodeObject> {
+    target_id(image)?;
+    Ok(image[8] + 2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +279,7 @@ mod tests {
         let id = target_id(&header(0x53f)).unwrap();
         assert_eq!(id, TargetId { processor: "gfx90a".into(), xnack: Feature::Any, sramecc: Feature::Any });
         assert_eq!(target_id(&header(0x41)).unwrap().xnack, Feature::Unsupported);
+        assert_eq!(code_object_version(&header(0x53f)), Ok(5));
         let on = target_id(&header(0x03f | 0x300 | 0x800)).unwrap();
         assert_eq!((on.xnack, on.sramecc), (Feature::On, Feature::Off));
         assert_eq!(on.to_string(), "gfx90a:sramecc-:xnack+");
