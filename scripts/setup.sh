@@ -3,7 +3,8 @@
 #   - the pinned Rust toolchain of rust-toolchain.toml (rustup; RUSTUP_AUTO_INSTALL=0 is honoured),
 #   - Debian packages: clang 19 and its tools, LLVM 19, lld 19, the OpenMP 19 runtime, ROCm device
 #     libraries (clang 19 needs them for AMDGPU OpenMP links), valgrind, libffi-dev (x86_64 plugin),
-#     libllvm16 (libomptarget 16 needs libLLVM-16.so.1),
+#     libllvm16 (libomptarget 16 needs libLLVM-16.so.1), ROCm's HSA runtime and headers (the AMDGPU
+#     plugin's tests load the real library and compare its ABI values with the headers),
 #   - the CUDA 11.8 tools (ptxas, nvlink, cuobjdump, libdevice) unpacked under target/tools/,
 #   - LLVM 16's libomptarget and libomp unpacked under target/tools/llvm16 (they run the programs).
 # Safe to run again: each step does nothing when its part is already present.
@@ -27,7 +28,8 @@ if ! rustup run "$toolchain" rustc --version >/dev/null 2>&1 \
 fi
 
 # --- Debian packages --------------------------------------------------------------------------
-packages=(clang-19 clang-tools-19 llvm-19 lld-19 libomp-19-dev rocm-device-libs valgrind libffi-dev libllvm16)
+packages=(clang-19 clang-tools-19 llvm-19 lld-19 libomp-19-dev rocm-device-libs valgrind libffi-dev libllvm16
+          libhsa-runtime64-1 libhsa-runtime-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -234,6 +234,7 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
 pub const PLUGINS: &[(&str, &str, &str)] = &[
     ("plugin-x86_64", "libomptarget_rtl_x86_64.so", "libomptarget.rtl.x86_64.so"),
     ("plugin-cuda", "libomptarget_rtl_cuda.so", "libomptarget.rtl.cuda.so"),
+    ("plugin-amdgpu", "libomptarget_rtl_amdgpu.so", "libomptarget.rtl.amdgpu.so"),
 ];
 
 /// Builds the plugins in release mode and installs them in `target/dist/lib` under the names

@@ -287,9 +287,49 @@ pub fn build_gpu(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadT
         detail.push_str(&format!("; linked {TRANSLATE}: {regs} registers"));
     }
     if target.triple == "amdgcn-amd-amdhsa" {
-        detail.push_str("; AMDGPU plugin checks: target ID, .kd descriptors and segment sizes, kernel environments, kernarg layout vs metadata");
+        detail.push_str(
+            "; AMDGPU plugin checks: target ID, .kd descriptors and segment sizes, kernel environments, kernarg layout vs metadata; ",
+        );
+        let program = &PROGRAMS[0];
+        let exe = workspace.join("target/tests/e2e").join(&target.name).join(program.name).join(program.name);
+        detail.push_str(&run_amdgcn(tools, dist, &exe, program)?);
     }
     Ok(detail)
+}
+
+/// Runs an amdgcn-only program through libomptarget 16, which loads our
+/// `libomptarget.rtl.amdgpu.so`. With an AMD GPU (`/dev/kfd`) it must pass; without one the plugin
+/// must say why it has no devices and the mandatory offload must fail, not crash or hang.
+fn run_amdgcn(tools: &Tools, dist: &Dist, exe: &Path, program: &Program) -> Result<String> {
+    let out = Command::new(exe)
+        .envs(run_env(tools, dist))
+        .env("LIBOMPTARGET_INFO", "1")
+        .output()
+        .with_context(|| format!("cannot run {}", exe.display()))?;
+    let code = out.status.code().unwrap_or(-1);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if Path::new("/dev/kfd").exists() {
+        ensure!(
+            code == 0 && text.contains(" 0 failed"),
+            "{} on the AMD GPU exited with {code}:\n{text}",
+            exe.display()
+        );
+        return Ok(format!("{} ran on the AMD GPU", program.name));
+    }
+    let reason = text
+        .lines()
+        .find(|l| l.starts_with("omptarget-indirect (amdgpu): __tgt_rtl_init_plugin failed: "))
+        .with_context(|| {
+            format!("libomptarget did not load our AMDGPU plugin, or it gave no reason:\n{text}")
+        })?;
+    ensure!(
+        code != 0 && text.contains("offloading is mandatory"),
+        "without a device the mandatory offload must fail (exit {code}):\n{text}"
+    );
+    Ok(format!(
+        "no AMD GPU: libomptarget 16 loaded the plugin, which said `{}`",
+        reason.split(": ").nth(2).unwrap_or(reason)
+    ))
 }
 
 /// Writes the device image for `target` embedded in `program` to `dir` and returns its path.

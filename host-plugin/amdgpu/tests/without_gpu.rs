@@ -1,0 +1,62 @@
+//! The AMDGPU plugin where no AMD GPU is (CI, and every machine of this project): with ROCm's
+//! real `libhsa-runtime64.so.1` installed (Debian's, by `scripts/setup.sh`) every function of the
+//! table resolves and `hsa_init` fails for want of `/dev/kfd`; without the library loading fails;
+//! either way the installed `libomptarget.rtl.amdgpu.so` reports 0 devices and every entry point
+//! fails cleanly instead of crashing.
+
+use std::path::Path;
+
+use amdgpu_hsa::sys::Functions;
+use omptarget_rtl_amdgpu::hsa::{Runtime, LIBRARY};
+use plugin_core::abi::OFFLOAD_FAIL;
+use plugin_test_support::{Api, OffloadImage};
+
+fn has_amd_gpu_driver() -> bool {
+    Path::new("/dev/kfd").exists()
+}
+
+#[test]
+fn every_hsa_function_resolves_from_the_real_runtime() {
+    // The table's names and the library's exports agree (ROCm 5.2, the oldest this is built against).
+    if let Err(e) = Functions::open(LIBRARY) {
+        panic!("{e:?}: is libhsa-runtime64-1 installed? (scripts/setup.sh)");
+    }
+}
+
+#[test]
+fn missing_runtime_or_driver_is_an_error_not_a_crash() {
+    let err = Runtime::load(c"libhsa-runtime64.so.0-not-installed").err().expect("no such library");
+    assert!(err.to_string().contains("no ROCm HSA runtime"), "{err}");
+    if has_amd_gpu_driver() {
+        eprintln!("/dev/kfd is present: hsa_init may succeed here; the no-driver half is skipped");
+        return;
+    }
+    let err = Runtime::load(LIBRARY).err().expect("hsa_init fails without /dev/kfd");
+    assert!(err.to_string().starts_with("hsa_init failed: HSA_STATUS_ERROR"), "{err}");
+}
+
+#[test]
+fn no_gpu_means_no_devices_and_clean_failures() {
+    if has_amd_gpu_driver() {
+        eprintln!("/dev/kfd is present: this test covers machines without an AMD GPU");
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/dist");
+    let path = root.join("lib/libomptarget.rtl.amdgpu.so");
+    assert!(path.is_file(), "{} is missing: run `cargo xtask build`", path.display());
+    let code_object =
+        std::fs::read(root.join("device/amdgcn/gfx90a/device_rtl.o")).expect("cargo xtask build");
+    let api = Api::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let image = OffloadImage::new(code_object, &[]);
+    // SAFETY: the plugin's C ABI with valid or null arguments, which it must refuse cleanly.
+    unsafe {
+        assert_eq!((api.init_plugin)(), OFFLOAD_FAIL, "init_plugin fails, so libomptarget drops the plugin");
+        assert_eq!((api.number_of_devices)(), 0);
+        assert_eq!((api.is_valid_binary_info)(image.ptr(), std::ptr::null()), 0);
+        assert!((api.load_binary)(0, image.ptr()).is_null());
+        assert_eq!((api.set_function_ptr_map)(0, 0, std::ptr::null()), OFFLOAD_FAIL);
+        assert!((api.data_alloc)(0, 64, std::ptr::null_mut(), 0).is_null());
+        assert_eq!((api.init_device)(0), OFFLOAD_FAIL);
+        assert_eq!((api.deinit_plugin)(), OFFLOAD_FAIL);
+    }
+}
