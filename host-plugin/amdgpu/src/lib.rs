@@ -148,13 +148,16 @@ impl Amdgpu {
         // SAFETY: TIMESTAMP_FREQUENCY is a uint64_t.
         let clock_hz = unsafe { hsa.agent_info::<u64>(agent, info::TIMESTAMP_FREQUENCY) }.unwrap_or(0);
         let (queue_min, queue_max) = (u32_info(info::QUEUE_MIN_SIZE)?, u32_info(info::QUEUE_MAX_SIZE)?);
+        let max_threads_per_block = u32_info(info::WORKGROUP_MAX_SIZE)?.max(1);
         Ok(Gpu {
             agent,
             target,
             device_pool,
             limits: DeviceLimits {
-                max_threads_per_block: u32_info(info::WORKGROUP_MAX_SIZE)?,
-                max_blocks: u32_info(info::GRID_MAX_SIZE)?,
+                max_threads_per_block,
+                // The grid limit counts work-items; LLVM's `GV_Max_Teams` divides it by the
+                // largest workgroup.
+                max_blocks: u32_info(info::GRID_MAX_SIZE)? / max_threads_per_block,
                 warp_size: u32_info(info::WAVEFRONT_SIZE)?,
                 multiprocessors: compute_units,
                 default_threads: DEFAULT_THREADS,
