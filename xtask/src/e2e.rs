@@ -326,10 +326,9 @@ fn run_amdgcn(tools: &Tools, dist: &Dist, exe: &Path, program: &Program) -> Resu
         code != 0 && text.contains("offloading is mandatory"),
         "without a device the mandatory offload must fail (exit {code}):\n{text}"
     );
-    Ok(format!(
-        "no AMD GPU: libomptarget 16 loaded the plugin, which said `{}`",
-        reason.split(": ").nth(2).unwrap_or(reason)
-    ))
+    let why = reason.split_once("failed: ").map_or(reason, |(_, why)| why);
+    let why = why.split_once(':').map_or(why, |(head, _)| head);
+    Ok(format!("no AMD GPU: libomptarget 16 loaded the plugin, which refused with `{why}`"))
 }
 
 /// Writes the device image for `target` embedded in `program` to `dir` and returns its path.
