@@ -304,16 +304,12 @@ impl Amdgpu {
 
     fn init_environment(&self, image: &mut LoadedImage) -> Result<()> {
         let gpu = &self.gpus[image.device as usize];
-        let env = DeviceEnvironment {
-            debug_kind: 0,
-            num_devices: self.gpus.len() as u32,
-            device_num: image.device as u32,
-            dynamic_mem_size: 0,
-            clock_frequency: gpu.clock_hz,
-            indirect_table: 0,
-            indirect_table_size: 0,
-            hardware_parallelism: gpu.hardware_parallelism,
-        };
+        let env = DeviceEnvironment::at_load(
+            self.gpus.len() as u32,
+            image.device as u32,
+            gpu.clock_hz,
+            gpu.hardware_parallelism,
+        );
         image.environment = write_device_environment(self, image.device, image, &env)?;
         Ok(())
     }

@@ -41,6 +41,27 @@ pub struct DeviceEnvironment {
 }
 
 impl DeviceEnvironment {
+    /// What a plugin writes when it loads an image on device `device_num` of `num_devices`: no
+    /// device-side debugging, no dynamic team memory, no indirect-call table yet (the core
+    /// installs it afterwards).
+    pub fn at_load(
+        num_devices: u32,
+        device_num: u32,
+        clock_frequency: u64,
+        hardware_parallelism: u64,
+    ) -> Self {
+        DeviceEnvironment {
+            debug_kind: 0,
+            num_devices,
+            device_num,
+            dynamic_mem_size: 0,
+            clock_frequency,
+            indirect_table: 0,
+            indirect_table_size: 0,
+            hardware_parallelism,
+        }
+    }
+
     /// The global's bytes for an image whose global has `size` bytes (16 or 48); any other size
     /// is a DeviceRTL this plugin does not know.
     pub fn to_bytes(&self, size: usize) -> Result<Vec<u8>> {

@@ -264,16 +264,12 @@ impl Backend for Cuda {
 impl Cuda {
     /// Writes the device environment of a freshly loaded module, if its DeviceRTL has one.
     fn init_environment(&self, gpu: &Gpu, module: &mut Module) -> Result<()> {
-        let env = DeviceEnvironment {
-            debug_kind: 0,
-            num_devices: self.gpus.len() as u32,
-            device_num: module.device as u32,
-            dynamic_mem_size: 0,
-            clock_frequency: gpu.clock_hz,
-            indirect_table: 0,
-            indirect_table_size: 0,
-            hardware_parallelism: gpu.hardware_parallelism,
-        };
+        let env = DeviceEnvironment::at_load(
+            self.gpus.len() as u32,
+            module.device as u32,
+            gpu.clock_hz,
+            gpu.hardware_parallelism,
+        );
         module.environment = write_device_environment(self, module.device, module, &env)?;
         Ok(())
     }

@@ -10,7 +10,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::path::Path;
 
 use plugin_core::abi::{
-    FptrMapEntry, KernelArgs, TgtDeviceImage, TgtImageInfo, TgtOffloadEntry, TgtTargetTable,
+    FptrMapEntry, KernelArgs, TgtDeviceImage, TgtImageInfo, TgtOffloadEntry, TgtTargetTable, OFFLOAD_FAIL,
 };
 
 /// `__tgt_rtl_init_plugin`, `deinit_plugin`, `number_of_devices`.
@@ -195,5 +195,25 @@ pub unsafe fn target_entries(table: *mut TgtTargetTable) -> Option<Vec<TgtOffloa
         let t = &*table;
         let n = usize::try_from(t.entries_end.offset_from(t.entries_begin)).ok()?;
         Some(std::slice::from_raw_parts(t.entries_begin, n).to_vec())
+    }
+}
+
+/// Asserts what a GPU plugin does where its vendor runtime or device is missing: `init_plugin`
+/// fails (so libomptarget drops the plugin), it reports 0 devices, rejects `image`, and refuses
+/// every device call with `OFFLOAD_FAIL` or null instead of crashing.
+///
+/// # Safety
+/// `api` was loaded from a plugin that implements the libomptarget 16 plugin ABI.
+pub unsafe fn assert_no_devices(api: &Api, image: &OffloadImage) {
+    // SAFETY: the plugin's C ABI with valid or null arguments, which it must refuse cleanly.
+    unsafe {
+        assert_eq!((api.init_plugin)(), OFFLOAD_FAIL, "init_plugin fails, so libomptarget drops the plugin");
+        assert_eq!((api.number_of_devices)(), 0);
+        assert_eq!((api.is_valid_binary_info)(image.ptr(), std::ptr::null()), 0);
+        assert!((api.load_binary)(0, image.ptr()).is_null());
+        assert_eq!((api.set_function_ptr_map)(0, 0, std::ptr::null()), OFFLOAD_FAIL);
+        assert!((api.data_alloc)(0, 64, std::ptr::null_mut(), 0).is_null());
+        assert_eq!((api.init_device)(0), OFFLOAD_FAIL);
+        assert_eq!((api.deinit_plugin)(), OFFLOAD_FAIL);
     }
 }
