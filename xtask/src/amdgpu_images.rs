@@ -13,7 +13,9 @@ use anyhow::{bail, ensure, Context, Result};
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::Endianness;
-use plugin_core::environment::{DEVICE_ENVIRONMENT, DEVICE_ENVIRONMENT_V19_SIZE, KERNEL_ENVIRONMENT_SIZE};
+use plugin_core::environment::{
+    KernelConfig, DEVICE_ENVIRONMENT, DEVICE_ENVIRONMENT_V19_SIZE, KERNEL_ENVIRONMENT_SIZE,
+};
 
 use crate::cmd;
 use crate::tools::Tools;
@@ -108,8 +110,9 @@ fn symbol<'d>(data: &'d [u8], name: &str) -> Result<Option<(u64, u64, &'d [u8])>
     Ok(None)
 }
 
-/// Checks one clang 19 amdgcn OpenMP image; a one-line summary.
-pub fn check_image(tools: &Tools, path: &Path) -> Result<String> {
+/// Checks one clang 19 amdgcn OpenMP image; how many of its kernels declare a cross-team
+/// reduction (and so get a launch environment and reduction buffer from the plugin).
+pub fn check_image(tools: &Tools, path: &Path) -> Result<usize> {
     let what = path.display();
     let data = cmd::read(path)?;
     let target = code_object::target_id(&data).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
@@ -131,6 +134,7 @@ pub fn check_image(tools: &Tools, path: &Path) -> Result<String> {
     let notes = cmd::stdout(Command::new(&tools.llvm_readelf).arg("--notes").arg(path))?;
     let kernels = parse_kernels(&notes)?;
     ensure!(!kernels.is_empty(), "{what}: no kernels in the code object metadata");
+    let mut reductions = 0;
     for kernel in &kernels {
         let name = &kernel.name;
         ensure!(kernel.symbol == format!("{name}.kd"), "{what}: {name}'s descriptor is {}", kernel.symbol);
@@ -150,17 +154,17 @@ pub fn check_image(tools: &Tools, path: &Path) -> Result<String> {
             "{what}: {name}'s descriptor and metadata disagree on segment sizes"
         );
         let env = format!("{name}_kernel_environment");
-        match symbol(&data, &env)? {
-            Some((_, size, _)) if size == KERNEL_ENVIRONMENT_SIZE as u64 => {}
+        let config = match symbol(&data, &env)? {
+            Some((_, size, bytes)) if size == KERNEL_ENVIRONMENT_SIZE as u64 => {
+                KernelConfig::from_kernel_environment(bytes)
+                    .map_err(|e| anyhow::anyhow!("{what}: {env}: {e}"))?
+            }
             found => bail!("{what}: {env} should be {KERNEL_ENVIRONMENT_SIZE} bytes: {found:?}"),
-        }
+        };
+        reductions += usize::from(config.reduction_buffer_size().is_some());
         check_kernarg_layout(kernel).with_context(|| format!("{what}: kernel {name}"))?;
     }
-    Ok(format!(
-        "{}: {} kernels, target {target}, kernarg layout as the metadata says",
-        path.display(),
-        kernels.len()
-    ))
+    Ok(reductions)
 }
 
 /// The explicit arguments are 8-byte slots from 0 (`dyn_ptr` first), the implicit ones follow,

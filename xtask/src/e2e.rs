@@ -64,7 +64,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "table",
-        about: "1024 indirect functions chosen by index",
+        about: "1024 indirect functions chosen by index, and summed by a teams reduction",
         units: &[unit("table.c")],
         library: &[],
         needs_map: true,
@@ -267,6 +267,7 @@ pub fn run_x86_64(workspace: &Path, tools: &Tools, dist: &Dist, program: &Progra
 pub fn build_gpu(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarget) -> Result<String> {
     let names = [TRANSLATE, MAP_P, MAP_SIZE];
     let mut registers = None;
+    let mut reductions = 0;
     for program in PROGRAMS {
         let exe = build(workspace, tools, dist, target, program)
             .with_context(|| format!("building {} for {}", program.name, target.name))?;
@@ -278,7 +279,7 @@ pub fn build_gpu(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadT
             registers = Some(checks::cubin_registers(tools, &image)?);
         }
         if target.triple == "amdgcn-amd-amdhsa" {
-            crate::amdgpu_images::check_image(tools, &image)?;
+            reductions += crate::amdgpu_images::check_image(tools, &image)?;
         }
     }
     let mut detail =
@@ -287,9 +288,14 @@ pub fn build_gpu(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadT
         detail.push_str(&format!("; linked {TRANSLATE}: {regs} registers"));
     }
     if target.triple == "amdgcn-amd-amdhsa" {
-        detail.push_str(
-            "; AMDGPU plugin checks: target ID, .kd descriptors and segment sizes, kernel environments, kernarg layout vs metadata; ",
+        ensure!(
+            reductions > 0,
+            "no gfx90a kernel declares a cross-team reduction (tests/e2e/table.c has one)"
         );
+        detail.push_str(&format!(
+            "; AMDGPU plugin checks: target ID, .kd descriptors and segment sizes, kernel environments \
+             ({reductions} with a reduction buffer), kernarg layout vs metadata; "
+        ));
         let program = &PROGRAMS[0];
         let exe = workspace.join("target/tests/e2e").join(&target.name).join(program.name).join(program.name);
         detail.push_str(&run_amdgcn(tools, dist, &exe, program)?);
