@@ -1,4 +1,4 @@
-//! The `__tgt_rtl_*` C entry points, written once. [`export_plugin!`] instantiates them for a
+//! The `__tgt_rtl_*` C entry points, written once. [`export_plugin!`](crate::export_plugin) instantiates them for a
 //! backend; each shim calls one generic function here, which catches panics, reports failures
 //! through [`crate::info`], and returns `OFFLOAD_FAIL` / null instead of unwinding into C.
 

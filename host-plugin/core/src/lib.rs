@@ -1,7 +1,9 @@
 //! The backend-independent half of the libomptarget plugins, after LLVM's
 //! `plugins-nextgen/common`: the C ABI types, OffloadBinary and offload-entry parsing, the
 //! function-pointer map, the generic plugin/device state, and the `__tgt_rtl_*` exports
-//! ([`export_plugin!`]). A backend crate implements [`Backend`] and invokes the macro.
+//! ([`export_plugin!`]); for the GPU backends also what LLVM's DeviceRTL expects from a plugin
+//! ([`environment`]) and run-time loading of the vendor runtime ([`vendor_functions!`]). A backend
+//! crate implements [`Backend`] and invokes the macro.
 #![deny(missing_docs)]
 
 pub mod abi;
