@@ -1,6 +1,6 @@
 //! Vendor runtimes (`libcuda.so.1`, `libhsa-runtime64.so.1`) loaded at run time, after LLVM's
 //! `dynamic_cuda` / `dynamic_hsa`: a backend declares exactly the functions it calls with
-//! [`vendor_functions!`], and every one is resolved when the library is opened, so a missing
+//! [`vendor_functions!`](crate::vendor_functions), and every one is resolved when the library is opened, so a missing
 //! library or symbol is an error at start-up, never a crash later.
 
 use std::ffi::{c_void, CStr};
