@@ -17,7 +17,7 @@
 pub mod hsa;
 
 use std::collections::HashSet;
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
@@ -30,6 +30,7 @@ use plugin_core::environment::{
     write_indirect_call_table, DeviceEnvironment, DeviceLimits, KernelConfig,
 };
 use plugin_core::image::DeviceImage;
+use plugin_core::vendor_library::symbol_name;
 use plugin_core::{Backend, DeviceSymbol, LaunchParams, PluginError, Result};
 
 /// Threads per workgroup without a `thread_limit` (LLVM's AMDGPU `GV_Default_WG_Size`).
@@ -109,10 +110,6 @@ pub struct LoadedImage {
 unsafe impl Send for Gpu {}
 // SAFETY: as above.
 unsafe impl Sync for Gpu {}
-
-fn c_name(s: &str) -> Result<CString> {
-    CString::new(s).map_err(|_| PluginError::InvalidArgument(format!("symbol name {s:?} contains NUL")))
-}
 
 /// The queue error callback: records the status for the waiting launch. Must not unwind.
 unsafe extern "C" fn on_queue_error(status: hsa_sys::Status, _queue: *mut hsa_sys::Queue, data: *mut c_void) {
@@ -285,7 +282,8 @@ impl Amdgpu {
 
     fn kernel_segments(&self, image: &LoadedImage, kernel: &str) -> Result<Option<KernelSegments>> {
         let agent = self.gpus[image.device as usize].agent;
-        let Some(symbol) = self.hsa.symbol(image.executable, &c_name(&format!("{kernel}.kd"))?, agent)?
+        let Some(symbol) =
+            self.hsa.symbol(image.executable, &symbol_name(&format!("{kernel}.kd"))?, agent)?
         else {
             return Ok(None);
         };
@@ -420,7 +418,7 @@ impl Backend for Amdgpu {
 
     fn global(&self, image: &LoadedImage, name: &str) -> Result<Option<DeviceSymbol>> {
         let agent = self.gpus[image.device as usize].agent;
-        let Some(symbol) = self.hsa.symbol(image.executable, &c_name(name)?, agent)? else {
+        let Some(symbol) = self.hsa.symbol(image.executable, &symbol_name(name)?, agent)? else {
             return Ok(None);
         };
         use hsa_sys::symbol_info as info;

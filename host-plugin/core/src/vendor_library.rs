@@ -3,7 +3,15 @@
 //! [`vendor_functions!`](crate::vendor_functions), and every one is resolved when the library is opened, so a missing
 //! library or symbol is an error at start-up, never a crash later.
 
-use std::ffi::{c_void, CStr};
+use std::ffi::{c_void, CStr, CString};
+
+use crate::{PluginError, Result};
+
+/// `name` as the C string a vendor symbol lookup (`cuModuleGetGlobal`,
+/// `hsa_executable_get_symbol_by_name`, ...) takes; a name with a NUL is an invalid argument.
+pub fn symbol_name(name: &str) -> Result<CString> {
+    CString::new(name).map_err(|_| PluginError::InvalidArgument(format!("symbol name {name:?} contains NUL")))
+}
 
 /// Why a vendor library could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +35,7 @@ unsafe impl Sync for VendorLibrary {}
 
 impl VendorLibrary {
     /// `dlopen(name, RTLD_NOW | RTLD_LOCAL)`.
-    pub fn open(name: &CStr) -> Result<VendorLibrary, OpenError> {
+    pub fn open(name: &CStr) -> std::result::Result<VendorLibrary, OpenError> {
         // SAFETY: valid C string; loading a vendor library runs its constructors, as the vendor's
         // own plugins do.
         let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };

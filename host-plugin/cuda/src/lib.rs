@@ -10,7 +10,7 @@ pub mod driver;
 pub mod image;
 
 use std::collections::HashSet;
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::sync::Mutex;
 
 use driver::{attr, CuDevice, CuHandle, Driver};
@@ -20,6 +20,7 @@ use plugin_core::environment::{
     write_indirect_call_table, DeviceEnvironment, DeviceLimits, KernelConfig,
 };
 use plugin_core::image::DeviceImage;
+use plugin_core::vendor_library::symbol_name;
 use plugin_core::{Backend, DeviceSymbol, LaunchParams, PluginError, Result};
 
 /// Threads per block without a `thread_limit` (LLVM's NVPTX `GV_Default_WG_Size`).
@@ -60,10 +61,6 @@ pub struct Module {
     /// Boxed: a kernel's handle is its address, which must not move when the vector grows.
     #[allow(clippy::vec_box)]
     kernels: Mutex<Vec<Box<Kernel>>>,
-}
-
-fn name(s: &str) -> Result<CString> {
-    CString::new(s).map_err(|_| PluginError::InvalidArgument(format!("symbol name {s:?} contains NUL")))
 }
 
 impl Cuda {
@@ -182,7 +179,8 @@ impl Backend for Cuda {
     fn kernel(&self, module: &Module, kernel: &str) -> Result<Option<u64>> {
         self.enter(module.device)?;
         // SAFETY: a `Module` holds a loaded handle until unloaded.
-        let Some(function) = (unsafe { self.driver.function(module.handle as CuHandle, &name(kernel)?) })?
+        let Some(function) =
+            (unsafe { self.driver.function(module.handle as CuHandle, &symbol_name(kernel)?) })?
         else {
             return Ok(None);
         };
@@ -197,7 +195,7 @@ impl Backend for Cuda {
     fn global(&self, module: &Module, symbol: &str) -> Result<Option<DeviceSymbol>> {
         self.enter(module.device)?;
         // SAFETY: a `Module` holds a loaded handle until unloaded.
-        let found = unsafe { self.driver.global(module.handle as CuHandle, &name(symbol)?) }?;
+        let found = unsafe { self.driver.global(module.handle as CuHandle, &symbol_name(symbol)?) }?;
         Ok(found.map(|(addr, size)| DeviceSymbol { addr, size: Some(size as u64) }))
     }
 
