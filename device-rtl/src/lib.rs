@@ -6,22 +6,31 @@
 //! [`__omp_offloading_fptr_map_size`]; device code then calls [`__kmpc_target_translate_fptr`]
 //! on a host pointer to obtain the device function to call.
 //!
+//! Alongside the table our plugin installs a hash index ([`index`],
+//! [`__omp_offloading_fptr_index`]) that answers a hit with one probe instead of `log2(size)`
+//! dependent loads; tables installed by anyone else are binary-searched as before.
+//!
 //! The crate is freestanding (`no_std`, no allocation, no panic paths, no external calls) so the
 //! same source builds for `nvptx64-nvidia-cuda`, `amdgcn-amd-amdhsa` and x86_64, and the lookup
 //! in [`lookup`] is ordinary Rust that the host test suite runs directly.
 #![cfg_attr(not(test), no_std)]
-#![feature(linkage)]
+// `linkage`: the weak globals. `portable_simd`: `u64x2`, so that probing an index slot is one
+// 16-byte load of key and value.
+#![feature(linkage, portable_simd)]
 #![cfg_attr(feature = "panic-handler", feature(core_intrinsics))]
 #![cfg_attr(feature = "panic-handler", allow(internal_features))]
 #![deny(missing_docs)]
 
 mod exports;
+pub mod index;
 pub mod lookup;
 
 pub use exports::{
-    __kmpc_target_translate_fptr, __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size,
+    __kmpc_target_translate_fptr, __omp_offloading_fptr_index, __omp_offloading_fptr_map_p,
+    __omp_offloading_fptr_map_size,
 };
-pub use lookup::{translate, translate_in, FptrMapEntry};
+pub use index::{FptrIndex, IndexSlot};
+pub use lookup::{translate, translate_in, translate_indexed, FptrMapEntry};
 
 /// Freestanding builds need a panic handler even though nothing in this crate can panic: the
 /// lookup uses raw pointers and unchecked arithmetic that cannot overflow. The artifact checks

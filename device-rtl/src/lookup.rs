@@ -2,6 +2,8 @@
 
 use core::ffi::c_void;
 
+use crate::index::FptrIndex;
+
 /// One entry of the function-pointer map: `struct __omp_offloading_fptr_map_ty { int64_t
 /// host_ptr; int64_t tgt_ptr; }` (16 bytes, 8-aligned).
 ///
@@ -36,13 +38,66 @@ pub unsafe fn translate(table: *const FptrMapEntry, size: u64, fn_ptr: *mut c_vo
     if key == 0 || table.is_null() || size == 0 {
         return fn_ptr;
     }
-    // SAFETY: the caller guarantees `size` readable entries; index 0 and `size - 1` are in range.
-    let (first, last) = unsafe { ((*table).host_ptr, (*table.add((size - 1) as usize)).host_ptr) };
-    // Pointers that are not host functions (device pointers, other data) mostly fall outside the
-    // table's range: answer them after two loads.
-    if key < first || key > last {
+    // SAFETY: the caller guarantees `size` readable entries.
+    if !unsafe { in_range(table, size, key) } {
         return fn_ptr;
     }
+    // SAFETY: `key` is in range, `search`'s precondition.
+    match unsafe { search(table, size, key) } {
+        Some(tgt_ptr) => tgt_ptr as *mut c_void,
+        None => fn_ptr,
+    }
+}
+
+/// [`translate`] of the table at `table` whose length `*size` holds, answered by `index` when it
+/// was built from that table (one hash probe), by the binary search otherwise. Same results.
+///
+/// `*size` is read only when the search runs: the index check comes first so that the indexed
+/// path keeps few values alive (ptxas allocates 24 registers to the whole function this way, as
+/// many as LLVM's lookup, and 36 or more when the length is loaded first).
+///
+/// # Safety
+/// As for [`translate`] with `size = *size`; in addition, an index that describes `table` must
+/// be well formed over that table's entries ([`FptrIndex`]).
+#[inline(always)]
+pub unsafe fn translate_indexed(
+    table: *const FptrMapEntry,
+    size: &u64,
+    index: &FptrIndex,
+    fn_ptr: *mut c_void,
+) -> *mut c_void {
+    let key = fn_ptr as u64;
+    if key == 0 || table.is_null() {
+        return fn_ptr;
+    }
+    if index.describes(table as u64) {
+        // SAFETY: an index that describes this table is well formed (the caller's guarantee).
+        return unsafe { index.translate(key) } as *mut c_void;
+    }
+    // SAFETY: forwarded.
+    unsafe { translate(table, *size, fn_ptr) }
+}
+
+/// Whether `key` lies in `[table[0].host_ptr, table[size - 1].host_ptr]`. Pointers that are not
+/// host functions (device pointers, other data) mostly fall outside: answered from two loads
+/// that every thread shares.
+///
+/// # Safety
+/// `table` points to `size >= 1` readable entries.
+#[inline(always)]
+unsafe fn in_range(table: *const FptrMapEntry, size: u64, key: u64) -> bool {
+    // SAFETY: index 0 and `size - 1` are in the table.
+    let (first, last) = unsafe { ((*table).host_ptr, (*table.add((size - 1) as usize)).host_ptr) };
+    first <= key && key <= last
+}
+
+/// Binary search for `key`, known to lie in `[table[0].host_ptr, table[size - 1].host_ptr]`.
+///
+/// # Safety
+/// `table` points to `size >= 1` readable entries sorted by `host_ptr`, and `key` is in the
+/// closed range of their keys.
+#[inline(always)]
+unsafe fn search(table: *const FptrMapEntry, size: u64, key: u64) -> Option<u64> {
     // Branch-free lower bound over [base, base + len): the answer stays in [base, base + len].
     let mut base = table;
     let mut len = size;
@@ -59,17 +114,13 @@ pub unsafe fn translate(table: *const FptrMapEntry, size: u64, fn_ptr: *mut c_vo
     // SAFETY: `base` is in the table (len stayed >= 1).
     let entry = unsafe { &*base };
     if entry.host_ptr == key {
-        return entry.tgt_ptr as *mut c_void;
+        return Some(entry.tgt_ptr);
     }
     // The lower bound is `base + 1`, which exists: `key <= last` and `base.host_ptr < key` means
     // `base` is not the last entry.
     // SAFETY: `base + 1 <= table + size - 1` by the argument above.
     let next = unsafe { &*base.add(1) };
-    if next.host_ptr == key {
-        next.tgt_ptr as *mut c_void
-    } else {
-        fn_ptr
-    }
+    (next.host_ptr == key).then_some(next.tgt_ptr)
 }
 
 /// Safe form of [`translate`] over a slice, for host code and tests: same result as

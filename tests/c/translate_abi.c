@@ -1,6 +1,6 @@
 /* Checks __kmpc_target_translate_fptr through the real C ABI, linked against the plain x86_64
- * archive target/dist/device/x86_64/libdevice_rtl.a. The test sets the two weak globals itself,
- * as the plugin does on a device. Exit status 0 and "translate_abi: N passed, 0 failed". */
+ * archive target/dist/device/x86_64/libdevice_rtl.a. The test sets the weak globals itself (the
+ * two map globals, then the hash index header), as the plugin does on a device. Exit status 0 and "translate_abi: N passed, 0 failed". */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +14,15 @@ _Static_assert(sizeof(struct __omp_offloading_fptr_map_ty) == 16, "entry is 16 b
 
 extern struct __omp_offloading_fptr_map_ty *__omp_offloading_fptr_map_p;
 extern uint64_t __omp_offloading_fptr_map_size;
+
+/* The hash index our plugin installs beside the table (device-rtl/src/index.rs). */
+struct __omp_offloading_fptr_index_ty {
+  uint64_t table, slots, multiplier, first, last;
+  uint32_t shift, reserved;
+};
+_Static_assert(sizeof(struct __omp_offloading_fptr_index_ty) == 48, "index header is 48 bytes");
+_Static_assert(offsetof(struct __omp_offloading_fptr_index_ty, shift) == 40, "shift at 40");
+extern struct __omp_offloading_fptr_index_ty __omp_offloading_fptr_index;
 void *__kmpc_target_translate_fptr(void *FnPtr);
 
 static int passed, failed;
@@ -88,6 +97,37 @@ int main(void) {
   }
   install(NULL, 0);
   free(big);
+
+  /* The index, built here as the plugin builds it: 8 slots (shift 29), linear probing. */
+  if (__omp_offloading_fptr_index.table != 0 || __omp_offloading_fptr_index.slots != 0) {
+    fprintf(stderr, "FAIL defaults: the index header is not all zero\n");
+    failed++;
+  }
+  static _Alignas(16) struct __omp_offloading_fptr_map_ty slots[8];
+  const uint64_t multiplier = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 4; i++) {
+    uint64_t key = (uint64_t)four[i].host_ptr;
+    uint32_t at = (uint32_t)((key * multiplier) >> 32) >> 29;
+    while (slots[at].host_ptr != 0) at = (at + 1) & 7;
+    slots[at].host_ptr = four[i].host_ptr;
+    slots[at].tgt_ptr = four[i].tgt_ptr + 5; /* differs from the table: shows who answered */
+  }
+  struct __omp_offloading_fptr_index_ty index = {(uint64_t)(uintptr_t)four, (uint64_t)(uintptr_t)slots,
+                                                 multiplier, 100, 400, 29, 0};
+  __omp_offloading_fptr_index = index;
+  install(four, 4);
+  expect("index hit", 100, 1105);
+  expect("index hit", 400, 1405);
+  expect("index miss between", 250, 250);
+  expect("index miss below", 99, 99);
+  expect("index miss above", 401, 401);
+  /* Another producer's table (another address): the index is ignored. */
+  struct __omp_offloading_fptr_map_ty copy[4] = {{100, 1100}, {200, 1200}, {300, 1300}, {400, 1400}};
+  install(copy, 4);
+  expect("stale index ignored", 100, 1100);
+  install(NULL, 0);
+  expect("no table, index left", 100, 100);
+  __omp_offloading_fptr_index = (struct __omp_offloading_fptr_index_ty){0};
 
   printf("translate_abi: %d passed, %d failed\n", passed, failed);
   return failed != 0;

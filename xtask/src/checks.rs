@@ -17,6 +17,12 @@ pub const TRANSLATE: &str = "__kmpc_target_translate_fptr";
 pub const MAP_P: &str = "__omp_offloading_fptr_map_p";
 /// The table size global.
 pub const MAP_SIZE: &str = "__omp_offloading_fptr_map_size";
+/// The hash index global (ours only; 48 bytes).
+pub const INDEX: &str = "__omp_offloading_fptr_index";
+/// Every global the device runtime defines, all weak.
+pub const GLOBALS: [&str; 3] = [MAP_P, MAP_SIZE, INDEX];
+/// The function and every global: what each image must define exactly once.
+pub const SYMBOLS: [&str; 4] = [TRANSLATE, MAP_P, MAP_SIZE, INDEX];
 
 const EF_AMDGPU_MACH: u32 = 0x0ff;
 const ELFOSABI_AMDGPU_HSA: u8 = 64;
@@ -33,12 +39,12 @@ pub fn known_gfxs() -> String {
     amdgpu_hsa::code_object::processors().collect::<Vec<_>>().join(", ")
 }
 
-/// The PTX declares both globals `.weak .global`, the function `.visible .func`, and nothing
+/// The PTX declares every global `.weak .global`, the function `.visible .func`, and nothing
 /// external (a panic path would show up as `.extern .func`).
 pub fn check_ptx(path: &Path) -> Result<()> {
     let ptx = String::from_utf8(cmd::read(path)?).context("PTX is not UTF-8")?;
     let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
-    for global in [MAP_P, MAP_SIZE] {
+    for global in GLOBALS {
         ensure!(
             lines.iter().any(|l| l.starts_with(".weak .global") && declares(l, global)),
             "{}: {global} is not declared `.weak .global`",
@@ -153,7 +159,7 @@ pub fn elf_summary(data: &[u8], names: &[&str]) -> Result<ElfSummary> {
 /// globals weak and not hidden, the function global, and code with no calls and no stack.
 pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<String> {
     let what = path.display();
-    let elf = elf_summary(&cmd::read(path)?, &[TRANSLATE, MAP_P, MAP_SIZE])?;
+    let elf = elf_summary(&cmd::read(path)?, &SYMBOLS)?;
     ensure!(elf.machine == elf::EM_AMDGPU, "{what}: e_machine {} is not EM_AMDGPU (224)", elf.machine);
     ensure!(elf.os_abi == ELFOSABI_AMDGPU_HSA, "{what}: OS/ABI {} is not AMDGPU_HSA", elf.os_abi);
     ensure!(
@@ -170,7 +176,7 @@ pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<Stri
         header.lines().any(|l| l.trim_start().starts_with("Flags:") && declares(l, gfx)),
         "{what}: llvm-readelf does not decode the flags as {gfx}"
     );
-    for global in [MAP_P, MAP_SIZE] {
+    for global in GLOBALS {
         match elf.symbol(global) {
             [s] if s.defined && s.bind == elf::STB_WEAK && s.visibility != elf::STV_HIDDEN => {}
             found => bail!("{what}: {global} must be one weak, non-hidden definition, found {found:?}"),
@@ -191,10 +197,10 @@ pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<Stri
     Ok(format!("EM_AMDGPU, code object v5, {gfx} ({want:#x}), weak visible globals, no calls or stack"))
 }
 
-/// LLVM 19 reads the bitcode, and it defines the function and both globals.
+/// LLVM 19 reads the bitcode, and it defines the function and every global.
 pub fn check_bitcode(tools: &Tools, path: &Path) -> Result<()> {
     let ir = cmd::stdout(Command::new(&tools.llvm_dis).arg(path).arg("-o").arg("-"))?;
-    for global in [MAP_P, MAP_SIZE] {
+    for global in GLOBALS {
         ensure!(
             ir.lines().any(|l| l.starts_with(&format!("@{global} = weak "))),
             "{}: no weak definition of @{global}",
@@ -218,7 +224,7 @@ pub struct OffloadSymbols {
     pub kernels: Vec<String>,
 }
 
-/// Reads [`OffloadSymbols`] from a cubin's `.symtab`: our two globals are excluded, and so are
+/// Reads [`OffloadSymbols`] from a cubin's `.symtab`: our globals are excluded, and so are
 /// the kernels' environment objects (which are not 8 bytes and not global).
 pub fn offload_symbols(data: &[u8]) -> Result<OffloadSymbols> {
     let header = elf::FileHeader64::<Endianness>::parse(data).context("not a 64-bit ELF file")?;
@@ -228,7 +234,7 @@ pub fn offload_symbols(data: &[u8]) -> Result<OffloadSymbols> {
     let mut found = OffloadSymbols { indirect: Vec::new(), kernels: Vec::new() };
     for sym in table.iter() {
         let name = String::from_utf8_lossy(sym.name(endian, table.strings())?).into_owned();
-        if !name.starts_with("__omp_offloading_") || name == MAP_P || name == MAP_SIZE {
+        if !name.starts_with("__omp_offloading_") || GLOBALS.contains(&name.as_str()) {
             continue;
         }
         let defined = sym.st_shndx(endian) != elf::SHN_UNDEF;
@@ -254,6 +260,7 @@ mod tests {
 .target sm_90
 .weak .global .align 8 .b8 __omp_offloading_fptr_map_p[8];
 .weak .global .align 8 .b8 __omp_offloading_fptr_map_size[8];
+.weak .global .align 8 .b8 __omp_offloading_fptr_index[48];
 .visible .func  (.param .b64 func_retval0) __kmpc_target_translate_fptr(
 ";
 
@@ -288,6 +295,8 @@ mod tests {
         // A prefix of a name does not count as the name.
         let prefix = GOOD_PTX.replace("__omp_offloading_fptr_map_p[8]", "__omp_offloading_fptr_map_px[8]");
         assert!(check_text(&prefix).is_err());
+        let no_index = GOOD_PTX.replace(".weak .global .align 8 .b8 __omp_offloading_fptr_index[48];\n", "");
+        assert!(check_text(&no_index).unwrap_err().to_string().contains("__omp_offloading_fptr_index"));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::{ensure, Context, Result};
 
 use crate::build::Dist;
-use crate::checks::{self, MAP_P, MAP_SIZE, TRANSLATE};
+use crate::checks::{self, SYMBOLS, TRANSLATE};
 use crate::cmd;
 use crate::offload::OffloadTarget;
 use crate::tools::Tools;
@@ -222,13 +222,32 @@ fn check_needs_libomptarget16(exe: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Runs an x86_64 build; `map` false sets the plugin's switch that leaves the map uninstalled.
-/// Returns (exit code, stdout).
-pub fn run(tools: &Tools, dist: &Dist, exe: &Path, map: bool) -> Result<(i32, String)> {
+/// How the plugin installs the map in a run, set through its environment switches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapSetup {
+    /// The default: table and hash index.
+    Indexed,
+    /// `OMPTARGET_INDIRECT_INDEX=0`: the table alone, binary-searched on the device.
+    SearchOnly,
+    /// `OMPTARGET_INDIRECT_MAP=0`: nothing installed (the negative control).
+    None,
+}
+
+/// Runs an x86_64 build with the map installed as `setup` says. Returns (exit code, stdout).
+pub fn run(tools: &Tools, dist: &Dist, exe: &Path, setup: MapSetup) -> Result<(i32, String)> {
     let mut c = Command::new(exe);
-    c.envs(run_env(tools, dist)).env_remove("LIBOMPTARGET_INFO");
-    if !map {
-        c.env("OMPTARGET_INDIRECT_MAP", "0");
+    c.envs(run_env(tools, dist))
+        .env_remove("LIBOMPTARGET_INFO")
+        .env_remove("OMPTARGET_INDIRECT_MAP")
+        .env_remove("OMPTARGET_INDIRECT_INDEX");
+    match setup {
+        MapSetup::Indexed => {}
+        MapSetup::SearchOnly => {
+            c.env("OMPTARGET_INDIRECT_INDEX", "0");
+        }
+        MapSetup::None => {
+            c.env("OMPTARGET_INDIRECT_MAP", "0");
+        }
     }
     let out = c.output().with_context(|| format!("cannot run {}", exe.display()))?;
     let code = out.status.code().unwrap_or(-1);
@@ -237,19 +256,33 @@ pub fn run(tools: &Tools, dist: &Dist, exe: &Path, map: bool) -> Result<(i32, St
     Ok((code, text))
 }
 
-/// Builds and runs `program` on x86_64 host offload, then, if it needs the map, runs it again
-/// with the map disabled and expects it to fail.
+/// Builds and runs `program` on x86_64 host offload; if it needs the map, runs it again with the
+/// table alone (the device's binary search instead of the index: same results expected), then
+/// with the map disabled, and expects that to fail.
 pub fn run_x86_64(workspace: &Path, tools: &Tools, dist: &Dist, program: &Program) -> Result<String> {
     let exe = build(workspace, tools, dist, &OffloadTarget::x86_64(), program)?;
-    let (code, output) = run(tools, dist, &exe, true)?;
-    let summary = output.lines().find(|l| l.starts_with(&format!("{}: ", program.name))).unwrap_or("");
-    ensure!(code == 0 && summary.ends_with(" 0 failed"), "{} exited with {code}:\n{output}", exe.display());
-    if let Some(line) = program.expect_line {
-        ensure!(output.lines().any(|l| l == line), "{} did not print `{line}`:\n{output}", exe.display());
+    let setups: &[MapSetup] =
+        if program.needs_map { &[MapSetup::Indexed, MapSetup::SearchOnly] } else { &[MapSetup::Indexed] };
+    let mut detail = String::new();
+    for &setup in setups {
+        let (code, output) = run(tools, dist, &exe, setup)?;
+        let summary = output.lines().find(|l| l.starts_with(&format!("{}: ", program.name))).unwrap_or("");
+        ensure!(
+            code == 0 && summary.ends_with(" 0 failed"),
+            "{} ({setup:?}) exited with {code}:\n{output}",
+            exe.display()
+        );
+        if let Some(line) = program.expect_line {
+            ensure!(output.lines().any(|l| l == line), "{} did not print `{line}`:\n{output}", exe.display());
+        }
+        if detail.is_empty() {
+            detail = summary.to_string();
+        } else {
+            detail.push_str("; the same without the hash index");
+        }
     }
-    let mut detail = summary.to_string();
     if program.needs_map {
-        let (code, output) = run(tools, dist, &exe, false)?;
+        let (code, output) = run(tools, dist, &exe, MapSetup::None)?;
         let failed = output.lines().filter(|l| l.starts_with("FAIL ")).count();
         ensure!(
             code == 1 && failed > 0,
@@ -263,9 +296,9 @@ pub fn run_x86_64(workspace: &Path, tools: &Tools, dist: &Dist, program: &Progra
 }
 
 /// Builds every program for a GPU target and checks that each device image defines our function
-/// and both globals exactly once. The executables stay in `target/tests/e2e/<target>/`.
+/// and every global exactly once. The executables stay in `target/tests/e2e/<target>/`.
 pub fn build_gpu(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarget) -> Result<String> {
-    let names = [TRANSLATE, MAP_P, MAP_SIZE];
+    let names = SYMBOLS;
     let mut registers = None;
     let mut reductions = 0;
     for program in PROGRAMS {
@@ -282,8 +315,7 @@ pub fn build_gpu(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadT
             reductions += crate::amdgpu_images::check_image(tools, &image)?;
         }
     }
-    let mut detail =
-        format!("{} programs; each image defines {TRANSLATE}, {MAP_P}, {MAP_SIZE} once", PROGRAMS.len());
+    let mut detail = format!("{} programs; each image defines {} once", PROGRAMS.len(), SYMBOLS.join(", "));
     if let Some(regs) = registers {
         detail.push_str(&format!("; linked {TRANSLATE}: {regs} registers"));
     }

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{ensure, Result};
 
 use crate::build::{self, Archs, Dist};
-use crate::checks::{self, MAP_P, MAP_SIZE, TRANSLATE};
+use crate::checks::{self, SYMBOLS, TRANSLATE};
 use crate::cmd;
 use crate::e2e;
 use crate::gpu_bundle;
@@ -97,8 +97,8 @@ pub fn run(workspace: &Path) -> Result<()> {
             checks::check_ptx(&dir.join("device_rtl.ptx"))?;
             checks::check_bitcode(&tools, &dir.join("device_rtl.bc"))?;
             let cubin = dir.join("device_rtl.cubin");
-            let elf = checks::elf_summary(&cmd::read(&cubin)?, &[TRANSLATE, MAP_P, MAP_SIZE])?;
-            elf.expect_defined_once(&cubin.display().to_string(), &[TRANSLATE, MAP_P, MAP_SIZE])?;
+            let elf = checks::elf_summary(&cmd::read(&cubin)?, &SYMBOLS)?;
+            elf.expect_defined_once(&cubin.display().to_string(), &SYMBOLS)?;
             let regs = checks::cubin_registers(&tools, &cubin)?;
             Ok(format!("{TRANSLATE}: {regs} registers (ptxas 11.8)"))
         });

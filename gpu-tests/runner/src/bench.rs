@@ -1,13 +1,15 @@
 //! The translation benchmark (`gpu-test bench`, `cargo xtask gpu-bench`): ours inlined into the
-//! kernel and called, LLVM 19's `__llvm_omp_indirect_call_lookup` (extracted from Debian's
-//! DeviceRTL bitcode when the bundle is built), and a one-load baseline, on the same GPU, tables
-//! and keys, in one run. Throughput (independent translations) and latency (a dependent chain).
+//! kernel and called, each with the table installed as the plugin installs it (with the hash
+//! index), ours inlined on the table alone (the binary search that tables from other producers
+//! get), LLVM 19's `__llvm_omp_indirect_call_lookup` (extracted from Debian's DeviceRTL bitcode
+//! when the bundle is built), and a one-load baseline, on the same GPU, tables and keys, in one
+//! run. Throughput (independent translations) and latency (a dependent chain).
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use plugin_core::abi::{FptrMapEntry, FPTR_MAP_P, FPTR_MAP_SIZE};
+use plugin_core::abi::FptrMapEntry;
 use plugin_test_support::random::{sorted_pairs, splitmix};
 
 use crate::cuda::{Arg, Gpu, Result};
@@ -56,12 +58,61 @@ impl Pattern {
     }
 }
 
-/// The implementations: (name, kernel module, kernel name prefix).
-pub const IMPLEMENTATIONS: [(&str, &str, &str); 4] = [
-    ("ours-inlined", "lookup_inlined", "bench_ours"),
-    ("ours-called", "lookup_called", "bench_ours"),
-    ("llvm19", "llvm_lookup", "bench_llvm"),
-    ("baseline", "lookup_inlined", "bench_baseline"),
+/// How an implementation's module gets the table.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Install {
+    /// As the plugin installs it: table and hash index.
+    Indexed,
+    /// The table and the two map globals alone.
+    TableOnly,
+    /// In LLVM 19's device environment.
+    LlvmEnvironment,
+}
+
+/// One implementation measured.
+pub struct Implementation {
+    /// Name in the report, the CSV and the plot.
+    pub name: &'static str,
+    /// Kernel module of the bundle.
+    pub module: &'static str,
+    /// Kernel name prefix (`<prefix>_throughput`, `<prefix>_latency`).
+    pub prefix: &'static str,
+    /// How its module gets the table.
+    pub install: Install,
+}
+
+/// The implementations, each with a module of its own.
+pub const IMPLEMENTATIONS: [Implementation; 5] = [
+    Implementation {
+        name: "ours-inlined",
+        module: "lookup_inlined",
+        prefix: "bench_ours",
+        install: Install::Indexed,
+    },
+    Implementation {
+        name: "ours-called",
+        module: "lookup_called",
+        prefix: "bench_ours",
+        install: Install::Indexed,
+    },
+    Implementation {
+        name: "ours-searched",
+        module: "lookup_inlined",
+        prefix: "bench_ours",
+        install: Install::TableOnly,
+    },
+    Implementation {
+        name: "llvm19",
+        module: "llvm_lookup",
+        prefix: "bench_llvm",
+        install: Install::LlvmEnvironment,
+    },
+    Implementation {
+        name: "baseline",
+        module: "lookup_inlined",
+        prefix: "bench_baseline",
+        install: Install::TableOnly,
+    },
 ];
 
 /// One measurement.
@@ -109,43 +160,46 @@ fn pool(table: &[FptrMapEntry], pattern: Pattern, seed: u64) -> (Vec<u64>, Vec<u
 
 /// Runs every implementation, pattern, size and mode; returns the rows.
 pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<Row>> {
-    let modules = ["lookup_inlined", "lookup_called", "llvm_lookup"]
-        .map(|name| gpu.load_kernels(bundle, name).map(|module| (name, module)));
-    let modules = modules.into_iter().collect::<Result<Vec<_>>>()?;
+    let modules =
+        IMPLEMENTATIONS.iter().map(|i| gpu.load_kernels(bundle, i.module)).collect::<Result<Vec<_>>>()?;
     let blocks = gpu.sms * 8;
     let threads = 256;
     let out = gpu.alloc(blocks as usize * threads as usize * 8)?;
     let mut rows = Vec::new();
     for &entries in &SIZES {
         let table = sorted_pairs(entries, 0xbe7c ^ entries as u64);
-        let device_table = gpu.upload(&table)?;
-        for (name, module) in &modules {
-            if *name == "llvm_lookup" {
-                let (env, size) = module.global(LLVM_ENVIRONMENT)?;
-                if size < 40 {
-                    return Err(format!("{LLVM_ENVIRONMENT} has {size} bytes, expected 48"));
+        // Held until the next size: the device memory every module's globals point to.
+        let mut installed = Vec::new();
+        let mut llvm_table = None;
+        for (implementation, module) in IMPLEMENTATIONS.iter().zip(&modules) {
+            match implementation.install {
+                Install::Indexed => installed.push(module.install(&table, true)?),
+                Install::TableOnly => installed.push(module.install(&table, false)?),
+                Install::LlvmEnvironment => {
+                    let device_table = gpu.upload(&table)?;
+                    let (env, size) = module.global(LLVM_ENVIRONMENT)?;
+                    if size < 40 {
+                        return Err(format!("{LLVM_ENVIRONMENT} has {size} bytes, expected 48"));
+                    }
+                    let mut fields = device_table.ptr.to_ne_bytes().to_vec();
+                    fields.extend((entries as u64).to_ne_bytes());
+                    gpu.driver.write(env + LLVM_TABLE_OFFSET, &fields).map_err(|e| e.to_string())?;
+                    llvm_table = Some(device_table);
                 }
-                let mut fields = device_table.ptr.to_ne_bytes().to_vec();
-                fields.extend((entries as u64).to_ne_bytes());
-                gpu.driver.write(env + LLVM_TABLE_OFFSET, &fields).map_err(|e| e.to_string())?;
-            } else {
-                module.set_global(FPTR_MAP_P, device_table.ptr)?;
-                module.set_global(FPTR_MAP_SIZE, entries as u64)?;
             }
         }
         for pattern in Pattern::ALL {
             let (keys, index) = pool(&table, pattern, 0x9001 ^ entries as u64);
             let (keys, index) = (gpu.upload(&keys)?, gpu.upload(&index)?);
             let uniform = u32::from(pattern == Pattern::UniformHit);
-            for (implementation, module_name, prefix) in IMPLEMENTATIONS {
-                if implementation == "llvm19" && pattern == Pattern::MissInside {
+            for (implementation, module) in IMPLEMENTATIONS.iter().zip(&modules) {
+                if implementation.install == Install::LlvmEnvironment && pattern == Pattern::MissInside {
                     continue; // never returns (REFERENCE.md section 2)
                 }
-                let module = &modules.iter().find(|(n, _)| *n == module_name).expect("loaded").1;
                 for (mode, grid, block, iters) in
                     [("throughput", blocks, threads, THROUGHPUT_ITERS), ("latency", 1, 32, LATENCY_ITERS)]
                 {
-                    let kernel = format!("{prefix}_{mode}");
+                    let kernel = format!("{}_{mode}", implementation.prefix);
                     let args = [
                         Arg::U64(keys.ptr),
                         Arg::U64(index.ptr),
@@ -163,7 +217,7 @@ pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<Row>> {
                         .collect::<Result<_>>()?;
                     times.sort_unstable();
                     rows.push(Row {
-                        implementation,
+                        implementation: implementation.name,
                         pattern,
                         mode,
                         entries,
@@ -173,6 +227,7 @@ pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<Row>> {
                 }
             }
         }
+        drop((installed, llvm_table));
     }
     Ok(rows)
 }
@@ -294,7 +349,7 @@ mod tests {
         let mut rows = Vec::new();
         for &entries in &SIZES {
             for pattern in Pattern::ALL {
-                for (implementation, _, _) in IMPLEMENTATIONS {
+                for Implementation { name: implementation, .. } in IMPLEMENTATIONS {
                     let micros = match implementation {
                         "llvm19" if pattern == Pattern::MissInside => continue,
                         "llvm19" => 300,

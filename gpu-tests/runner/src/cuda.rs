@@ -6,6 +6,8 @@ use std::path::Path;
 
 use omptarget_rtl_cuda::driver::{attr, CuDevice, CuDevicePtr, CuHandle, Driver};
 use omptarget_rtl_cuda::image::{classify, cubin_runs_on, CudaImage};
+use plugin_core::abi::{FptrIndex, FptrMapEntry, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE};
+use plugin_core::fptr_map::{header_bytes, FptrTable, HashIndex};
 
 /// Errors here are plain messages: this is a test program.
 pub type Result<T> = std::result::Result<T, String>;
@@ -132,7 +134,41 @@ pub enum Arg {
     U32(u32),
 }
 
-impl Module<'_> {
+/// A table installed in a module's globals, as the plugin installs it: the device memory it
+/// points to, freed on drop.
+pub struct Installed<'g> {
+    /// The sorted table.
+    pub table: Buffer<'g>,
+    /// The hash index's slots, if one was installed (held only to be freed with the table).
+    _slots: Option<Buffer<'g>>,
+}
+
+impl<'g> Module<'g> {
+    /// Copies `entries` (sorted, unique keys) to the device and points the module's map globals
+    /// at them; with `index`, also builds the plugin's hash index (`plugin_core::fptr_map`) and
+    /// fills `__omp_offloading_fptr_index`, else clears it (the table alone, as any other
+    /// producer installs it). An empty table clears everything.
+    pub fn install(&self, entries: &[FptrMapEntry], index: bool) -> Result<Installed<'g>> {
+        let gpu = self.gpu;
+        let table = gpu.upload(entries)?;
+        let hash =
+            if index { HashIndex::build(&FptrTable::from_sorted(entries).map_err(err)?) } else { None };
+        let slots = hash.as_ref().map(|h| gpu.upload(h.slots())).transpose()?;
+        let header = match (&hash, &slots) {
+            (Some(h), Some(s)) => h.header_at(table.ptr, s.ptr),
+            _ => FptrIndex::NONE,
+        };
+        let pointer = if entries.is_empty() { 0 } else { table.ptr };
+        self.set_global(FPTR_MAP_P, pointer)?;
+        self.set_global(FPTR_MAP_SIZE, entries.len() as u64)?;
+        let (at, size) = self.global(FPTR_INDEX)?;
+        if size != 48 {
+            return Err(format!("global {FPTR_INDEX} has {size} bytes, expected 48"));
+        }
+        gpu.driver.write(at, &header_bytes(&header)).map_err(err)?;
+        Ok(Installed { table, _slots: slots })
+    }
+
     /// Writes `value` into the module's 8-byte global `name`.
     pub fn set_global(&self, name: &str, value: u64) -> Result<()> {
         let (ptr, size) = self.global(name)?;

@@ -1,7 +1,9 @@
 //! Test 1 of the bundle: the device lookup itself. Rust kernels linked with the device runtime
 //! (inlined, and as a call) translate every key of random tables of 0, 1, 2, 3, 17, 1000 and 1M
 //! entries: all hits, a miss between every two neighbours, and misses outside the range; every
-//! thread's result is checked on the host against a binary search of the same table.
+//! thread's result is checked on the host against a binary search of the same table. Each table
+//! is installed twice: with the plugin's hash index, and alone (the binary search, what a table
+//! from another producer gets).
 
 use std::path::Path;
 
@@ -45,26 +47,42 @@ pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<String>> {
         let blocks = gpu.sms * 4;
         for &n in &SIZES {
             let table = sorted_pairs(n, 0x1d1e ^ n as u64);
-            let device_table = gpu.upload(&table)?;
-            module.set_global(FPTR_MAP_P, device_table.ptr)?;
-            module.set_global(FPTR_MAP_SIZE, n as u64)?;
             let keys = keys_for(&table);
-            let failures = translate_and_check(&module, blocks, &keys, |k| expected(&table, k), gpu)?;
-            if failures > 0 {
-                return Err(format!(
-                    "{variant}: {n} entries: {failures} of {} keys translated wrongly",
+            for (index, how) in [(true, "indexed"), (false, "searched")] {
+                let _installed = module.install(&table, index)?;
+                let failures = translate_and_check(&module, blocks, &keys, |k| expected(&table, k), gpu)?;
+                if failures > 0 {
+                    return Err(format!(
+                        "{variant}: {n} entries, {how}: {failures} of {} keys translated wrongly",
+                        keys.len()
+                    ));
+                }
+                report.push(format!(
+                    "{variant}: {n:>7} entries, {how}: {:>7} keys (hits, in-range and outside misses) ok",
                     keys.len()
                 ));
             }
-            report.push(format!(
-                "{variant}: {n:>7} entries: {:>7} keys (hits, in-range and outside misses) ok",
-                keys.len()
+        }
+        // Another producer replaces the table (new address, new values) and leaves our index:
+        // the index no longer names the table and must be ignored.
+        let table = sorted_pairs(1000, 77);
+        let _ours = module.install(&table, true)?;
+        let theirs: Vec<FptrMapEntry> =
+            table.iter().map(|e| FptrMapEntry { host_ptr: e.host_ptr, tgt_ptr: e.tgt_ptr ^ 0xff0 }).collect();
+        let their_table = gpu.upload(&theirs)?;
+        module.set_global(FPTR_MAP_P, their_table.ptr)?;
+        let keys = keys_for(&theirs);
+        let failures = translate_and_check(&module, blocks, &keys, |k| expected(&theirs, k), gpu)?;
+        if failures > 0 {
+            return Err(format!(
+                "{variant}: a table installed over ours: {failures} keys translated wrongly"
             ));
         }
+        report.push(format!("{variant}: a table installed over ours (index left behind): ignored, ok"));
         // A table pointer with no size, and a size with no table pointer: nothing is a key.
         let table = sorted_pairs(5, 5);
         let keys = keys_for(&table);
-        let device_table = gpu.upload(&table)?;
+        let device_table = module.install(&table, false)?.table;
         for (pointer, size, what) in [(device_table.ptr, 0, "size 0"), (0, 5, "null table with size 5")] {
             module.set_global(FPTR_MAP_P, pointer)?;
             module.set_global(FPTR_MAP_SIZE, size)?;

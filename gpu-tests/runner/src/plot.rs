@@ -8,7 +8,7 @@ const WIDTH: usize = 1200;
 const HEIGHT: usize = 900;
 const PANEL_W: usize = WIDTH / 2;
 const PANEL_H: usize = HEIGHT / 2;
-const COLORS: [[u8; 3]; 4] = [[214, 39, 40], [255, 127, 14], [31, 119, 180], [110, 110, 110]];
+const COLORS: [[u8; 3]; 5] = [[214, 39, 40], [255, 127, 14], [44, 160, 44], [31, 119, 180], [110, 110, 110]];
 
 struct Canvas {
     pixels: Vec<u8>,
@@ -157,14 +157,14 @@ pub fn throughput_png(rows: &[Row]) -> Vec<u8> {
             canvas.line((left + 1, y), (right, y), 1, [225, 225, 225]);
             canvas.text(ox + 20, y - 5, &format!("1e{decade}"), black);
         }
-        for (i, (name, _, _)) in IMPLEMENTATIONS.iter().enumerate() {
+        for (i, name) in IMPLEMENTATIONS.iter().map(|i| i.name).enumerate() {
             let color = COLORS[i];
             let points: Vec<(i64, i64)> = SIZES
                 .iter()
                 .filter_map(|&n| {
                     rows.iter()
                         .find(|r| {
-                            r.implementation == *name
+                            r.implementation == name
                                 && r.pattern == *pattern
                                 && r.mode == "throughput"
                                 && r.entries == n

@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, c_void};
 
-pub use device_rtl::FptrMapEntry;
+pub use device_rtl::{FptrIndex, FptrMapEntry, IndexSlot};
 
 /// Return value of a successful `__tgt_rtl_*` call.
 pub const OFFLOAD_SUCCESS: i32 = 0;
@@ -17,6 +17,9 @@ pub const OMP_DECLARE_TARGET_INDIRECT: u32 = 0x08;
 pub const FPTR_MAP_P: &str = "__omp_offloading_fptr_map_p";
 /// Name of the device global holding the table's length.
 pub const FPTR_MAP_SIZE: &str = "__omp_offloading_fptr_map_size";
+/// Name of the device global describing the hash index over the table ([`FptrIndex`], 48
+/// bytes); defined by this project's device runtime only.
+pub const FPTR_INDEX: &str = "__omp_offloading_fptr_index";
 
 /// `struct __tgt_offload_entry` as clang 16-19 emit it and libomptarget 16 reads it (32 bytes).
 #[repr(C)]

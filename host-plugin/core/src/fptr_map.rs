@@ -1,8 +1,9 @@
-//! Validation and construction of the function-pointer table the device runtime searches.
+//! Validation and construction of the function-pointer table the device runtime searches, and
+//! of the hash index installed beside it.
 
 use std::borrow::Cow;
 
-use crate::abi::FptrMapEntry;
+use crate::abi::{FptrIndex, FptrMapEntry};
 use crate::error::{PluginError, Result};
 
 /// A table that satisfies the device lookup's precondition: sorted by `host_ptr` (unsigned),
@@ -78,6 +79,164 @@ impl<'a> FptrTable<'a> {
     }
 }
 
+/// The hash index over a table ([`FptrIndex`]): the slots to copy to the device, and the header
+/// fields that do not depend on where the table and slots land.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HashIndex {
+    /// `{host_ptr, tgt_ptr}` per slot, as [`IndexSlot`] lays them out.
+    slots: Vec<[u64; 2]>,
+    multiplier: u64,
+    shift: u32,
+    first: u64,
+    last: u64,
+}
+
+impl HashIndex {
+    /// Multipliers tried in turn, the golden-ratio one first, until the keys sit on average
+    /// within [`HashIndex::GOOD_ENOUGH`] slots of their buckets (else the best one is kept). All
+    /// odd, so `key * multiplier` is a bijection.
+    pub const MULTIPLIERS: [u64; 4] =
+        [0x9e37_79b9_7f4a_7c15, 0xbf58_476d_1ce4_e5b9, 0x94d0_49bb_1331_11eb, 0xd6e8_feb8_6659_fd93];
+
+    /// Average distance from the bucket accepted at once: linear probing at most half full
+    /// averages 0.5 with a well-spread hash, so 1 means the multiplier did its job.
+    pub const GOOD_ENOUGH: f64 = 1.0;
+
+    /// Largest table indexed: the device computes slot numbers in 32 bits, and the capacity is
+    /// at least twice the entries. Larger tables are searched.
+    pub const MAX_ENTRIES: usize = 1 << 30;
+
+    /// Builds the index of `table`: capacity the power of two at or above twice the keys (at
+    /// most half full, so a miss meets an empty slot after about 2.5 probes), linear probing.
+    /// `None` for an empty table (nothing to index) or one above [`HashIndex::MAX_ENTRIES`].
+    pub fn build(table: &FptrTable<'_>) -> Option<HashIndex> {
+        let entries = table.entries();
+        // Sorted: only the first entry can have key 0, which is never stored (0 marks an empty
+        // slot, and a null pointer is never translated).
+        let keyed = &entries[entries.iter().take_while(|e| e.host_ptr == 0).count()..];
+        if keyed.is_empty() || entries.len() > Self::MAX_ENTRIES {
+            return None;
+        }
+        let capacity = (2 * keyed.len()).next_power_of_two();
+        let shift = 32 - capacity.trailing_zeros();
+        let (first, last) = (entries[0].host_ptr, entries[entries.len() - 1].host_ptr);
+        let mut best: Option<(u64, HashIndex)> = None;
+        for multiplier in Self::MULTIPLIERS {
+            let mut index = HashIndex { slots: Vec::new(), multiplier, shift, first, last };
+            let displacement = index.place(keyed);
+            if displacement as f64 <= Self::GOOD_ENOUGH * keyed.len() as f64 {
+                return Some(index);
+            }
+            if best.as_ref().is_none_or(|(d, _)| displacement < *d) {
+                best = Some((displacement, index));
+            }
+        }
+        best.map(|(_, index)| index)
+    }
+
+    /// The header fields as the device reads them, without the addresses.
+    fn header(&self) -> FptrIndex {
+        FptrIndex {
+            multiplier: self.multiplier,
+            shift: self.shift,
+            first: self.first,
+            last: self.last,
+            ..FptrIndex::NONE
+        }
+    }
+
+    /// Fills the slots with `keyed` (unique, non-zero keys) by linear probing; returns the sum
+    /// of the distances from bucket to slot.
+    ///
+    /// Any insertion order gives a valid table; this one keeps a million-entry build in cache:
+    /// the entries are first copied out grouped by the top bits of their bucket (a counting
+    /// sort: sequential reads, a thousand sequential write streams), then each group is inserted
+    /// into its own stretch of slots, a few tens of KiB, instead of landing at random in the
+    /// whole array.
+    fn place(&mut self, keyed: &[FptrMapEntry]) -> u64 {
+        let header = self.header();
+        let mask = header.mask();
+        let capacity = mask as usize + 1;
+        let group_shift = capacity.trailing_zeros().saturating_sub(10);
+        let group = |e: &FptrMapEntry| (header.bucket(e.host_ptr) >> group_shift) as usize;
+        let mut next = vec![0usize; (capacity >> group_shift) + 1];
+        for e in keyed {
+            next[group(e) + 1] += 1;
+        }
+        for g in 1..next.len() {
+            next[g] += next[g - 1];
+        }
+        // `[u64; 2]` rather than the entry types: `vec!` of zeros then comes from calloc, whose
+        // pages the kernel zeroes on first touch instead of a fill pass over tens of MiB.
+        let mut grouped = vec![[0u64; 2]; keyed.len()];
+        for e in keyed {
+            let at = &mut next[group(e)];
+            grouped[*at] = [e.host_ptr, e.tgt_ptr];
+            *at += 1;
+        }
+        let mut slots = vec![[0u64; 2]; capacity];
+        let mut displacement = 0;
+        for [host_ptr, tgt_ptr] in grouped {
+            let mut at = header.bucket(host_ptr);
+            while slots[at as usize][0] != 0 {
+                at = at.wrapping_add(1) & mask;
+                displacement += 1;
+            }
+            slots[at as usize] = [host_ptr, tgt_ptr];
+        }
+        self.slots = slots;
+        displacement
+    }
+
+    /// The header to write into `__omp_offloading_fptr_index` once the table is at device
+    /// address `table` and the slots at `slots` (16-aligned).
+    pub fn header_at(&self, table: u64, slots: u64) -> FptrIndex {
+        FptrIndex { table, slots, ..self.header() }
+    }
+
+    /// The slots (host copy), `{host_ptr, tgt_ptr}` each as in `device_rtl::IndexSlot`.
+    pub fn slots(&self) -> &[[u64; 2]] {
+        &self.slots
+    }
+
+    /// The slots as the bytes copied to the device (16 per slot, little-endian).
+    pub fn slot_bytes(&self) -> &[u8] {
+        // SAFETY: `[u64; 2]` has no padding; any byte view is valid.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.slots.as_ptr().cast::<u8>(),
+                std::mem::size_of_val(&self.slots[..]),
+            )
+        }
+    }
+
+    /// Longest distance of a key from its bucket (a probe reads at most one slot more).
+    pub fn max_probe(&self) -> u32 {
+        let header = self.header();
+        let mask = header.mask();
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s[0] != 0)
+            .map(|(at, s)| (at as u32).wrapping_sub(header.bucket(s[0])) & mask)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// The bytes of an index header as written into the device global (48, little-endian).
+pub fn header_bytes(header: &FptrIndex) -> [u8; 48] {
+    let mut bytes = [0u8; 48];
+    for (at, word) in
+        [header.table, header.slots, header.multiplier, header.first, header.last].iter().enumerate()
+    {
+        bytes[8 * at..8 * at + 8].copy_from_slice(&word.to_le_bytes());
+    }
+    bytes[40..44].copy_from_slice(&header.shift.to_le_bytes());
+    bytes[44..48].copy_from_slice(&header.reserved.to_le_bytes());
+    bytes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +280,88 @@ mod tests {
     fn empty_tables_are_valid() {
         assert!(FptrTable::from_sorted(&[]).unwrap().is_empty());
         assert!(FptrTable::from_pairs(Vec::new()).unwrap().is_empty());
+    }
+
+    /// Translates `key` the way the device does, with the index placed at the host copies.
+    fn indexed(table: &FptrTable<'_>, index: &HashIndex, key: u64) -> u64 {
+        let entries = table.entries();
+        let header = index.header_at(entries.as_ptr() as u64, index.slots().as_ptr() as u64);
+        let size = entries.len() as u64;
+        // SAFETY: the entries and slots are alive and laid out as the device expects.
+        unsafe {
+            device_rtl::translate_indexed(entries.as_ptr(), &size, &header, key as *mut std::ffi::c_void)
+                as u64
+        }
+    }
+
+    #[test]
+    fn index_answers_like_the_search_on_function_like_addresses() {
+        // 100k functions 16 to 4096 bytes apart, as in a large program's text segment.
+        let mut state = 7u64;
+        let mut next = 0x40_0000u64;
+        let pairs: Vec<FptrMapEntry> = (0..100_000)
+            .map(|i| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                next += 16 * (1 + (state >> 33) % 256);
+                e(next, 0x7000_0000_0000 + 64 * i)
+            })
+            .collect();
+        let table = FptrTable::from_sorted(&pairs).unwrap();
+        let index = HashIndex::build(&table).unwrap();
+        assert_eq!(index.slots().len(), 1 << 18, "power of two, at most half full");
+        assert!(index.max_probe() < 64, "max probe {}", index.max_probe());
+        for p in &pairs {
+            assert_eq!(indexed(&table, &index, p.host_ptr), p.tgt_ptr);
+            assert_eq!(indexed(&table, &index, p.host_ptr + 8), p.host_ptr + 8);
+        }
+        for key in [1, 0x40_0000, u64::MAX] {
+            assert_eq!(indexed(&table, &index, key), key);
+        }
+    }
+
+    #[test]
+    fn nothing_to_index_builds_no_index() {
+        assert!(HashIndex::build(&FptrTable::from_sorted(&[]).unwrap()).is_none());
+        // Key 0 is never translated, and 0 marks an empty slot.
+        assert!(HashIndex::build(&FptrTable::from_sorted(&[e(0, 5)]).unwrap()).is_none());
+        let table = [e(0, 5), e(9, 6)];
+        let table = FptrTable::from_sorted(&table).unwrap();
+        let index = HashIndex::build(&table).unwrap();
+        assert_eq!(index.slots().len(), 2);
+        assert_eq!((indexed(&table, &index, 9), indexed(&table, &index, 0)), (6, 0));
+    }
+
+    #[test]
+    fn header_bytes_are_the_c_struct() {
+        let header =
+            FptrIndex { table: 1, slots: 2, multiplier: 3, first: 4, last: 5, shift: 6, reserved: 0 };
+        // SAFETY: FptrIndex is repr(C) without padding (48 bytes, asserted in device-rtl).
+        let image: [u8; 48] = unsafe { std::mem::transmute(header) };
+        assert_eq!(header_bytes(&header), image);
+    }
+
+    proptest! {
+        #[test]
+        fn index_agrees_with_the_search(
+            keys in prop::collection::btree_set(prop_oneof![0u64..200, any::<u64>()], 0..300),
+            extra in any::<u64>(),
+        ) {
+            let pairs: Vec<FptrMapEntry> = keys.iter().map(|&k| e(k, k ^ 0x5555)).collect();
+            let table = FptrTable::from_sorted(&pairs).unwrap();
+            match HashIndex::build(&table) {
+                None => prop_assert!(pairs.iter().all(|p| p.host_ptr == 0)),
+                Some(index) => {
+                    let keys_in_slots = index.slots().iter().filter(|s| s[0] != 0).count();
+                    prop_assert_eq!(keys_in_slots, pairs.iter().filter(|p| p.host_ptr != 0).count());
+                    prop_assert!(index.slots().len() >= 2 * keys_in_slots);
+                    let mut asked: Vec<u64> = pairs.iter().flat_map(|p| [p.host_ptr, p.host_ptr.wrapping_add(1), p.host_ptr.wrapping_sub(1)]).collect();
+                    asked.extend([0, 1, u64::MAX, extra]);
+                    for key in asked {
+                        prop_assert_eq!(indexed(&table, &index, key), device_rtl::translate_in(&pairs, key), "key {:#x}", key);
+                    }
+                }
+            }
+        }
     }
 
     proptest! {

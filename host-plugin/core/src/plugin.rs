@@ -4,11 +4,13 @@
 use std::ffi::{c_void, CString};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::abi::{FptrMapEntry, TgtOffloadEntry, TgtTargetTable, FPTR_MAP_P, FPTR_MAP_SIZE};
+use crate::abi::{
+    FptrIndex, FptrMapEntry, TgtOffloadEntry, TgtTargetTable, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE,
+};
 use crate::backend::{Backend, DeviceSymbol, LaunchParams};
 use crate::entries::OffloadEntry;
 use crate::error::{PluginError, Result};
-use crate::fptr_map::FptrTable;
+use crate::fptr_map::{header_bytes, FptrTable, HashIndex};
 
 /// One image loaded on a device, with the target table handed to libomptarget.
 struct LoadedImage<B: Backend> {
@@ -27,11 +29,23 @@ struct LoadedImage<B: Backend> {
 // (`entries`, `_names`), which moves with it; nothing else aliases them mutably.
 unsafe impl<B: Backend> Send for LoadedImage<B> {}
 
-/// A function-pointer table in device memory.
+/// A function-pointer table in device memory, with its hash index if one was built.
 #[derive(Debug, Clone, Copy)]
 struct DeviceTable {
     ptr: u64,
     len: u64,
+    /// What `__omp_offloading_fptr_index` holds for this table: `slots` is device memory owned
+    /// here, or 0 (and the header all zero) without an index.
+    index: FptrIndex,
+}
+
+/// The globals of one image that describe the installed map.
+#[derive(Debug, Clone, Copy)]
+struct MapGlobals {
+    p: DeviceSymbol,
+    size: DeviceSymbol,
+    /// Only images linked with this project's device runtime define it.
+    index: Option<DeviceSymbol>,
 }
 
 struct DeviceState<B: Backend> {
@@ -46,6 +60,8 @@ pub struct Plugin<B: Backend> {
     devices: Vec<Mutex<DeviceState<B>>>,
     /// Whether loading an image installs its indirect functions (see [`MAP_ON_LOAD_ENV`]).
     map_on_load: bool,
+    /// Whether installing a table also builds its hash index (see [`HASH_INDEX_ENV`]).
+    hash_index: bool,
 }
 
 /// Environment variable that, set to `0` or `off` when the plugin starts, stops `load_binary`
@@ -54,8 +70,14 @@ pub struct Plugin<B: Backend> {
 /// negative control); explicit `__tgt_rtl_set_function_ptr_map` calls still install tables.
 pub const MAP_ON_LOAD_ENV: &str = "OMPTARGET_INDIRECT_MAP";
 
-fn map_on_load_from_env() -> bool {
-    !std::env::var(MAP_ON_LOAD_ENV).is_ok_and(|v| matches!(v.trim(), "0" | "off"))
+/// Environment variable that, set to `0` or `off` when the plugin starts, installs tables without
+/// the hash index, so the device runtime binary-searches them as it does tables from other
+/// producers. For comparisons and as the end-to-end tests' second configuration.
+pub const HASH_INDEX_ENV: &str = "OMPTARGET_INDIRECT_INDEX";
+
+/// Whether the switch `name` is on: anything but `0` or `off`, and on when unset.
+fn switch_from_env(name: &str) -> bool {
+    !std::env::var(name).is_ok_and(|v| matches!(v.trim(), "0" | "off"))
 }
 
 impl<B: Backend> Plugin<B> {
@@ -65,7 +87,12 @@ impl<B: Backend> Plugin<B> {
         let count = backend.device_count().max(0);
         let devices =
             (0..count).map(|_| Mutex::new(DeviceState { images: Vec::new(), table: None })).collect();
-        Ok(Plugin { backend, devices, map_on_load: map_on_load_from_env() })
+        Ok(Plugin {
+            backend,
+            devices,
+            map_on_load: switch_from_env(MAP_ON_LOAD_ENV),
+            hash_index: switch_from_env(HASH_INDEX_ENV),
+        })
     }
 
     /// The backend.
@@ -251,31 +278,22 @@ impl<B: Backend> Plugin<B> {
         self.install(device, state, &table)
     }
 
-    /// Copies `table` to new device memory, points both globals of every loaded image that
-    /// defines them at it, then frees the previous table. An empty table clears the globals.
-    /// Every check comes before the first change; a failed patch restores the previous values.
+    /// Copies `table` (and its hash index) to new device memory, points the globals of every
+    /// loaded image that defines them at it, then frees the previous table. An empty table
+    /// clears the globals. Every check comes before the first change; a failed patch restores
+    /// the previous values.
     fn install(&self, device: i32, state: &mut DeviceState<B>, table: &FptrTable<'_>) -> Result<()> {
         let mut targets = Vec::new();
         for img in &state.images {
-            if let Some(pair) = self.map_globals(&img.image)? {
-                targets.push(pair);
+            if let Some(globals) = self.map_globals(&img.image)? {
+                targets.push(globals);
             }
         }
-        let new = if table.is_empty() {
-            None
-        } else {
-            let bytes = table.as_bytes();
-            let ptr = self.backend.alloc(device, bytes.len(), TARGET_ALLOC_DEVICE)?;
-            if let Err(err) = self.backend.write(device, ptr, bytes) {
-                let _ = self.backend.free(device, ptr, TARGET_ALLOC_DEVICE);
-                return Err(err);
-            }
-            Some(DeviceTable { ptr, len: table.len() as u64 })
-        };
+        let new = if table.is_empty() { None } else { Some(self.upload(device, table)?) };
         let as_pair = |t: Option<DeviceTable>| t.map(|t| (t.ptr, t.len));
         let mut failure = None;
-        for (done, (p, size)) in targets.iter().enumerate() {
-            if let Err(err) = self.patch(device, *p, *size, new) {
+        for (done, globals) in targets.iter().enumerate() {
+            if let Err(err) = self.patch(device, globals, new) {
                 failure = Some((err, done + 1, 0));
                 break;
             }
@@ -289,25 +307,61 @@ impl<B: Backend> Plugin<B> {
             }
         }
         if let Some((err, patched, notified)) = failure {
-            for (p, size) in &targets[..patched] {
-                let _ = self.patch(device, *p, *size, state.table);
+            for globals in &targets[..patched] {
+                let _ = self.patch(device, globals, state.table);
             }
             for img in &state.images[..notified] {
                 let _ = self.backend.map_installed(device, &img.image, as_pair(state.table));
             }
             if let Some(t) = new {
-                let _ = self.backend.free(device, t.ptr, TARGET_ALLOC_DEVICE);
+                let _ = self.free_table(device, t);
             }
             return Err(err);
         }
-        if let Some(old) = std::mem::replace(&mut state.table, new) {
-            self.backend.free(device, old.ptr, TARGET_ALLOC_DEVICE)?;
+        match std::mem::replace(&mut state.table, new) {
+            Some(old) => self.free_table(device, old),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    /// Both map globals of `image`, size-checked; `None` if it defines neither.
-    fn map_globals(&self, image: &B::Image) -> Result<Option<(DeviceSymbol, DeviceSymbol)>> {
+    /// Copies a non-empty `table` and, unless switched off, its hash index to new device memory.
+    fn upload(&self, device: i32, table: &FptrTable<'_>) -> Result<DeviceTable> {
+        let bytes = table.as_bytes();
+        let ptr = self.backend.alloc(device, bytes.len(), TARGET_ALLOC_DEVICE)?;
+        let mut uploaded = DeviceTable { ptr, len: table.len() as u64, index: FptrIndex::NONE };
+        let index = if self.hash_index { HashIndex::build(table) } else { None };
+        let result = self.backend.write(device, ptr, bytes).and_then(|()| {
+            let Some(index) = index else { return Ok(()) };
+            let slots = index.slot_bytes();
+            let slots_ptr = self.backend.alloc(device, slots.len(), TARGET_ALLOC_DEVICE)?;
+            uploaded.index = index.header_at(ptr, slots_ptr);
+            if slots_ptr % 16 != 0 {
+                return Err(PluginError::Backend(format!(
+                    "device memory at {slots_ptr:#x} is not 16-byte aligned, as the index needs"
+                )));
+            }
+            self.backend.write(device, slots_ptr, slots)
+        });
+        match result {
+            Ok(()) => Ok(uploaded),
+            Err(err) => {
+                let _ = self.free_table(device, uploaded);
+                Err(err)
+            }
+        }
+    }
+
+    /// Frees a table and its index slots.
+    fn free_table(&self, device: i32, table: DeviceTable) -> Result<()> {
+        let index = match table.index.slots {
+            0 => Ok(()),
+            slots => self.backend.free(device, slots, TARGET_ALLOC_DEVICE),
+        };
+        self.backend.free(device, table.ptr, TARGET_ALLOC_DEVICE).and(index)
+    }
+
+    /// The map globals of `image`, size-checked; `None` if it defines neither map global.
+    fn map_globals(&self, image: &B::Image) -> Result<Option<MapGlobals>> {
         let p = self.backend.global(image, FPTR_MAP_P)?;
         let size = self.backend.global(image, FPTR_MAP_SIZE)?;
         let (p, size) = match (p, size) {
@@ -324,27 +378,28 @@ impl<B: Backend> Plugin<B> {
                 )))
             }
         };
-        for (name, sym) in [(FPTR_MAP_P, p), (FPTR_MAP_SIZE, size)] {
-            if let Some(bytes) = sym.size.filter(|&s| s != 8) {
-                return Err(PluginError::InvalidImage(format!("{name} is {bytes} bytes, expected 8")));
+        let index = self.backend.global(image, FPTR_INDEX)?;
+        let expected = [(FPTR_MAP_P, Some(p), 8), (FPTR_MAP_SIZE, Some(size), 8), (FPTR_INDEX, index, 48)];
+        for (name, sym, want) in expected {
+            if let Some(bytes) = sym.and_then(|s| s.size).filter(|&s| s != want) {
+                return Err(PluginError::InvalidImage(format!("{name} is {bytes} bytes, expected {want}")));
             }
         }
-        Ok(Some((p, size)))
+        Ok(Some(MapGlobals { p, size, index }))
     }
 
     /// Writes one image's globals: size 0 first, so a reader never pairs the new pointer with
-    /// the old length, then the pointer, then the length.
-    fn patch(
-        &self,
-        device: i32,
-        p: DeviceSymbol,
-        size: DeviceSymbol,
-        table: Option<DeviceTable>,
-    ) -> Result<()> {
-        let (ptr, len) = table.map_or((0, 0), |t| (t.ptr, t.len));
-        self.backend.write(device, size.addr, &0u64.to_le_bytes())?;
-        self.backend.write(device, p.addr, &ptr.to_le_bytes())?;
-        self.backend.write(device, size.addr, &len.to_le_bytes())
+    /// the old length, then the pointer, the length and the index header (all zero without an
+    /// index, so a stale header never names a table).
+    fn patch(&self, device: i32, globals: &MapGlobals, table: Option<DeviceTable>) -> Result<()> {
+        let (ptr, len, index) = table.map_or((0, 0, FptrIndex::NONE), |t| (t.ptr, t.len, t.index));
+        self.backend.write(device, globals.size.addr, &0u64.to_le_bytes())?;
+        self.backend.write(device, globals.p.addr, &ptr.to_le_bytes())?;
+        self.backend.write(device, globals.size.addr, &len.to_le_bytes())?;
+        match globals.index {
+            Some(header) => self.backend.write(device, header.addr, &header_bytes(&index)),
+            None => Ok(()),
+        }
     }
 
     /// `__tgt_rtl_launch_kernel`.

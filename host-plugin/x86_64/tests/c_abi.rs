@@ -12,7 +12,7 @@ use plugin_core::abi::{FptrMapEntry, TgtImageInfo, TgtTargetTable, OFFLOAD_FAIL,
 use plugin_test_support::kernel_args;
 use support::{
     api, compile_image, compile_indirect, host_not_indirect, host_square, host_twice, indirect_image,
-    indirect_image_from, target_entries, OffloadImage,
+    indirect_image_from, indirect_image_with, target_entries, OffloadImage,
 };
 
 /// Serialises tests (the plugin is process-wide state) and starts each from a clean plugin.
@@ -443,4 +443,82 @@ fn libomptarget_info_prints_one_line_per_failure() {
     assert_eq!(run_child(Some("-1")), expected, "any non-zero value enables the lines");
     assert!(run_child(None).is_empty(), "silent without LIBOMPTARGET_INFO");
     assert!(run_child(Some("0")).is_empty(), "silent with LIBOMPTARGET_INFO=0");
+}
+
+/// Reads `N` bytes of device memory at `addr`.
+fn read_device<const N: usize>(device: i32, addr: u64) -> [u8; N] {
+    let mut bytes = [0u8; N];
+    // SAFETY: `addr` is a device global or allocation of at least N bytes.
+    let rc =
+        unsafe { (api().data_retrieve)(device, bytes.as_mut_ptr().cast(), addr as *mut c_void, N as i64) };
+    assert_eq!(rc, OFFLOAD_SUCCESS);
+    bytes
+}
+
+fn word(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[8 * at..8 * at + 8].try_into().unwrap())
+}
+
+#[test]
+fn installed_tables_carry_a_hash_index_that_names_them() {
+    let _g = fresh();
+    let api = api();
+    // The indirect image, plus its map globals as plain global entries so that the target
+    // table reports their device addresses.
+    static MAP_P: u64 = 0;
+    static INDEX: [u64; 6] = [0; 6];
+    let image = indirect_image_with(
+        compile_indirect().clone(),
+        &[
+            (&MAP_P as *const u64 as *mut c_void, "__omp_offloading_fptr_map_p", 8, 0),
+            (&INDEX as *const [u64; 6] as *mut c_void, "__omp_offloading_fptr_index", 48, 0),
+        ],
+    );
+    // SAFETY: valid image; the table stays loaded while its entries are read.
+    unsafe {
+        let table = (api.load_binary)(0, image.ptr());
+        let entries = target_entries(table);
+        let (map_p, index) = (entries[4].addr as u64, entries[5].addr as u64);
+        let mut installed =
+            vec![(sq() as u64, entries[0].addr as u64), (tw() as u64, entries[1].addr as u64)];
+        installed.sort();
+        let check = |pairs: &[(u64, u64)]| {
+            let table = word(&read_device::<8>(0, map_p), 0);
+            let header = read_device::<48>(0, index);
+            assert_ne!(table, 0);
+            assert_eq!(word(&header, 0), table, "the index names the installed table");
+            let slots = word(&header, 1);
+            assert!(slots != 0 && slots % 16 == 0, "slots at {slots:#x}");
+            assert_eq!((word(&header, 3), word(&header, 4)), (pairs[0].0, pairs[pairs.len() - 1].0));
+            let shift = u32::from_le_bytes(header[40..44].try_into().unwrap());
+            assert!((1..=31).contains(&shift));
+            let capacity = 1usize << (32 - shift);
+            assert!(capacity >= 2 * pairs.len(), "at most half full");
+            // Every pair sits in some slot (the device finds them: the kernels above).
+            let mut found = Vec::new();
+            for at in 0..capacity {
+                let slot = read_device::<16>(0, slots + 16 * at as u64);
+                if word(&slot, 0) != 0 {
+                    found.push((word(&slot, 0), word(&slot, 1)));
+                }
+            }
+            found.sort();
+            assert_eq!(found, pairs);
+        };
+        check(&installed);
+        let k = CallKernel::new(0, table);
+        assert_eq!(k.run(sq()).1, 1049);
+        // Re-set: a new table and a new index that names it.
+        let e = |(h, t): (u64, u64)| FptrMapEntry { host_ptr: h, tgt_ptr: t };
+        let swapped = [(installed[0].0, installed[1].1), (installed[1].0, installed[0].1)];
+        assert_eq!((api.set_function_ptr_map)(0, 2, swapped.map(e).as_ptr()), OFFLOAD_SUCCESS);
+        check(&swapped);
+        assert_eq!(k.run(sq()).1, 1014);
+        // Cleared: the header is all zero again.
+        assert_eq!((api.set_function_ptr_map)(0, 0, std::ptr::null()), OFFLOAD_SUCCESS);
+        assert_eq!(read_device::<48>(0, index), [0u8; 48]);
+        assert_eq!(k.run(sq()), (sq(), 49));
+        drop(k);
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+    }
 }

@@ -65,18 +65,22 @@ pub fn indirect_image() -> Box<OffloadImage> {
 }
 
 pub fn indirect_image_from(bytes: Vec<u8>) -> Box<OffloadImage> {
+    indirect_image_with(bytes, &[])
+}
+
+/// [`indirect_image_from`] with `extra` entries after the four usual ones.
+pub fn indirect_image_with(bytes: Vec<u8>, extra: &[(*mut c_void, &str, usize, i32)]) -> Box<OffloadImage> {
     let kernel_id = |k: &'static u8| k as *const u8 as *mut c_void;
     static CALL_ID: u8 = 0;
     static MANY_ID: u8 = 0;
-    OffloadImage::new(
-        bytes,
-        &[
-            (host_square as *mut c_void, "__omp_offloading_test_square", 8, 8),
-            (host_twice as *mut c_void, "__omp_offloading_test_twice", 8, 8),
-            (kernel_id(&CALL_ID), "__omp_offloading_test_call", 0, 0),
-            (kernel_id(&MANY_ID), "__omp_offloading_test_many", 0, 0),
-        ],
-    )
+    let mut entries = vec![
+        (host_square as *mut c_void, "__omp_offloading_test_square", 8, 8),
+        (host_twice as *mut c_void, "__omp_offloading_test_twice", 8, 8),
+        (kernel_id(&CALL_ID), "__omp_offloading_test_call", 0, 0),
+        (kernel_id(&MANY_ID), "__omp_offloading_test_many", 0, 0),
+    ];
+    entries.extend_from_slice(extra);
+    OffloadImage::new(bytes, &entries)
 }
 
 pub fn compile_indirect() -> &'static Vec<u8> {
