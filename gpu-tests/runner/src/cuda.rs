@@ -153,9 +153,9 @@ impl<'g> Module<'g> {
         let table = gpu.upload(entries)?;
         let hash =
             if index { HashIndex::build(&FptrTable::from_sorted(entries).map_err(err)?) } else { None };
-        let slots = hash.as_ref().map(|h| gpu.upload(h.slots())).transpose()?;
+        let slots = hash.as_ref().map(|(_, slots)| gpu.upload(slots)).transpose()?;
         let header = match (&hash, &slots) {
-            (Some(h), Some(s)) => h.header_at(table.ptr, s.ptr),
+            (Some((h, _)), Some(s)) => h.header_at(table.ptr, s.ptr),
             _ => FptrIndex::NONE,
         };
         let pointer = if entries.is_empty() { 0 } else { table.ptr };

@@ -81,6 +81,13 @@ pub trait Backend: Sized + Send + Sync + 'static {
     /// Runs a kernel to completion.
     fn launch(&self, device: i32, launch: &LaunchParams<'_>) -> Result<()>;
 
+    /// Where the host can write the device memory at `ptr` directly, when the device's memory
+    /// is the host's (host offload): large structures are then built in place instead of built
+    /// and copied. `None` (the default) for memory the host cannot address.
+    fn host_address(&self, _device: i32, _ptr: u64) -> Option<*mut u8> {
+        None
+    }
+
     /// Called for every image on `device` once a new map is in place (`table` is `(device
     /// address, entries)`, `None` when cleared), before the previous one is freed: a backend
     /// whose images keep another copy of the table pointer (LLVM 18+'s device environment)

@@ -79,12 +79,12 @@ impl<'a> FptrTable<'a> {
     }
 }
 
-/// The hash index over a table ([`FptrIndex`]): the slots to copy to the device, and the header
-/// fields that do not depend on where the table and slots land.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The hash index over a table ([`FptrIndex`]): the header fields that do not depend on where
+/// the table and the slots land. The slots themselves, `{host_ptr, tgt_ptr}` per slot as
+/// `device_rtl::IndexSlot` lays them out, are built into memory the caller provides
+/// ([`HashIndex::build_into`]) or into a host vector ([`HashIndex::build`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HashIndex {
-    /// `{host_ptr, tgt_ptr}` per slot, as [`IndexSlot`] lays them out.
-    slots: Vec<[u64; 2]>,
     multiplier: u64,
     shift: u32,
     first: u64,
@@ -106,32 +106,54 @@ impl HashIndex {
     /// at least twice the entries. Larger tables are searched.
     pub const MAX_ENTRIES: usize = 1 << 30;
 
-    /// Builds the index of `table`: capacity the power of two at or above twice the keys (at
-    /// most half full, so a miss meets an empty slot after about 2.5 probes), linear probing.
-    /// `None` for an empty table (nothing to index) or one above [`HashIndex::MAX_ENTRIES`].
-    pub fn build(table: &FptrTable<'_>) -> Option<HashIndex> {
-        let entries = table.entries();
-        // Sorted: only the first entry can have key 0, which is never stored (0 marks an empty
-        // slot, and a null pointer is never translated).
-        let keyed = &entries[entries.iter().take_while(|e| e.host_ptr == 0).count()..];
-        if keyed.is_empty() || entries.len() > Self::MAX_ENTRIES {
+    /// The slots the index of `table` needs: the power of two at or above twice its keys (at
+    /// most half full, so a miss meets an empty slot after about 2.5 probes). `None` for an
+    /// empty table (nothing to index) or one above [`HashIndex::MAX_ENTRIES`].
+    pub fn capacity(table: &FptrTable<'_>) -> Option<usize> {
+        let keys = keyed(table.entries()).len();
+        (keys > 0 && table.len() <= Self::MAX_ENTRIES).then(|| (2 * keys).next_power_of_two())
+    }
+
+    /// Builds the index of `table` into `slots`, which must be all zero and
+    /// [`HashIndex::capacity`] long. `None` (and `slots` untouched) when the table gets no index
+    /// or `slots` has the wrong length.
+    pub fn build_into(table: &FptrTable<'_>, slots: &mut [[u64; 2]]) -> Option<HashIndex> {
+        if Self::capacity(table) != Some(slots.len()) {
             return None;
         }
-        let capacity = (2 * keyed.len()).next_power_of_two();
-        let shift = 32 - capacity.trailing_zeros();
+        let entries = table.entries();
+        let keyed = keyed(entries);
+        let shift = 32 - slots.len().trailing_zeros();
         let (first, last) = (entries[0].host_ptr, entries[entries.len() - 1].host_ptr);
-        let mut best: Option<(u64, HashIndex)> = None;
+        let mut best: Option<(u64, u64)> = None;
         for multiplier in Self::MULTIPLIERS {
-            let mut index = HashIndex { slots: Vec::new(), multiplier, shift, first, last };
-            let displacement = index.place(keyed);
+            let index = HashIndex { multiplier, shift, first, last };
+            if best.is_some() {
+                slots.fill([0, 0]);
+            }
+            let displacement = index.place(keyed, slots);
             if displacement as f64 <= Self::GOOD_ENOUGH * keyed.len() as f64 {
                 return Some(index);
             }
-            if best.as_ref().is_none_or(|(d, _)| displacement < *d) {
-                best = Some((displacement, index));
+            if best.is_none_or(|(d, _)| displacement < d) {
+                best = Some((displacement, multiplier));
             }
         }
-        best.map(|(_, index)| index)
+        // None was good enough: rebuild with the best (the slots hold the last one tried).
+        let (_, multiplier) = best?;
+        let index = HashIndex { multiplier, shift, first, last };
+        if multiplier != Self::MULTIPLIERS[Self::MULTIPLIERS.len() - 1] {
+            slots.fill([0, 0]);
+            index.place(keyed, slots);
+        }
+        Some(index)
+    }
+
+    /// [`HashIndex::build_into`] a new host vector.
+    pub fn build(table: &FptrTable<'_>) -> Option<(HashIndex, Vec<[u64; 2]>)> {
+        // `vec!` of `[u64; 2]` zeros comes from calloc: pages the kernel zeroes on first touch.
+        let mut slots = vec![[0u64; 2]; Self::capacity(table)?];
+        Self::build_into(table, &mut slots).map(|index| (index, slots))
     }
 
     /// The header fields as the device reads them, without the addresses.
@@ -145,36 +167,32 @@ impl HashIndex {
         }
     }
 
-    /// Fills the slots with `keyed` (unique, non-zero keys) by linear probing; returns the sum
-    /// of the distances from bucket to slot.
+    /// Fills the zeroed `slots` with `keyed` (unique, non-zero keys) by linear probing; returns
+    /// the sum of the distances from bucket to slot.
     ///
     /// Any insertion order gives a valid table; this one keeps a million-entry build in cache:
     /// the entries are first copied out grouped by the top bits of their bucket (a counting
     /// sort: sequential reads, a thousand sequential write streams), then each group is inserted
     /// into its own stretch of slots, a few tens of KiB, instead of landing at random in the
     /// whole array.
-    fn place(&mut self, keyed: &[FptrMapEntry]) -> u64 {
+    fn place(&self, keyed: &[FptrMapEntry], slots: &mut [[u64; 2]]) -> u64 {
         let header = self.header();
         let mask = header.mask();
-        let capacity = mask as usize + 1;
-        let group_shift = capacity.trailing_zeros().saturating_sub(10);
+        let group_shift = slots.len().trailing_zeros().saturating_sub(10);
         let group = |e: &FptrMapEntry| (header.bucket(e.host_ptr) >> group_shift) as usize;
-        let mut next = vec![0usize; (capacity >> group_shift) + 1];
+        let mut next = vec![0usize; (slots.len() >> group_shift) + 1];
         for e in keyed {
             next[group(e) + 1] += 1;
         }
         for g in 1..next.len() {
             next[g] += next[g - 1];
         }
-        // `[u64; 2]` rather than the entry types: `vec!` of zeros then comes from calloc, whose
-        // pages the kernel zeroes on first touch instead of a fill pass over tens of MiB.
         let mut grouped = vec![[0u64; 2]; keyed.len()];
         for e in keyed {
             let at = &mut next[group(e)];
             grouped[*at] = [e.host_ptr, e.tgt_ptr];
             *at += 1;
         }
-        let mut slots = vec![[0u64; 2]; capacity];
         let mut displacement = 0;
         for [host_ptr, tgt_ptr] in grouped {
             let mut at = header.bucket(host_ptr);
@@ -184,7 +202,6 @@ impl HashIndex {
             }
             slots[at as usize] = [host_ptr, tgt_ptr];
         }
-        self.slots = slots;
         displacement
     }
 
@@ -194,27 +211,11 @@ impl HashIndex {
         FptrIndex { table, slots, ..self.header() }
     }
 
-    /// The slots (host copy), `{host_ptr, tgt_ptr}` each as in `device_rtl::IndexSlot`.
-    pub fn slots(&self) -> &[[u64; 2]] {
-        &self.slots
-    }
-
-    /// The slots as the bytes copied to the device (16 per slot, little-endian).
-    pub fn slot_bytes(&self) -> &[u8] {
-        // SAFETY: `[u64; 2]` has no padding; any byte view is valid.
-        unsafe {
-            std::slice::from_raw_parts(
-                self.slots.as_ptr().cast::<u8>(),
-                std::mem::size_of_val(&self.slots[..]),
-            )
-        }
-    }
-
-    /// Longest distance of a key from its bucket (a probe reads at most one slot more).
-    pub fn max_probe(&self) -> u32 {
+    /// Longest distance of a key in `slots` (as built for this index) from its bucket.
+    pub fn max_probe(&self, slots: &[[u64; 2]]) -> u32 {
         let header = self.header();
         let mask = header.mask();
-        self.slots
+        slots
             .iter()
             .enumerate()
             .filter(|(_, s)| s[0] != 0)
@@ -222,6 +223,18 @@ impl HashIndex {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// The entries with a non-zero key: the table is sorted, so only leading ones can be 0 (key 0 is
+/// never translated, and 0 marks an empty slot).
+fn keyed(entries: &[FptrMapEntry]) -> &[FptrMapEntry] {
+    &entries[entries.iter().take_while(|e| e.host_ptr == 0).count()..]
+}
+
+/// The bytes of `slots` as copied to the device (16 per slot, little-endian).
+pub fn slot_bytes(slots: &[[u64; 2]]) -> &[u8] {
+    // SAFETY: `[u64; 2]` has no padding; any byte view is valid.
+    unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<u8>(), std::mem::size_of_val(slots)) }
 }
 
 /// The bytes of an index header as written into the device global (48, little-endian).
@@ -283,9 +296,9 @@ mod tests {
     }
 
     /// Translates `key` the way the device does, with the index placed at the host copies.
-    fn indexed(table: &FptrTable<'_>, index: &HashIndex, key: u64) -> u64 {
+    fn indexed(table: &FptrTable<'_>, (index, slots): &(HashIndex, Vec<[u64; 2]>), key: u64) -> u64 {
         let entries = table.entries();
-        let header = index.header_at(entries.as_ptr() as u64, index.slots().as_ptr() as u64);
+        let header = index.header_at(entries.as_ptr() as u64, slots.as_ptr() as u64);
         let size = entries.len() as u64;
         // SAFETY: the entries and slots are alive and laid out as the device expects.
         unsafe {
@@ -308,8 +321,9 @@ mod tests {
             .collect();
         let table = FptrTable::from_sorted(&pairs).unwrap();
         let index = HashIndex::build(&table).unwrap();
-        assert_eq!(index.slots().len(), 1 << 18, "power of two, at most half full");
-        assert!(index.max_probe() < 64, "max probe {}", index.max_probe());
+        assert_eq!(index.1.len(), 1 << 18, "power of two, at most half full");
+        let max_probe = index.0.max_probe(&index.1);
+        assert!(max_probe < 64, "max probe {max_probe}");
         for p in &pairs {
             assert_eq!(indexed(&table, &index, p.host_ptr), p.tgt_ptr);
             assert_eq!(indexed(&table, &index, p.host_ptr + 8), p.host_ptr + 8);
@@ -327,7 +341,7 @@ mod tests {
         let table = [e(0, 5), e(9, 6)];
         let table = FptrTable::from_sorted(&table).unwrap();
         let index = HashIndex::build(&table).unwrap();
-        assert_eq!(index.slots().len(), 2);
+        assert_eq!(index.1.len(), 2);
         assert_eq!((indexed(&table, &index, 9), indexed(&table, &index, 0)), (6, 0));
     }
 
@@ -351,9 +365,9 @@ mod tests {
             match HashIndex::build(&table) {
                 None => prop_assert!(pairs.iter().all(|p| p.host_ptr == 0)),
                 Some(index) => {
-                    let keys_in_slots = index.slots().iter().filter(|s| s[0] != 0).count();
+                    let keys_in_slots = index.1.iter().filter(|s| s[0] != 0).count();
                     prop_assert_eq!(keys_in_slots, pairs.iter().filter(|p| p.host_ptr != 0).count());
-                    prop_assert!(index.slots().len() >= 2 * keys_in_slots);
+                    prop_assert!(index.1.len() >= 2 * keys_in_slots);
                     let mut asked: Vec<u64> = pairs.iter().flat_map(|p| [p.host_ptr, p.host_ptr.wrapping_add(1), p.host_ptr.wrapping_sub(1)]).collect();
                     asked.extend([0, 1, u64::MAX, extra]);
                     for key in asked {

@@ -10,7 +10,7 @@ use crate::abi::{
 use crate::backend::{Backend, DeviceSymbol, LaunchParams};
 use crate::entries::OffloadEntry;
 use crate::error::{PluginError, Result};
-use crate::fptr_map::{header_bytes, FptrTable, HashIndex};
+use crate::fptr_map::{header_bytes, slot_bytes, FptrTable, HashIndex};
 
 /// One image loaded on a device, with the target table handed to libomptarget.
 struct LoadedImage<B: Backend> {
@@ -329,18 +329,37 @@ impl<B: Backend> Plugin<B> {
         let bytes = table.as_bytes();
         let ptr = self.backend.alloc(device, bytes.len(), TARGET_ALLOC_DEVICE)?;
         let mut uploaded = DeviceTable { ptr, len: table.len() as u64, index: FptrIndex::NONE };
-        let index = if self.hash_index { HashIndex::build(table) } else { None };
+        let capacity = if self.hash_index { HashIndex::capacity(table) } else { None };
         let result = self.backend.write(device, ptr, bytes).and_then(|()| {
-            let Some(index) = index else { return Ok(()) };
-            let slots = index.slot_bytes();
-            let slots_ptr = self.backend.alloc(device, slots.len(), TARGET_ALLOC_DEVICE)?;
-            uploaded.index = index.header_at(ptr, slots_ptr);
+            let Some(capacity) = capacity else { return Ok(()) };
+            let slots_ptr = self.backend.alloc(device, capacity * 16, TARGET_ALLOC_DEVICE)?;
+            // Recorded before anything can fail, so that the error path frees the slots too.
+            uploaded.index.slots = slots_ptr;
             if slots_ptr % 16 != 0 {
                 return Err(PluginError::Backend(format!(
                     "device memory at {slots_ptr:#x} is not 16-byte aligned, as the index needs"
                 )));
             }
-            self.backend.write(device, slots_ptr, slots)
+            let built = match self.backend.host_address(device, slots_ptr) {
+                Some(host) => {
+                    // SAFETY: the backend says the host addresses this fresh, 16-aligned
+                    // allocation of `capacity * 16` bytes directly; nothing else refers to it.
+                    let slots = unsafe { std::slice::from_raw_parts_mut(host.cast::<[u64; 2]>(), capacity) };
+                    slots.fill([0, 0]);
+                    HashIndex::build_into(table, slots)
+                }
+                None => match HashIndex::build(table) {
+                    Some((index, slots)) => {
+                        self.backend.write(device, slots_ptr, slot_bytes(&slots))?;
+                        Some(index)
+                    }
+                    None => None,
+                },
+            };
+            let index =
+                built.ok_or_else(|| PluginError::Backend("the hash index could not be built".into()))?;
+            uploaded.index = index.header_at(ptr, slots_ptr);
+            Ok(())
         });
         match result {
             Ok(()) => Ok(uploaded),

@@ -132,6 +132,11 @@ impl Backend for HostOffload {
         Ok(image.symbol(name)?.map(|addr| DeviceSymbol { addr: addr as u64, size: elf::symbol_size(addr) }))
     }
 
+    fn host_address(&self, _device: i32, ptr: u64) -> Option<*mut u8> {
+        // Host offload: device memory is this process's memory.
+        Some(ptr as *mut u8)
+    }
+
     fn alloc(&self, _device: i32, size: usize, _kind: i32) -> Result<u64> {
         // SAFETY: plain allocation; at least one byte so that a 0-byte request is a unique
         // pointer libomptarget can free.
