@@ -1,0 +1,65 @@
+//! Compiles the C++ registration shim against the headers of the LLVM the plugin is for and links
+//! that LLVM's shared library (the one clang of the same version has already loaded).
+//!
+//! `llvm-config` is `$OMPTARGET_INDIRECT_LLVM_CONFIG` if set, else Debian's
+//! `/usr/lib/llvm-<major>/bin/llvm-config` (package `llvm-<major>-dev`).
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn main() {
+    let major = llvm_major();
+    let llvm_config = env::var_os("OMPTARGET_INDIRECT_LLVM_CONFIG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(format!("/usr/lib/llvm-{major}/bin/llvm-config")));
+    println!("cargo:rerun-if-env-changed=OMPTARGET_INDIRECT_LLVM_CONFIG");
+    println!("cargo:rerun-if-changed=src/shim.cpp");
+    let query = |args: &[&str]| -> String {
+        let out = Command::new(&llvm_config).args(args).output().unwrap_or_else(|err| {
+            panic!(
+                "cannot run {} ({err}): install Debian's llvm-{major}-dev (scripts/setup.sh does)",
+                llvm_config.display()
+            )
+        });
+        assert!(out.status.success(), "{} {} failed", llvm_config.display(), args.join(" "));
+        String::from_utf8(out.stdout).expect("llvm-config prints UTF-8").trim().to_string()
+    };
+    let version = query(&["--version"]);
+    assert!(
+        version.split('.').next() == Some(major),
+        "{} is LLVM {version}, but this build is for LLVM {major}",
+        llvm_config.display()
+    );
+    let mut shim = cc::Build::new();
+    shim.cpp(true)
+        .file("src/shim.cpp")
+        // LLVM's headers as system headers: their warnings are not ours.
+        .flag("-isystem")
+        .flag(query(&["--includedir"]))
+        .flag("-std=c++17")
+        .flag("-fno-exceptions")
+        .define("_GNU_SOURCE", None)
+        .define("__STDC_CONSTANT_MACROS", None)
+        .define("__STDC_FORMAT_MACROS", None)
+        .define("__STDC_LIMIT_MACROS", None)
+        .warnings(true);
+    if query(&["--has-rtti"]) != "YES" {
+        shim.flag("-fno-rtti");
+    }
+    shim.compile("omptarget_indirect_shim");
+    println!("cargo:rustc-link-search=native={}", query(&["--libdir"]));
+    for lib in query(&["--link-shared", "--libs"]).split_whitespace() {
+        let name = lib.strip_prefix("-l").unwrap_or_else(|| panic!("unexpected llvm-config output `{lib}`"));
+        println!("cargo:rustc-link-lib=dylib={name}");
+    }
+}
+
+/// The LLVM major version the enabled feature selects.
+fn llvm_major() -> &'static str {
+    if env::var_os("CARGO_FEATURE_LLVM19").is_some() {
+        "19"
+    } else {
+        panic!("enable the feature of one LLVM version (llvm19)")
+    }
+}

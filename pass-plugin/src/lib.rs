@@ -1,0 +1,72 @@
+//! `libomptarget-indirect-pass.so`: an LLVM pass plugin that makes unmodified OpenMP programs call
+//! the device copy of `declare target indirect` functions.
+//!
+//! clang (up to 22) compiles a call through a function pointer in device code as a plain
+//! indirect call, so a pointer that reached the device as data (mapped, in an array, in a struct)
+//! still holds the *host* address. This plugin rewrites, in device modules only, every such call
+//! into `__kmpc_target_translate_fptr(fp)` followed by a call of the result ([`rewrite`]); the
+//! device library then maps host addresses to device addresses.
+//!
+//! ```sh
+//! clang-19 -fopenmp --offload-arch=sm_90 -Xarch_device -fpass-plugin=libomptarget-indirect-pass.so ...
+//! ```
+//!
+//! The C++ registration shim (`src/shim.cpp`) adds the pass at the pipeline start and after the
+//! optimizer, and emits the remarks ([`remarks`]).
+
+pub mod llvm;
+pub mod remarks;
+pub mod rewrite;
+
+use core::ffi::{c_char, c_void};
+
+use llvm::prelude::LLVMModuleRef;
+
+pub use rewrite::{rewrite_module, Phase, Summary};
+
+/// `PassPluginLibraryInfo` of `llvm/Passes/PassPlugin.h`: what `llvmGetPassPluginInfo` returns.
+#[repr(C)]
+pub struct PassPluginLibraryInfo {
+    /// `LLVM_PLUGIN_API_VERSION` of the headers the shim was compiled with.
+    pub api_version: u32,
+    /// Shown by `opt --print-passes` and in plugin errors.
+    pub plugin_name: *const c_char,
+    /// This crate's version.
+    pub plugin_version: *const c_char,
+    /// `void (*)(llvm::PassBuilder &)`: registers the pass with the pipeline.
+    pub register_pass_builder_callbacks: unsafe extern "C" fn(*mut c_void),
+}
+
+extern "C" {
+    fn omptarget_indirect_plugin_api_version() -> u32;
+    fn omptarget_indirect_register_callbacks(pass_builder: *mut c_void);
+}
+
+/// The entry point clang and opt look up after loading a pass plugin (`-fpass-plugin=`,
+/// `-load-pass-plugin=`). Returns the plugin's name, version and registration callback; never
+/// fails.
+#[no_mangle]
+pub extern "C" fn llvmGetPassPluginInfo() -> PassPluginLibraryInfo {
+    PassPluginLibraryInfo {
+        // SAFETY: a C function without arguments that returns a constant.
+        api_version: unsafe { omptarget_indirect_plugin_api_version() },
+        plugin_name: c"omptarget-indirect".as_ptr(),
+        plugin_version: concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast(),
+        register_pass_builder_callbacks: omptarget_indirect_register_callbacks,
+    }
+}
+
+/// Called by the shim's module pass: rewrites `module` if it is an OpenMP device module.
+/// `phase` is 0 at the pipeline start and 1 after the optimizer. Returns whether the module
+/// changed. Never unwinds into C++: a panic (a bug) aborts the compiler with its message rather
+/// than crossing the FFI boundary.
+///
+/// # Safety
+/// `module` must be a valid module that no one else modifies during the call.
+#[no_mangle]
+pub unsafe extern "C" fn omptarget_indirect_rewrite_module(module: LLVMModuleRef, phase: u32) -> bool {
+    let phase = if phase == 0 { Phase::PipelineStart } else { Phase::OptimizerLast };
+    // SAFETY: forwarded precondition.
+    let summary = unsafe { rewrite_module(module, phase) };
+    summary.changed()
+}

@@ -1,0 +1,129 @@
+// The part of the pass plugin that LLVM's C API cannot express: registering a module pass with
+// the new pass manager, and emitting optimization remarks. The rewrite itself is Rust
+// (`omptarget_indirect_rewrite_module`, src/rewrite.rs). Every difference between the LLVM
+// versions the plugin is built for is in this file, behind LLVM_VERSION_MAJOR.
+#include "llvm/Config/llvm-config.h"
+#include "llvm/IR/DiagnosticHandler.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/Instruction.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/Passes/PassBuilder.h"
+#if LLVM_VERSION_MAJOR >= 22
+#include "llvm/Plugins/PassPlugin.h"
+#else
+#include "llvm/Passes/PassPlugin.h"
+#endif
+
+using namespace llvm;
+
+extern "C" {
+// Defined in Rust (src/lib.rs). `phase` is 0 at pipeline start, 1 after the optimizer. Returns
+// whether the module changed.
+bool omptarget_indirect_rewrite_module(LLVMModuleRef module, unsigned phase);
+}
+
+namespace {
+
+// The name -Rpass=, -Rpass-missed= and -Rpass-analysis= select, and `opt -passes=` accepts.
+constexpr const char *PassName = "omptarget-indirect";
+
+struct TranslateIndirectCalls : PassInfoMixin<TranslateIndirectCalls> {
+  unsigned Phase;
+  explicit TranslateIndirectCalls(unsigned Phase) : Phase(Phase) {}
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
+    return omptarget_indirect_rewrite_module(wrap(&M), Phase) ? PreservedAnalyses::none()
+                                                               : PreservedAnalyses::all();
+  }
+  // Runs at -O0 too, and in optnone functions: without it the program calls host addresses.
+  static bool isRequired() { return true; }
+  static StringRef name() { return PassName; }
+};
+
+void registerCallbacks(PassBuilder &PB) {
+  // Pipeline start: before the optimizer, so that it can hoist and merge the translations. It
+  // runs for the device compile at every -O level and in the LTO pre-link pipeline
+  // (-foffload-lto), the last place a rewrite can happen: clang-linker-wrapper loads no plugin.
+  PB.registerPipelineStartEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(TranslateIndirectCalls(0)); });
+  // Optimizer last: folds translations whose operand optimization turned into a known function,
+  // and translates indirect calls that optimization created.
+#if LLVM_VERSION_MAJOR >= 20
+  PB.registerOptimizerLastEPCallback([](ModulePassManager &MPM, OptimizationLevel, ThinOrFullLTOPhase) {
+    MPM.addPass(TranslateIndirectCalls(1));
+  });
+#else
+  PB.registerOptimizerLastEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(TranslateIndirectCalls(1)); });
+#endif
+  // `opt -load-pass-plugin=... -passes=omptarget-indirect`.
+  PB.registerPipelineParsingCallback(
+      [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
+        if (Name != PassName)
+          return false;
+        MPM.addPass(TranslateIndirectCalls(0));
+        return true;
+      });
+}
+
+// Remark kinds, as src/remarks.rs numbers them.
+enum RemarkKind : unsigned { Passed = 0, Missed = 1, Analysis = 2 };
+
+// One remark of `kind` at an instruction or a function.
+template <typename Anchor>
+void emitRemark(unsigned kind, const Anchor *At, const char *name, const char *message) {
+  LLVMContext &Ctx = At->getContext();
+  switch (kind) {
+  case Passed:
+    Ctx.diagnose(OptimizationRemark(PassName, name, At) << message);
+    return;
+  case Missed:
+    Ctx.diagnose(OptimizationRemarkMissed(PassName, name, At) << message);
+    return;
+  default:
+    Ctx.diagnose(OptimizationRemarkAnalysis(PassName, name, At) << message);
+    return;
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+// The plugin API version of the headers this shim is compiled against.
+uint32_t omptarget_indirect_plugin_api_version() { return LLVM_PLUGIN_API_VERSION; }
+
+// The PassPluginLibraryInfo callback (C++ reference = pointer in the C ABI).
+void omptarget_indirect_register_callbacks(PassBuilder &PB) { registerCallbacks(PB); }
+
+// Whether a remark of `kind` from this pass would be shown or recorded: lets the Rust side skip
+// formatting messages nobody reads.
+bool omptarget_indirect_remark_enabled(LLVMContextRef context, unsigned kind) {
+  LLVMContext &Ctx = *unwrap(context);
+  if (Ctx.getLLVMRemarkStreamer())
+    return true;
+  const DiagnosticHandler *Handler = Ctx.getDiagHandlerPtr();
+  switch (kind) {
+  case Passed:
+    return Handler->isPassedOptRemarkEnabled(PassName);
+  case Missed:
+    return Handler->isMissedOptRemarkEnabled(PassName);
+  default:
+    return Handler->isAnalysisRemarkEnabled(PassName);
+  }
+}
+
+// Emits one remark of `kind` named `name` (a static string) with text `message`, located at
+// `anchor`: an instruction, or a function (for per-function summaries).
+void omptarget_indirect_remark(unsigned kind, LLVMValueRef anchor, const char *name,
+                               const char *message) {
+  Value *At = unwrap(anchor);
+  if (auto *I = dyn_cast<Instruction>(At))
+    emitRemark(kind, I, name, message);
+  else if (auto *F = dyn_cast<Function>(At))
+    emitRemark(kind, F, name, message);
+}
+
+} // extern "C"
