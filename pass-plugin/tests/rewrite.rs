@@ -1,0 +1,299 @@
+//! The rewrite run in-process on IR parsed by the same libLLVM clang uses, then verified by
+//! LLVM's verifier. (The plugin loaded by clang and opt is tested end to end by `cargo xtask
+//! test`.)
+
+use std::ffi::{CStr, CString};
+
+use omptarget_indirect_pass::llvm::analysis::{LLVMVerifierFailureAction, LLVMVerifyModule};
+use omptarget_indirect_pass::llvm::core::*;
+use omptarget_indirect_pass::llvm::ir_reader::LLVMParseIRInContext;
+use omptarget_indirect_pass::llvm::prelude::*;
+use omptarget_indirect_pass::{rewrite_module, Phase, Summary};
+
+const DEVICE_FLAG: &str = "!llvm.module.flags = !{!0}\n!0 = !{i32 7, !\"openmp-device\", i32 51}\n";
+
+/// A parsed module and its context, disposed together.
+struct Module {
+    context: LLVMContextRef,
+    module: LLVMModuleRef,
+}
+
+impl Module {
+    fn parse(ir: &str) -> Module {
+        // SAFETY: a fresh context owns the module; the buffer is consumed by the parser.
+        unsafe {
+            let context = LLVMContextCreate();
+            let source = CString::new(ir).unwrap();
+            let buffer = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+                source.as_ptr(),
+                ir.len(),
+                c"test.ll".as_ptr(),
+            );
+            let mut module = std::ptr::null_mut();
+            let mut message = std::ptr::null_mut();
+            if LLVMParseIRInContext(context, buffer, &mut module, &mut message) != 0 {
+                panic!("bad test IR: {}", CStr::from_ptr(message).to_string_lossy());
+            }
+            Module { context, module }
+        }
+    }
+
+    fn rewrite(&self, phase: Phase) -> Summary {
+        // SAFETY: the module is valid and only this test uses it.
+        let summary = unsafe { rewrite_module(self.module, phase) };
+        self.verify();
+        summary
+    }
+
+    fn verify(&self) {
+        // SAFETY: valid module; the message is freed by LLVM's allocator.
+        unsafe {
+            let mut message = std::ptr::null_mut();
+            let broken =
+                LLVMVerifyModule(self.module, LLVMVerifierFailureAction::LLVMReturnStatusAction, &mut message);
+            let text = CStr::from_ptr(message).to_string_lossy().into_owned();
+            LLVMDisposeMessage(message);
+            assert!(broken == 0, "the rewritten module does not verify: {text}\n{}", self.text());
+        }
+    }
+
+    fn text(&self) -> String {
+        // SAFETY: LLVM allocates the string; it is copied and freed.
+        unsafe {
+            let raw = LLVMPrintModuleToString(self.module);
+            let text = CStr::from_ptr(raw).to_string_lossy().into_owned();
+            LLVMDisposeMessage(raw);
+            text
+        }
+    }
+
+    /// The line of the printed function `name` that contains `needle`.
+    fn line_in(&self, function: &str, needle: &str) -> String {
+        let text = self.text();
+        let body = text
+            .split("\ndefine ")
+            .find(|f| f.contains(&format!("@{function}(")))
+            .unwrap_or_else(|| panic!("no function {function} in\n{text}"));
+        body.lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with `{needle}` in {function}:\n{body}"))
+            .trim()
+            .to_string()
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        // SAFETY: the module and context were created by `parse` and are not used afterwards.
+        unsafe {
+            LLVMDisposeModule(self.module);
+            LLVMContextDispose(self.context);
+        }
+    }
+}
+
+/// The callee register of a printed call line: `%7` in `%8 = call i32 %7(i32 1)`, the first
+/// `%name` directly followed by `(`.
+fn callee_of(line: &str) -> &str {
+    for (start, _) in line.match_indices('%') {
+        let name_len = line[start + 1..]
+            .find(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_'))
+            .unwrap_or(line.len() - start - 1);
+        let end = start + 1 + name_len;
+        if line[end..].starts_with('(') {
+            return &line[start..end];
+        }
+    }
+    panic!("no indirect callee in `{line}`")
+}
+
+/// Asserts that the indirect call on `call_line` calls the result of translating `operand`.
+fn assert_translated(module: &Module, function: &str, call_line: &str, operand: &str) {
+    let callee = callee_of(call_line);
+    let definition = module.line_in(function, &format!("{callee} = "));
+    assert!(
+        definition.contains(&format!("@__kmpc_target_translate_fptr(ptr {operand})")),
+        "callee {callee} of `{call_line}` is `{definition}`, not a translation of {operand}"
+    );
+}
+
+#[test]
+fn host_modules_are_left_alone() {
+    let module = Module::parse("define void @f(ptr %fp) {\n  call void %fp()\n  ret void\n}\n");
+    let before = module.text();
+    assert_eq!(module.rewrite(Phase::PipelineStart), Summary::default());
+    assert_eq!(module.text(), before);
+}
+
+#[test]
+fn every_indirect_call_is_translated_and_keeps_its_form() {
+    let module = Module::parse(&format!(
+        r#"declare void @known(ptr)
+declare void @llvm.donothing()
+define i32 @kernel(ptr %fp, ptr %table) {{
+  call void %fp(ptr null)
+  %loaded = load ptr, ptr %table
+  %r = tail call fastcc noundef i32 %loaded(i32 1) #0 [ "tag"(i32 7) ]
+  call void @known(ptr %fp)
+  call void asm sideeffect "", ""()
+  call void @llvm.donothing()
+  ret i32 %r
+}}
+define i32 @tail(ptr %fp, i32 %x) {{
+  %r = musttail call i32 %fp(ptr %fp, i32 %x)
+  ret i32 %r
+}}
+attributes #0 = {{ nounwind }}
+{DEVICE_FLAG}"#
+    ));
+    let summary = module.rewrite(Phase::PipelineStart);
+    assert_eq!((summary.translated, summary.declared, summary.folded), (3, true, 0));
+    assert_translated(&module, "kernel", &module.line_in("kernel", "(ptr null)"), "%fp");
+    let kept = module.line_in("kernel", "(i32 1)");
+    assert!(
+        kept.contains("tail call fastcc noundef i32 %") && kept.contains(r#"[ "tag"(i32 7) ]"#),
+        "attributes, calling convention, bundle or tail kind lost: `{kept}`"
+    );
+    let group = kept.split(" #").nth(1).and_then(|g| g.split_whitespace().next()).expect("no attribute group");
+    let text = module.text();
+    let attributes = text.lines().find(|l| l.starts_with(&format!("attributes #{group} = "))).unwrap();
+    assert_eq!(attributes, format!("attributes #{group} = {{ nounwind }}"));
+    assert_translated(&module, "kernel", &kept, "%loaded");
+    assert_translated(&module, "tail", &module.line_in("tail", "musttail call"), "%fp");
+    // Known callees: untouched.
+    module.line_in("kernel", "call void @known(ptr %fp)");
+    module.line_in("kernel", "call void asm sideeffect");
+    module.line_in("kernel", "call void @llvm.donothing()");
+    // The declaration lets the optimizer hoist and merge it.
+    let text = module.text();
+    let declaration = text.lines().find(|l| l.starts_with("declare ptr @__kmpc_target_translate_fptr(ptr)")).unwrap();
+    let group = declaration.rsplit('#').next().unwrap();
+    let attributes = text.lines().find(|l| l.starts_with(&format!("attributes #{group} = "))).unwrap();
+    for needed in ["nounwind", "willreturn", "nosync", "nofree", "memory(none)"] {
+        assert!(attributes.contains(needed), "{needed} missing: {attributes}");
+    }
+}
+
+#[test]
+fn invokes_are_translated() {
+    let module = Module::parse(&format!(
+        r#"declare i32 @__gxx_personality_v0(...)
+define void @caller(ptr %fp) personality ptr @__gxx_personality_v0 {{
+  invoke void %fp(i32 3) to label %ok unwind label %bad
+ok:
+  ret void
+bad:
+  %lp = landingpad {{ ptr, i32 }} cleanup
+  resume {{ ptr, i32 }} %lp
+}}
+{DEVICE_FLAG}"#
+    ));
+    assert_eq!(module.rewrite(Phase::PipelineStart).translated, 1);
+    assert_translated(&module, "caller", &module.line_in("caller", "invoke void"), "%fp");
+}
+
+#[test]
+fn runtime_functions_are_left_alone_but_kernels_and_outlined_regions_are_not() {
+    let module = Module::parse(&format!(
+        r#"define void @__kmpc_parallel_51(ptr %fn) {{
+  call void %fn()
+  ret void
+}}
+define void @__omp_offloading_10302_main_l5(ptr %fn) {{
+  call void %fn()
+  ret void
+}}
+define internal void @__omp_outlined__1(ptr %fn) {{
+  call void %fn()
+  ret void
+}}
+{DEVICE_FLAG}"#
+    ));
+    let summary = module.rewrite(Phase::PipelineStart);
+    assert_eq!((summary.translated, summary.in_runtime), (2, 1));
+    assert_eq!(module.line_in("__kmpc_parallel_51", "call void"), "call void %fn()");
+    assert_translated(&module, "__omp_offloading_10302_main_l5", &module.line_in("__omp_offloading_10302_main_l5", "call void %"), "%fn");
+    assert_translated(&module, "__omp_outlined__1", &module.line_in("__omp_outlined__1", "call void %"), "%fn");
+}
+
+#[test]
+fn translations_of_known_functions_fold_and_translations_are_not_repeated() {
+    let module = Module::parse(&format!(
+        r#"declare ptr @__kmpc_target_translate_fptr(ptr)
+declare ptr @__llvm_omp_indirect_call_lookup(ptr)
+define void @f() {{
+  ret void
+}}
+define void @g(ptr %fp, i1 %c) {{
+entry:
+  %a = call ptr @__kmpc_target_translate_fptr(ptr @f)
+  call void %a()
+  %b = call ptr @__llvm_omp_indirect_call_lookup(ptr null)
+  %t = call ptr @__kmpc_target_translate_fptr(ptr %fp)
+  call void %t()
+  %u = call ptr @__kmpc_target_translate_fptr(ptr %t)
+  %s = select i1 %c, ptr %t, ptr @f
+  call void %s()
+  br label %loop
+loop:
+  %p = phi ptr [ %t, %entry ], [ %p, %loop ]
+  call void %p()
+  br i1 %c, label %loop, label %done
+done:
+  call void %u()
+  ret void
+}}
+{DEVICE_FLAG}"#
+    ));
+    let summary = module.rewrite(Phase::PipelineStart);
+    assert_eq!((summary.folded, summary.translated, summary.declared), (3, 0, false), "{summary:?}");
+    // %t, the select, the phi, and %u (folded to %t).
+    assert_eq!(summary.already_translated, 4);
+    let text = module.text();
+    assert_eq!(text.matches("call ptr @__kmpc_target_translate_fptr").count(), 1, "{text}");
+    assert!(!text.contains("call ptr @__llvm_omp_indirect_call_lookup"), "{text}");
+    module.line_in("g", "call void @f()");
+}
+
+#[test]
+fn a_second_run_changes_nothing() {
+    let module = Module::parse(&format!(
+        "define void @k(ptr %fp) {{\n  call void %fp()\n  call void %fp()\n  ret void\n}}\n{DEVICE_FLAG}"
+    ));
+    assert_eq!(module.rewrite(Phase::PipelineStart).translated, 2);
+    let once = module.text();
+    let again = module.rewrite(Phase::OptimizerLast);
+    assert_eq!((again.translated, again.already_translated, again.changed()), (0, 2, false));
+    assert_eq!(module.text(), once);
+}
+
+#[test]
+fn the_programs_own_declaration_is_used() {
+    let module = Module::parse(&format!(
+        "declare ptr @__kmpc_target_translate_fptr(ptr)\ndefine void @k(ptr %fp) {{\n  call void %fp()\n  ret void\n}}\n{DEVICE_FLAG}"
+    ));
+    let summary = module.rewrite(Phase::PipelineStart);
+    assert_eq!((summary.translated, summary.declared), (1, false));
+    // Its call still carries the attributes, on the call site.
+    let call = module.line_in("k", "@__kmpc_target_translate_fptr(ptr %fp)");
+    assert!(call.contains(" #"), "no call-site attributes: {call}");
+}
+
+#[test]
+fn a_translation_declared_with_another_type_is_not_called() {
+    let module = Module::parse(&format!(
+        "declare i64 @__kmpc_target_translate_fptr(i64)\ndefine void @k(ptr %fp) {{\n  call void %fp()\n  ret void\n}}\n{DEVICE_FLAG}"
+    ));
+    let summary = module.rewrite(Phase::PipelineStart);
+    assert_eq!((summary.translated, summary.other_signature, summary.changed()), (0, 1, false));
+    assert_eq!(module.line_in("k", "call void"), "call void %fp()");
+}
+
+#[test]
+fn callees_in_other_address_spaces_are_left_alone() {
+    let module = Module::parse(&format!(
+        "define void @k(ptr addrspace(1) %fp) {{\n  call addrspace(1) void %fp()\n  ret void\n}}\n{DEVICE_FLAG}"
+    ));
+    let summary = module.rewrite(Phase::PipelineStart);
+    assert_eq!((summary.translated, summary.other_address_space), (0, 1));
+}
