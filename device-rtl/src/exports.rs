@@ -55,3 +55,16 @@ pub unsafe extern "C" fn __kmpc_target_translate_fptr(fn_ptr: *mut c_void) -> *m
         translate_indexed(table, size, &*addr_of!(__omp_offloading_fptr_index), fn_ptr)
     }
 }
+
+/// LLVM's spelling of the translation, for programs written against upstream LLVM (its
+/// DeviceRTL defines it on the GPU targets, and LLVM ships none for the x86_64 host-offload
+/// device): the same contract as [`__kmpc_target_translate_fptr`], which it calls.
+///
+/// # Safety
+/// As for [`__kmpc_target_translate_fptr`].
+#[cfg(target_arch = "x86_64")]
+#[no_mangle]
+pub unsafe extern "C" fn __llvm_omp_indirect_call_lookup(fn_ptr: *mut c_void) -> *mut c_void {
+    // SAFETY: forwarded precondition.
+    unsafe { __kmpc_target_translate_fptr(fn_ptr) }
+}

@@ -24,11 +24,19 @@ _Static_assert(sizeof(struct __omp_offloading_fptr_index_ty) == 48, "index heade
 _Static_assert(offsetof(struct __omp_offloading_fptr_index_ty, shift) == 40, "shift at 40");
 extern struct __omp_offloading_fptr_index_ty __omp_offloading_fptr_index;
 void *__kmpc_target_translate_fptr(void *FnPtr);
+/* LLVM's spelling, defined by the x86_64 archive with the same contract. */
+void *__llvm_omp_indirect_call_lookup(void *FnPtr);
 
 static int passed, failed;
 
 static void expect(const char *what, uintptr_t key, uintptr_t want) {
   uintptr_t got = (uintptr_t)__kmpc_target_translate_fptr((void *)key);
+  uintptr_t llvm_spelling = (uintptr_t)__llvm_omp_indirect_call_lookup((void *)key);
+  if (llvm_spelling != got) {
+    failed++;
+    fprintf(stderr, "FAIL %s: __llvm_omp_indirect_call_lookup(%#lx) = %#lx, ours %#lx\n", what,
+            (unsigned long)key, (unsigned long)llvm_spelling, (unsigned long)got);
+  }
   if (got == want) {
     passed++;
   } else {
