@@ -12,7 +12,8 @@
 
 #include <omp.h>
 #include <stdint.h>
-#include <stdio.h>
+
+#include "check.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,20 +28,6 @@ void *__kmpc_target_translate_fptr(void *fn_ptr);
 #endif
 
 #define TRANSLATE(type, ptr) ((type)__kmpc_target_translate_fptr((void *)(ptr)))
-
-static int check_failures;
-static int check_count;
-
-#define EXPECT(cond, ...)                                                                          \
-  do {                                                                                             \
-    check_count++;                                                                                 \
-    if (!(cond)) {                                                                                 \
-      check_failures++;                                                                            \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                       \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-    }                                                                                              \
-  } while (0)
 
 /* The functions the programs call through pointers: each reports its own address (so the copy
  * that ran can be told apart) and returns a value computed from x. */
@@ -78,16 +65,6 @@ static inline void check_probe(const char *what, const struct probe *p, probe_fn
   EXPECT(p->self == p->device_addr, "%s: the copy at %p ran, not the device's %p", what, p->self,
          p->device_addr);
   EXPECT(p->value == expected, "%s: returned %d, expected %d", what, p->value, expected);
-}
-
-/* One line a test runner can read, then the exit status. */
-static inline int finish(const char *program) {
-  if (check_count == 0) {
-    printf("%s: no checks ran\n", program);
-    return 2;
-  }
-  printf("%s: %d checks, %d failed\n", program, check_count, check_failures);
-  return check_failures != 0;
 }
 
 #endif

@@ -5,7 +5,9 @@
 //! target/dist/device/x86_64/libdevice_rtl.a, device_rtl.bc
 //! target/dist/device/nvptx64/<sm>/device_rtl.{bc,ptx,cubin}
 //! target/dist/device/amdgcn/<gfx>/device_rtl.{bc,o}
-//! target/dist/lib/libomptarget.rtl.{x86_64,cuda}.so      the plugins
+//! target/dist/lib/libomptarget.rtl.{x86_64,cuda,amdgpu}.so  the plugins
+//! target/dist/lib/libomptarget-indirect-pass.so          the LLVM 19 pass plugin for clang-19
+//! target/dist/share/omptarget-indirect/clang-19.cfg      `clang-19 --config=` file that loads it
 //! ```
 
 use std::fs;
@@ -79,6 +81,16 @@ impl Dist {
     /// The fat device library for `clang -fopenmp ... -lomptarget-indirect`.
     pub fn fat_lib(&self) -> PathBuf {
         self.lib_dir().join("libomptarget-indirect.a")
+    }
+
+    /// The pass plugin for clang 19 (`-Xarch_device -fpass-plugin=`).
+    pub fn pass_plugin(&self) -> PathBuf {
+        self.lib_dir().join(PASS_PLUGIN.1)
+    }
+
+    /// The clang 19 configuration file that loads [`Dist::pass_plugin`] for device compiles.
+    pub fn clang_config(&self) -> PathBuf {
+        self.root.join("share/omptarget-indirect/clang-19.cfg")
     }
 
     /// `device/x86_64/`.
@@ -237,25 +249,43 @@ pub const PLUGINS: &[(&str, &str, &str)] = &[
     ("plugin-amdgpu", "libomptarget_rtl_amdgpu.so", "libomptarget.rtl.amdgpu.so"),
 ];
 
-/// Builds the plugins in release mode and installs them in `target/dist/lib` under the names
-/// libomptarget 16 looks for.
+/// The pass plugin: (cargo package, library file cargo writes, name in `target/dist/lib`).
+pub const PASS_PLUGIN: (&str, &str, &str) =
+    ("pass-plugin", "libomptarget_indirect_pass.so", "libomptarget-indirect-pass.so");
+
+/// Builds the libomptarget plugins and the pass plugin in release mode, installs them in
+/// `target/dist/lib` (the libomptarget plugins under the names libomptarget 16 looks for), and
+/// writes the clang configuration file that loads the pass plugin.
 fn plugins(workspace: &Path, dist: &Dist) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = Command::new(cargo);
     build.current_dir(workspace).args(["build", "--quiet", "--release"]);
-    for (package, _, _) in PLUGINS {
+    for (package, _, _) in PLUGINS.iter().chain([&PASS_PLUGIN]) {
         build.args(["-p", package]);
     }
     cmd::status(&mut build)?;
     fs::create_dir_all(dist.lib_dir())?;
-    for (_, built, installed) in PLUGINS {
+    for (_, built, installed) in PLUGINS.iter().chain([&PASS_PLUGIN]) {
         let from = workspace.join("target/release").join(built);
         let dest = dist.lib_dir().join(installed);
         let fresh = dest.with_extension("so.new");
         fs::copy(&from, &fresh).with_context(|| format!("cannot copy {}", from.display()))?;
         replace_if_changed(&fresh, &dest)?;
     }
-    Ok(())
+    // <CFGDIR> is the file's own directory (clang 16+): the dist tree can move.
+    let config = dist.clang_config();
+    fs::create_dir_all(config.parent().context("no parent")?)?;
+    let fresh = config.with_extension("cfg.new");
+    fs::write(
+        &fresh,
+        format!(
+            "# Loads the omptarget-indirect pass plugin into clang 19's device compiles (every -O level,\n\
+             # -foffload-lto too), so that indirect calls in device code reach the device copies.\n\
+             -Xarch_device -fpass-plugin=<CFGDIR>/../../lib/{}\n",
+            PASS_PLUGIN.2
+        ),
+    )?;
+    replace_if_changed(&fresh, &config)
 }
 
 /// Packs every device image into one OffloadBinary, embeds it in a host object, and archives that

@@ -1,7 +1,9 @@
 //! The end-to-end programs of `tests/e2e/`: clang 19 OpenMP programs with `declare target
 //! indirect` functions, linked with `-lomptarget-indirect` against LLVM 16's libomptarget, run
 //! through it and our plugin (x86_64 host offload here), and built for the GPU targets, whose
-//! device images are checked.
+//! device images are checked. Unmodified programs (no explicit translation) are compiled with the
+//! pass plugin through `--config=<dist>/share/omptarget-indirect/clang-19.cfg`, at `-O0`, `-O2`
+//! and `-O2 -foffload-lto`, and once without it (the negative control).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -42,6 +44,43 @@ pub struct Program {
     pub needs_map: bool,
     /// A line its output must hold on the x86_64 plugin (2 devices), beside the summary.
     pub expect_line: Option<&'static str>,
+    /// Written without any explicit translation: compiled with the pass plugin, and it must fail
+    /// when compiled without it.
+    pub unmodified: bool,
+}
+
+/// How a program is compiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Build {
+    /// `-O2`: every program, and the only build for GPU targets and the bundle.
+    O2,
+    /// `-O0`.
+    O0,
+    /// `-O2 -foffload-lto`: device code linked and optimised as one module by
+    /// clang-linker-wrapper, which loads no pass plugin: the rewrite happens before, per file.
+    OffloadLto,
+    /// `-O2` without the pass plugin: the negative control of an unmodified program.
+    WithoutPassPlugin,
+}
+
+impl Build {
+    fn flags(self) -> &'static [&'static str] {
+        match self {
+            Build::O2 | Build::WithoutPassPlugin => &["-O2"],
+            Build::O0 => &["-O0"],
+            Build::OffloadLto => &["-O2", "-foffload-lto"],
+        }
+    }
+
+    /// Subdirectory of the program's build directory (the `-O2` build has none).
+    fn dir(self) -> &'static str {
+        match self {
+            Build::O2 => "",
+            Build::O0 => "O0",
+            Build::OffloadLto => "offload-lto",
+            Build::WithoutPassPlugin => "without-pass-plugin",
+        }
+    }
 }
 
 /// Every program, in the order of the end-to-end issue's list.
@@ -53,6 +92,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        unmodified: false,
     },
     Program {
         name: "reach",
@@ -61,6 +101,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        unmodified: false,
     },
     Program {
         name: "table",
@@ -69,6 +110,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        unmodified: false,
     },
     Program {
         name: "multi",
@@ -77,6 +119,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[unit("multi_lib.c")],
         needs_map: true,
         expect_line: None,
+        unmodified: false,
     },
     Program {
         name: "passthrough",
@@ -85,6 +128,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        unmodified: false,
     },
     Program {
         name: "devices",
@@ -93,6 +137,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: Some("device count: 2"),
+        unmodified: false,
     },
     Program {
         name: "no_indirect",
@@ -101,6 +146,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: false,
         expect_line: None,
+        unmodified: false,
     },
     Program {
         name: "cxx",
@@ -109,6 +155,26 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        unmodified: false,
+    },
+    Program {
+        name: "unmodified",
+        about: "no explicit translation (pass plugin): map(to:), arrays, struct members, through device \
+                functions, per team/thread, device addresses, NULL, not indirect",
+        units: &[unit("unmodified.c")],
+        library: &[],
+        needs_map: true,
+        expect_line: None,
+        unmodified: true,
+    },
+    Program {
+        name: "unmodified_virtual",
+        about: "no explicit translation (pass plugin): C++ virtual calls on device-built and mapped host objects",
+        units: &[unit("unmodified_virtual.cpp")],
+        library: &[],
+        needs_map: true,
+        expect_line: None,
+        unmodified: true,
     },
 ];
 
@@ -131,7 +197,7 @@ pub fn link_args(tools: &Tools, dist: &Dist) -> Vec<OsString> {
     vec![llvm16, ours, "-lomptarget-indirect".into()]
 }
 
-fn compiler<'t>(tools: &'t Tools, source: &str) -> &'t Path {
+pub fn compiler<'t>(tools: &'t Tools, source: &str) -> &'t Path {
     if source.ends_with(".cpp") {
         &tools.clangxx
     } else {
@@ -139,7 +205,8 @@ fn compiler<'t>(tools: &'t Tools, source: &str) -> &'t Path {
     }
 }
 
-/// Builds `program` for `target` under `target/tests/e2e/<target>/` and returns the executable.
+/// Builds `program` at `-O2` for `target` under `target/tests/e2e/<target>/` and returns the
+/// executable.
 pub fn build(
     workspace: &Path,
     tools: &Tools,
@@ -147,27 +214,55 @@ pub fn build(
     target: &OffloadTarget,
     program: &Program,
 ) -> Result<PathBuf> {
+    build_as(workspace, tools, dist, target, program, Build::O2)
+}
+
+/// The clang flags that load the pass plugin into the device compiles: the dist tree's
+/// configuration file, as users are told to pass it.
+pub fn pass_plugin_args(dist: &Dist) -> Vec<OsString> {
+    let mut config = OsString::from("--config=");
+    config.push(dist.clang_config());
+    vec![config]
+}
+
+/// Builds `program` as `how` says for `target` and returns the executable.
+pub fn build_as(
+    workspace: &Path,
+    tools: &Tools,
+    dist: &Dist,
+    target: &OffloadTarget,
+    program: &Program,
+    how: Build,
+) -> Result<PathBuf> {
     let sources = workspace.join("tests/e2e");
-    let out = workspace.join("target/tests/e2e").join(&target.name).join(program.name);
+    let out = workspace.join("target/tests/e2e").join(&target.name).join(program.name).join(how.dir());
     let exe = out.join(program.name);
     // ptxas takes minutes over the 1024-function table: rebuild only when an input changed.
     let mut inputs: Vec<PathBuf> =
         program.units.iter().chain(program.library).map(|u| sources.join(u.source)).collect();
-    inputs.extend([
-        sources.join("indirect_check.h"),
-        dist.fat_lib(),
-        tools.llvm16_lib.join("libomptarget.so.16"),
-    ]);
+    inputs.extend(
+        ["check.h", "indirect_check.h", "device_copy.h"].map(|h| sources.join(h)).into_iter().chain([
+            dist.fat_lib(),
+            dist.pass_plugin(),
+            dist.clang_config(),
+            tools.llvm16_lib.join("libomptarget.so.16"),
+        ]),
+    );
     if newer_than_all(&exe, &inputs) {
         return Ok(exe);
     }
     std::fs::create_dir_all(&out)?;
+    let mut flags: Vec<OsString> = target.clang_args(tools);
+    flags.extend(how.flags().iter().map(OsString::from));
+    if program.unmodified && how != Build::WithoutPassPlugin {
+        flags.extend(pass_plugin_args(dist));
+    }
     let compile = |u: &Unit| -> Result<PathBuf> {
         let object = out.join(format!("{}.o", u.source));
         cmd::output(
             Command::new(compiler(tools, u.source))
-                .args(target.clang_args(tools))
-                .args(["-O2", "-Wall", "-Werror", "-c"])
+                .args(&flags)
+                .args(["-Wall", "-Werror", "-c"])
                 .args(u.flags)
                 .arg(sources.join(u.source))
                 .arg("-o")
@@ -177,7 +272,7 @@ pub fn build(
     };
     let objects = program.units.iter().map(compile).collect::<Result<Vec<_>>>()?;
     let mut link = Command::new(compiler(tools, program.units[0].source));
-    link.args(target.clang_args(tools)).args(&objects);
+    link.args(&flags).args(&objects);
     if !program.library.is_empty() {
         let archive = out.join(format!("lib{}.a", program.name));
         let _ = std::fs::remove_file(&archive);
@@ -258,41 +353,65 @@ pub fn run(tools: &Tools, dist: &Dist, exe: &Path, setup: MapSetup) -> Result<(i
 
 /// Builds and runs `program` on x86_64 host offload; if it needs the map, runs it again with the
 /// table alone (the device's binary search instead of the index: same results expected), then
-/// with the map disabled, and expects that to fail.
+/// with the map disabled, and expects that to fail. An unmodified program is also built and run
+/// at `-O0` and with `-foffload-lto`, and built without the pass plugin, which must fail.
 pub fn run_x86_64(workspace: &Path, tools: &Tools, dist: &Dist, program: &Program) -> Result<String> {
-    let exe = build(workspace, tools, dist, &OffloadTarget::x86_64(), program)?;
+    let target = OffloadTarget::x86_64();
+    let exe = build(workspace, tools, dist, &target, program)?;
     let setups: &[MapSetup] =
         if program.needs_map { &[MapSetup::Indexed, MapSetup::SearchOnly] } else { &[MapSetup::Indexed] };
     let mut detail = String::new();
     for &setup in setups {
-        let (code, output) = run(tools, dist, &exe, setup)?;
-        let summary = output.lines().find(|l| l.starts_with(&format!("{}: ", program.name))).unwrap_or("");
-        ensure!(
-            code == 0 && summary.ends_with(" 0 failed"),
-            "{} ({setup:?}) exited with {code}:\n{output}",
-            exe.display()
-        );
-        if let Some(line) = program.expect_line {
-            ensure!(output.lines().any(|l| l == line), "{} did not print `{line}`:\n{output}", exe.display());
-        }
+        let summary = expect_pass(tools, dist, &exe, program, setup)?;
         if detail.is_empty() {
-            detail = summary.to_string();
+            detail = summary;
         } else {
             detail.push_str("; the same without the hash index");
         }
     }
+    if program.unmodified {
+        for how in [Build::O0, Build::OffloadLto] {
+            let exe = build_as(workspace, tools, dist, &target, program, how)?;
+            expect_pass(tools, dist, &exe, program, MapSetup::Indexed)?;
+        }
+        detail.push_str("; the same at -O0 and with -foffload-lto");
+        let control = build_as(workspace, tools, dist, &target, program, Build::WithoutPassPlugin)?;
+        let failed = expect_failure(tools, dist, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
+        detail.push_str(&format!("; compiled without the pass plugin: {failed} checks fail (negative control)"));
+    }
     if program.needs_map {
-        let (code, output) = run(tools, dist, &exe, MapSetup::None)?;
-        let failed = output.lines().filter(|l| l.starts_with("FAIL ")).count();
-        ensure!(
-            code == 1 && failed > 0,
-            "negative control: with OMPTARGET_INDIRECT_MAP=0 {} exited with {code} and {failed} failed \
-             checks; a missing map must fail it:\n{output}",
-            exe.display()
-        );
+        let failed = expect_failure(tools, dist, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
         detail.push_str(&format!("; without the map: {failed} checks fail (negative control)"));
     }
     Ok(detail)
+}
+
+/// Runs `exe` and requires it to pass; returns its summary line.
+fn expect_pass(tools: &Tools, dist: &Dist, exe: &Path, program: &Program, setup: MapSetup) -> Result<String> {
+    let (code, output) = run(tools, dist, exe, setup)?;
+    let summary = output.lines().find(|l| l.starts_with(&format!("{}: ", program.name))).unwrap_or("");
+    ensure!(
+        code == 0 && summary.ends_with(" 0 failed"),
+        "{} ({setup:?}) exited with {code}:\n{output}",
+        exe.display()
+    );
+    if let Some(line) = program.expect_line {
+        ensure!(output.lines().any(|l| l == line), "{} did not print `{line}`:\n{output}", exe.display());
+    }
+    Ok(summary.to_string())
+}
+
+/// Runs a negative control, which must fail its checks (exit 1, FAIL lines); returns how many
+/// checks failed.
+fn expect_failure(tools: &Tools, dist: &Dist, exe: &Path, setup: MapSetup, what: &str) -> Result<usize> {
+    let (code, output) = run(tools, dist, exe, setup)?;
+    let failed = output.lines().filter(|l| l.starts_with("FAIL ")).count();
+    ensure!(
+        code == 1 && failed > 0,
+        "negative control: {what}, {} exited with {code} and {failed} failed checks; it must fail:\n{output}",
+        exe.display()
+    );
+    Ok(failed)
 }
 
 /// Builds every program for a GPU target and checks that each device image defines our function

@@ -1,0 +1,140 @@
+//! The pass plugin checked on device IR, for the GPU targets where nothing can run here: each
+//! unmodified end-to-end program compiled for the device only (`--offload-device-only -emit-llvm
+//! -S`) at `-O0` and `-O2` with the plugin. In the IR every indirect call's callee must be the
+//! result of `__kmpc_target_translate_fptr`, the module must verify (`opt -passes=verify`), and
+//! `-Rpass=omptarget-indirect` must report each translation at `-O0`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{ensure, Context, Result};
+
+use crate::build::Dist;
+use crate::cmd;
+use crate::e2e::{self, PROGRAMS};
+use crate::offload::OffloadTarget;
+use crate::tools::Tools;
+
+const TRANSLATE_CALL: &str = "@__kmpc_target_translate_fptr(";
+
+/// Compiles every unmodified program's device code for `target` and checks it as above.
+pub fn check(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarget) -> Result<String> {
+    let out = workspace.join("target/tests/pass-ir").join(&target.name);
+    std::fs::create_dir_all(&out)?;
+    let mut translated = 0;
+    let mut files = 0;
+    for program in PROGRAMS.iter().filter(|p| p.unmodified) {
+        for unit in program.units {
+            for level in ["-O0", "-O2"] {
+                let ir = out.join(format!("{}{level}.ll", unit.source));
+                let compiled = cmd::output(
+                    Command::new(e2e::compiler(tools, unit.source))
+                        .args(target.clang_args(tools))
+                        .args(e2e::pass_plugin_args(dist))
+                        .args([level, "--offload-device-only", "-emit-llvm", "-S", "-Rpass=omptarget-indirect"])
+                        .args(unit.flags)
+                        .arg(workspace.join("tests/e2e").join(unit.source))
+                        .arg("-o")
+                        .arg(&ir),
+                )?;
+                let text = cmd::read(&ir).map(|b| String::from_utf8_lossy(&b).into_owned())?;
+                let what = format!("{} {level} for {}", unit.source, target.name);
+                let (calls, missing) = indirect_calls(&text);
+                ensure!(missing.is_empty(), "{what}: indirect calls without a translation:\n{}", missing.join("\n"));
+                let translations = text.lines().filter(|l| l.contains(TRANSLATE_CALL) && !l.starts_with("declare")).count();
+                ensure!(calls > 0 && translations > 0, "{what}: no translated indirect call at all");
+                if level == "-O0" {
+                    let remarks = String::from_utf8_lossy(&compiled.stderr)
+                        .lines()
+                        .filter(|l| l.contains("remark: translated the callee"))
+                        .count();
+                    ensure!(remarks == translations, "{what}: {translations} translations but {remarks} remarks");
+                }
+                cmd::output(Command::new(&tools.opt).args(["-passes=verify", "-disable-output"]).arg(&ir))
+                    .with_context(|| format!("{what}: the rewritten IR does not verify"))?;
+                translated += calls;
+                files += 1;
+            }
+        }
+    }
+    Ok(format!(
+        "{files} device modules (-O0, -O2): {translated} indirect calls, each through __kmpc_target_translate_fptr; \
+         all verify; one remark per translation at -O0"
+    ))
+}
+
+/// Counts the indirect calls in textual IR and lists those whose callee is not the result of a
+/// translation (nor a phi or select of translations). Inline asm is not an indirect call.
+pub fn indirect_calls(ir: &str) -> (usize, Vec<String>) {
+    let mut count = 0;
+    let mut missing = Vec::new();
+    for body in ir.split("\ndefine ").skip(1) {
+        let body = body.split("\n}").next().unwrap_or(body);
+        let definitions: HashMap<&str, &str> = body
+            .lines()
+            .filter_map(|l| l.trim().split_once(" = ").map(|(name, rest)| (name, rest)))
+            .filter(|(name, _)| name.starts_with('%'))
+            .collect();
+        for line in body.lines().skip(1) {
+            let line = line.trim();
+            let is_call = line.contains("call ") || line.starts_with("invoke ") || line.contains("= invoke ");
+            if !is_call || line.contains(" asm ") {
+                continue;
+            }
+            let Some(callee) = callee(line) else { continue };
+            count += 1;
+            if !is_translation(callee, &definitions, 0) {
+                missing.push(line.to_string());
+            }
+        }
+    }
+    (count, missing)
+}
+
+/// The first `%name` directly followed by `(`: an indirect callee.
+fn callee(line: &str) -> Option<&str> {
+    for (start, _) in line.match_indices('%') {
+        let len = line[start + 1..]
+            .find(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_'))
+            .unwrap_or(line.len() - start - 1);
+        let end = start + 1 + len;
+        if line[end..].starts_with('(') {
+            return Some(&line[start..end]);
+        }
+    }
+    None
+}
+
+fn is_translation(value: &str, definitions: &HashMap<&str, &str>, depth: usize) -> bool {
+    let Some(definition) = definitions.get(value) else { return false };
+    if definition.contains(TRANSLATE_CALL) {
+        return true;
+    }
+    // Values a phi or select picks from: `[ %v, %block ]` pairs, or the last two operands.
+    let picks: Vec<&str> = if let Some(rest) = definition.strip_prefix("phi ptr ") {
+        rest.split('[').skip(1).filter_map(|pair| pair.split(',').next()).map(str::trim).collect()
+    } else if let Some(rest) = definition.strip_prefix("select ") {
+        rest.split(", ptr ").skip(1).filter_map(|v| v.split(',').next()).map(str::trim).collect()
+    } else {
+        return false;
+    };
+    depth < 8
+        && !picks.is_empty()
+        && picks.iter().all(|v| v.starts_with('@') || *v == "null" || is_translation(v, definitions, depth + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::indirect_calls;
+
+    #[test]
+    fn finds_untranslated_indirect_calls() {
+        let ir = "x\ndefine void @f(ptr %0, i1 %c) {\n  %2 = call ptr @__kmpc_target_translate_fptr(ptr %0)\n  \
+                  call void %2()\n  %s = select i1 %c, ptr %2, ptr @g\n  call void %s()\n  call void %0(i32 1)\n  \
+                  call void @g()\n  call void asm sideeffect \"\", \"\"()\n  ret void\n}\n";
+        let (count, missing) = indirect_calls(ir);
+        assert_eq!(count, 3);
+        assert_eq!(missing, vec!["call void %0(i32 1)".to_string()]);
+    }
+}
