@@ -50,7 +50,13 @@ impl Remarks {
     ///
     /// # Safety
     /// `anchor` must be a valid instruction or function of the context the remarks belong to.
-    pub unsafe fn emit(&self, kind: Kind, anchor: LLVMValueRef, name: &'static core::ffi::CStr, message: impl FnOnce() -> String) {
+    pub unsafe fn emit(
+        &self,
+        kind: Kind,
+        anchor: LLVMValueRef,
+        name: &'static core::ffi::CStr,
+        message: impl FnOnce() -> String,
+    ) {
         if !self.enabled(kind) {
             return;
         }

@@ -80,7 +80,8 @@ pub fn is_runtime_function(name: &[u8]) -> bool {
     if name.starts_with(b"__omp_offloading_") || name.starts_with(b"__omp_outlined") {
         return false;
     }
-    const RUNTIME: &[&[u8]] = &[b"__kmpc_", b"__llvm_omp_", b"__omp_", b"__tgt_", b"omp_", b"ompx_", b"_ZN4ompx"];
+    const RUNTIME: &[&[u8]] =
+        &[b"__kmpc_", b"__llvm_omp_", b"__omp_", b"__tgt_", b"omp_", b"ompx_", b"_ZN4ompx"];
     RUNTIME.iter().any(|prefix| name.starts_with(prefix))
 }
 
@@ -267,7 +268,8 @@ impl Pass<'_> {
             LLVMPositionBuilderBefore(builder, site);
             LLVMSetCurrentDebugLocation2(builder, LLVMInstructionGetDebugLoc(site));
             let mut args = [callee];
-            let translated = LLVMBuildCall2(builder, function_type, translate, args.as_mut_ptr(), 1, c"".as_ptr());
+            let translated =
+                LLVMBuildCall2(builder, function_type, translate, args.as_mut_ptr(), 1, c"".as_ptr());
             LLVMDisposeBuilder(builder);
             for attribute in self.pure_attributes() {
                 LLVMAddCallSiteAttribute(translated, LLVMAttributeFunctionIndex, attribute);
@@ -353,7 +355,8 @@ unsafe fn is_translation(value: LLVMValueRef, visited: &mut HashSet<LLVMValueRef
         if !LLVMIsACallInst(value).is_null() {
             let callee = LLVMGetCalledValue(value);
             return !LLVMIsAFunction(callee).is_null()
-                && value_name_bytes(callee).is_some_and(|n| n == TRANSLATE.to_bytes() || n == LLVM_LOOKUP.to_bytes());
+                && value_name_bytes(callee)
+                    .is_some_and(|n| n == TRANSLATE.to_bytes() || n == LLVM_LOOKUP.to_bytes());
         }
         let inputs: Vec<LLVMValueRef> = if !LLVMIsAPHINode(value).is_null() {
             (0..LLVMCountIncoming(value)).map(|i| LLVMGetIncomingValue(value, i)).collect()
@@ -410,7 +413,9 @@ mod tests {
 
     #[test]
     fn runtime_names() {
-        for runtime in ["__kmpc_parallel_51", "__llvm_omp_indirect_call_lookup", "__omp_rtl_x", "omp_get_num_teams"] {
+        for runtime in
+            ["__kmpc_parallel_51", "__llvm_omp_indirect_call_lookup", "__omp_rtl_x", "omp_get_num_teams"]
+        {
             assert!(is_runtime_function(runtime.as_bytes()), "{runtime}");
         }
         for program in

@@ -24,11 +24,8 @@ impl Module {
         unsafe {
             let context = LLVMContextCreate();
             let source = CString::new(ir).unwrap();
-            let buffer = LLVMCreateMemoryBufferWithMemoryRangeCopy(
-                source.as_ptr(),
-                ir.len(),
-                c"test.ll".as_ptr(),
-            );
+            let buffer =
+                LLVMCreateMemoryBufferWithMemoryRangeCopy(source.as_ptr(), ir.len(), c"test.ll".as_ptr());
             let mut module = std::ptr::null_mut();
             let mut message = std::ptr::null_mut();
             if LLVMParseIRInContext(context, buffer, &mut module, &mut message) != 0 {
@@ -49,8 +46,11 @@ impl Module {
         // SAFETY: valid module; the message is freed by LLVM's allocator.
         unsafe {
             let mut message = std::ptr::null_mut();
-            let broken =
-                LLVMVerifyModule(self.module, LLVMVerifierFailureAction::LLVMReturnStatusAction, &mut message);
+            let broken = LLVMVerifyModule(
+                self.module,
+                LLVMVerifierFailureAction::LLVMReturnStatusAction,
+                &mut message,
+            );
             let text = CStr::from_ptr(message).to_string_lossy().into_owned();
             LLVMDisposeMessage(message);
             assert!(broken == 0, "the rewritten module does not verify: {text}\n{}", self.text());
@@ -154,7 +154,8 @@ attributes #0 = {{ nounwind }}
         kept.contains("tail call fastcc noundef i32 %") && kept.contains(r#"[ "tag"(i32 7) ]"#),
         "attributes, calling convention, bundle or tail kind lost: `{kept}`"
     );
-    let group = kept.split(" #").nth(1).and_then(|g| g.split_whitespace().next()).expect("no attribute group");
+    let group =
+        kept.split(" #").nth(1).and_then(|g| g.split_whitespace().next()).expect("no attribute group");
     let text = module.text();
     let attributes = text.lines().find(|l| l.starts_with(&format!("attributes #{group} = "))).unwrap();
     assert_eq!(attributes, format!("attributes #{group} = {{ nounwind }}"));
@@ -166,7 +167,8 @@ attributes #0 = {{ nounwind }}
     module.line_in("kernel", "call void @llvm.donothing()");
     // The declaration lets the optimizer hoist and merge it.
     let text = module.text();
-    let declaration = text.lines().find(|l| l.starts_with("declare ptr @__kmpc_target_translate_fptr(ptr)")).unwrap();
+    let declaration =
+        text.lines().find(|l| l.starts_with("declare ptr @__kmpc_target_translate_fptr(ptr)")).unwrap();
     let group = declaration.rsplit('#').next().unwrap();
     let attributes = text.lines().find(|l| l.starts_with(&format!("attributes #{group} = "))).unwrap();
     for needed in ["nounwind", "willreturn", "nosync", "nofree", "memory(none)"] {
@@ -212,8 +214,18 @@ define internal void @__omp_outlined__1(ptr %fn) {{
     let summary = module.rewrite(Phase::PipelineStart);
     assert_eq!((summary.translated, summary.in_runtime), (2, 1));
     assert_eq!(module.line_in("__kmpc_parallel_51", "call void"), "call void %fn()");
-    assert_translated(&module, "__omp_offloading_10302_main_l5", &module.line_in("__omp_offloading_10302_main_l5", "call void %"), "%fn");
-    assert_translated(&module, "__omp_outlined__1", &module.line_in("__omp_outlined__1", "call void %"), "%fn");
+    assert_translated(
+        &module,
+        "__omp_offloading_10302_main_l5",
+        &module.line_in("__omp_offloading_10302_main_l5", "call void %"),
+        "%fn",
+    );
+    assert_translated(
+        &module,
+        "__omp_outlined__1",
+        &module.line_in("__omp_outlined__1", "call void %"),
+        "%fn",
+    );
 }
 
 #[test]

@@ -169,7 +169,8 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "unmodified_virtual",
-        about: "no explicit translation (pass plugin): C++ virtual calls on device-built and mapped host objects",
+        about:
+            "no explicit translation (pass plugin): C++ virtual calls on device-built and mapped host objects",
         units: &[unit("unmodified_virtual.cpp")],
         library: &[],
         needs_map: true,
@@ -376,8 +377,11 @@ pub fn run_x86_64(workspace: &Path, tools: &Tools, dist: &Dist, program: &Progra
         }
         detail.push_str("; the same at -O0 and with -foffload-lto");
         let control = build_as(workspace, tools, dist, &target, program, Build::WithoutPassPlugin)?;
-        let failed = expect_failure(tools, dist, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
-        detail.push_str(&format!("; compiled without the pass plugin: {failed} checks fail (negative control)"));
+        let failed =
+            expect_failure(tools, dist, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
+        detail.push_str(&format!(
+            "; compiled without the pass plugin: {failed} checks fail (negative control)"
+        ));
     }
     if program.needs_map {
         let failed = expect_failure(tools, dist, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;

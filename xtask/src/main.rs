@@ -9,8 +9,10 @@ mod e2e;
 mod gpu_bundle;
 mod metrics;
 mod offload;
+mod pass_ir;
 mod suite;
 mod tools;
+mod translation_bench;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -29,7 +31,8 @@ commands:
   demo                                          build, then run examples/indirect_calls.c on a device
                                                 (NVIDIA GPU 0 if present, else x86_64 host offload)
   env                                           print the compile flags and environment for users
-  bench                                         build, then time set_function_ptr_map (target/bench/)
+  bench                                         build, then time set_function_ptr_map and the
+                                                translation the pass plugin inserts (target/bench/)
   gpu-test [--require-gpu]                      build target/gpu-bundle/ and run it on this machine's
                                                 NVIDIA GPU (without one: \"built, not run\", exit 0)
   gpu-bench                                     the same bundle's translation benchmark (target/bench/)
@@ -195,17 +198,19 @@ fn nvidia_gpu() -> Option<String> {
 }
 
 /// Builds the dist tree, then runs the plugin benchmark (release profile) through the installed
-/// plugin: `set_function_ptr_map` against sort + memcpy, figures in `target/bench/`.
+/// plugin: `set_function_ptr_map` against sort + memcpy; then the cost of the translation the
+/// pass plugin inserts, against untranslated calls. Figures in `target/bench/`.
 fn bench(workspace: &Path) -> Result<()> {
     let tools = Tools::locate(workspace)?;
-    build::build(workspace, &tools, &Archs::default())?;
+    let dist = build::build(workspace, &tools, &Archs::default())?;
     cmd::status(Command::new(env!("CARGO")).current_dir(workspace).args([
         "bench",
         "-p",
         "plugin-x86_64",
         "--bench",
         "set_function_ptr_map",
-    ]))
+    ]))?;
+    translation_bench::run(workspace, &tools, &dist)
 }
 
 /// `cargo xtask env`: what a user needs to build and run their own program with this project,

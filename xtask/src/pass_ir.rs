@@ -32,7 +32,13 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarge
                     Command::new(e2e::compiler(tools, unit.source))
                         .args(target.clang_args(tools))
                         .args(e2e::pass_plugin_args(dist))
-                        .args([level, "--offload-device-only", "-emit-llvm", "-S", "-Rpass=omptarget-indirect"])
+                        .args([
+                            level,
+                            "--offload-device-only",
+                            "-emit-llvm",
+                            "-S",
+                            "-Rpass=omptarget-indirect",
+                        ])
                         .args(unit.flags)
                         .arg(workspace.join("tests/e2e").join(unit.source))
                         .arg("-o")
@@ -41,15 +47,23 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarge
                 let text = cmd::read(&ir).map(|b| String::from_utf8_lossy(&b).into_owned())?;
                 let what = format!("{} {level} for {}", unit.source, target.name);
                 let (calls, missing) = indirect_calls(&text);
-                ensure!(missing.is_empty(), "{what}: indirect calls without a translation:\n{}", missing.join("\n"));
-                let translations = text.lines().filter(|l| l.contains(TRANSLATE_CALL) && !l.starts_with("declare")).count();
+                ensure!(
+                    missing.is_empty(),
+                    "{what}: indirect calls without a translation:\n{}",
+                    missing.join("\n")
+                );
+                let translations =
+                    text.lines().filter(|l| l.contains(TRANSLATE_CALL) && !l.starts_with("declare")).count();
                 ensure!(calls > 0 && translations > 0, "{what}: no translated indirect call at all");
                 if level == "-O0" {
                     let remarks = String::from_utf8_lossy(&compiled.stderr)
                         .lines()
                         .filter(|l| l.contains("remark: translated the callee"))
                         .count();
-                    ensure!(remarks == translations, "{what}: {translations} translations but {remarks} remarks");
+                    ensure!(
+                        remarks == translations,
+                        "{what}: {translations} translations but {remarks} remarks"
+                    );
                 }
                 cmd::output(Command::new(&tools.opt).args(["-passes=verify", "-disable-output"]).arg(&ir))
                     .with_context(|| format!("{what}: the rewritten IR does not verify"))?;
@@ -73,7 +87,7 @@ pub fn indirect_calls(ir: &str) -> (usize, Vec<String>) {
         let body = body.split("\n}").next().unwrap_or(body);
         let definitions: HashMap<&str, &str> = body
             .lines()
-            .filter_map(|l| l.trim().split_once(" = ").map(|(name, rest)| (name, rest)))
+            .filter_map(|l| l.trim().split_once(" = "))
             .filter(|(name, _)| name.starts_with('%'))
             .collect();
         for line in body.lines().skip(1) {
@@ -121,7 +135,9 @@ fn is_translation(value: &str, definitions: &HashMap<&str, &str>, depth: usize) 
     };
     depth < 8
         && !picks.is_empty()
-        && picks.iter().all(|v| v.starts_with('@') || *v == "null" || is_translation(v, definitions, depth + 1))
+        && picks
+            .iter()
+            .all(|v| v.starts_with('@') || *v == "null" || is_translation(v, definitions, depth + 1))
 }
 
 #[cfg(test)]
@@ -137,4 +153,87 @@ mod tests {
         assert_eq!(count, 3);
         assert_eq!(missing, vec!["call void %0(i32 1)".to_string()]);
     }
+}
+
+/// Measures, on `target`'s `-O2` device IR of `tests/bench/translation_loops.c`, that the
+/// translation of a loop-invariant pointer is hoisted out of its loop and the translation of a
+/// pointer picked per iteration is not.
+pub fn check_hoisting(
+    workspace: &Path,
+    tools: &Tools,
+    dist: &Dist,
+    target: &OffloadTarget,
+) -> Result<String> {
+    let out = workspace.join("target/tests/pass-ir").join(&target.name);
+    std::fs::create_dir_all(&out)?;
+    let ir = out.join("translation_loops-O2.ll");
+    cmd::output(
+        Command::new(&tools.clang)
+            .args(target.clang_args(tools))
+            .args(e2e::pass_plugin_args(dist))
+            .args(["-O2", "-DVARIANT=translated", "--offload-device-only", "-emit-llvm", "-S"])
+            .arg(workspace.join("tests/bench/translation_loops.c"))
+            .arg("-o")
+            .arg(&ir),
+    )?;
+    let text = String::from_utf8_lossy(&cmd::read(&ir)?).into_owned();
+    let invariant = placement(&text, "invariant_loop_translated")?;
+    ensure!(
+        invariant == Placement::BeforeTheLoop,
+        "{}: the translation of a loop-invariant pointer is not hoisted ({invariant:?})",
+        target.name
+    );
+    let varying = placement(&text, "varying_loop_translated")?;
+    ensure!(
+        varying == Placement::WithTheCall,
+        "{}: the translation of a pointer picked per iteration is not beside its call ({varying:?})",
+        target.name
+    );
+    Ok("-O2: hoisted out of the loop for a loop-invariant pointer, once per call for a varying one".into())
+}
+
+/// Where a function's one translation is relative to its one indirect call.
+#[derive(Debug, PartialEq, Eq)]
+enum Placement {
+    /// In another block, one that does not close a loop (no `!llvm.loop` branch).
+    BeforeTheLoop,
+    /// In the indirect call's block.
+    WithTheCall,
+    /// Anything else, described.
+    Other(String),
+}
+
+fn placement(ir: &str, function: &str) -> Result<Placement> {
+    let body = ir
+        .split("\ndefine ")
+        .find(|f| f.lines().next().is_some_and(|l| l.contains(&format!("@{function}("))))
+        .with_context(|| format!("no function {function} in the IR"))?;
+    let body = body.split("\n}").next().unwrap_or(body);
+    // Blocks: the entry block, then one per label line (`7:` or `loop:`).
+    let mut blocks: Vec<Vec<&str>> = vec![Vec::new()];
+    for line in body.lines().skip(1) {
+        let label = line.split(';').next().unwrap_or("").trim_end();
+        if !line.starts_with(' ') && label.ends_with(':') {
+            blocks.push(Vec::new());
+        }
+        blocks.last_mut().expect("one block").push(line);
+    }
+    let block_of = |wanted: &dyn Fn(&str) -> bool| -> Vec<usize> {
+        (0..blocks.len()).filter(|&b| blocks[b].iter().any(|l| wanted(l))).collect()
+    };
+    let translation = block_of(&|l| l.contains(TRANSLATE_CALL));
+    let calls = block_of(&|l| l.contains("call ") && callee(l).is_some());
+    let (&[t], &[c]) = (translation.as_slice(), calls.as_slice()) else {
+        return Ok(Placement::Other(format!(
+            "translations in blocks {translation:?}, indirect calls in {calls:?}"
+        )));
+    };
+    let closes_loop = |b: usize| blocks[b].iter().any(|l| l.contains("!llvm.loop"));
+    Ok(if t == c {
+        Placement::WithTheCall
+    } else if !closes_loop(t) {
+        Placement::BeforeTheLoop
+    } else {
+        Placement::Other(format!("translation in loop block {t}, call in block {c}"))
+    })
 }

@@ -13,6 +13,7 @@ use crate::e2e;
 use crate::gpu_bundle;
 use crate::metrics;
 use crate::offload::OffloadTarget;
+use crate::pass_ir;
 use crate::tools::Tools;
 
 /// Collects step outcomes and prints them as they finish.
@@ -123,6 +124,18 @@ pub fn run(workspace: &Path) -> Result<()> {
         report.step(format!("end-to-end programs built for {}", target.name), || {
             e2e::build_gpu(workspace, &tools, &dist, &target)
         });
+    }
+    for target in [OffloadTarget::x86_64(), OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")] {
+        if target.triple != "x86_64-pc-linux-gnu" {
+            report.step(
+                format!("pass plugin on {} device IR: every indirect call translated, verified", target.name),
+                || pass_ir::check(workspace, &tools, &dist, &target),
+            );
+        }
+        report.step(
+            format!("pass plugin on {} device IR: translation hoisted out of loops", target.name),
+            || pass_ir::check_hoisting(workspace, &tools, &dist, &target),
+        );
     }
     report.step("static metrics: registers and SASS of ours vs LLVM 19's lookup (target/bench/)", || {
         metrics::run(workspace, &tools, &dist, &archs.sms)

@@ -1,0 +1,79 @@
+//! `cargo xtask bench`, second part: what the translation the pass plugin inserts costs on the
+//! x86_64 device. `tests/bench/translation_loops.c` is compiled twice into one program, with the
+//! plugin and without (the baseline, in the same run); `translation_cost.c` times both on the
+//! device and checks every result. Figures in `target/bench/translation_cost.csv`.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{ensure, Context, Result};
+
+use crate::build::Dist;
+use crate::cmd;
+use crate::e2e;
+use crate::offload::OffloadTarget;
+use crate::tools::Tools;
+
+/// (case, goal for translated / plain).
+const GOALS: [(&str, f64); 2] = [("invariant", 1.1), ("varying", 2.0)];
+
+/// Builds and runs the benchmark, prints the ratios and whether each goal is met.
+pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
+    let sources = workspace.join("tests/bench");
+    let out = workspace.join("target/bench/translation-cost");
+    std::fs::create_dir_all(&out)?;
+    let target = OffloadTarget::x86_64();
+    let compile =
+        |source: &str, object: &str, extra: Vec<std::ffi::OsString>| -> Result<std::path::PathBuf> {
+            let path = out.join(object);
+            cmd::output(
+                Command::new(&tools.clang)
+                    .args(target.clang_args(tools))
+                    .args(["-O2", "-Wall", "-Werror", "-c"])
+                    .args(extra)
+                    .arg(sources.join(source))
+                    .arg("-o")
+                    .arg(&path),
+            )?;
+            Ok(path)
+        };
+    let mut translated = e2e::pass_plugin_args(dist);
+    translated.push("-DVARIANT=translated".into());
+    let objects = [
+        compile("translation_cost.c", "translation_cost.o", Vec::new())?,
+        compile("translation_loops.c", "loops_plain.o", vec!["-DVARIANT=plain".into()])?,
+        compile("translation_loops.c", "loops_translated.o", translated)?,
+    ];
+    let exe = out.join("translation_cost");
+    cmd::output(
+        Command::new(&tools.clang)
+            .args(target.clang_args(tools))
+            .args(&objects)
+            .args(e2e::link_args(tools, dist))
+            .arg("-o")
+            .arg(&exe),
+    )?;
+    let printed = cmd::stdout(Command::new(&exe).envs(e2e::run_env(tools, dist)))?;
+    ensure!(
+        printed.lines().any(|l| l.starts_with("translation_cost: ") && l.ends_with(" 0 failed")),
+        "the benchmark's results are wrong:\n{printed}"
+    );
+    let csv: Vec<&str> = printed.lines().filter(|l| l.matches(',').count() == 2).collect();
+    std::fs::write(workspace.join("target/bench/translation_cost.csv"), csv.join("\n") + "\n")?;
+    let ns = |case: &str, variant: &str| -> Result<f64> {
+        let line = csv
+            .iter()
+            .find(|l| l.starts_with(&format!("{case},{variant},")))
+            .with_context(|| format!("no {case},{variant} line in:\n{printed}"))?;
+        Ok(line.rsplit(',').next().unwrap_or("").parse()?)
+    };
+    println!("\ntranslation inserted by the pass plugin, x86_64 device, ns per call (minimum of 7 runs of 4M calls):");
+    for (case, goal) in GOALS {
+        let (plain, with) = (ns(case, "plain")?, ns(case, "translated")?);
+        let ratio = with / plain;
+        let verdict = if ratio <= goal { "met" } else { "MISSED" };
+        println!("  {case:<9}  untranslated {plain:6.2}  translated {with:6.2}  ratio {ratio:.2}x  (goal <= {goal}x: {verdict})");
+    }
+    println!("figures: target/bench/translation_cost.csv");
+    Ok(())
+}
