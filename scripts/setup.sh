@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the build, tests and demo need on a fresh Debian 12 machine:
 #   - the pinned Rust toolchain of rust-toolchain.toml (rustup; RUSTUP_AUTO_INSTALL=0 is honoured),
-#   - Debian packages: clang 19 and its tools, LLVM 19, lld 19, the OpenMP 19 runtime, ROCm device
+#   - Debian packages: clang 19 and its tools, LLVM 19 (and its headers and llvm-config, for the pass
+#     plugin), lld 19, the OpenMP 19 runtime, ROCm device
 #     libraries (clang 19 needs them for AMDGPU OpenMP links), valgrind, libffi-dev (x86_64 plugin),
 #     libllvm16 (libomptarget 16 needs libLLVM-16.so.1), ROCm's HSA runtime and headers (the AMDGPU
 #     plugin's tests load the real library and compare its ABI values with the headers),
@@ -28,7 +29,7 @@ if ! rustup run "$toolchain" rustc --version >/dev/null 2>&1 \
 fi
 
 # --- Debian packages --------------------------------------------------------------------------
-packages=(clang-19 clang-tools-19 llvm-19 lld-19 libomp-19-dev rocm-device-libs valgrind libffi-dev libllvm16
+packages=(clang-19 clang-tools-19 llvm-19 llvm-19-dev lld-19 libomp-19-dev rocm-device-libs valgrind libffi-dev libllvm16
           libhsa-runtime64-1 libhsa-runtime-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -9,8 +9,10 @@
 //!   tail-call kind.
 //! - The OpenMP runtime's own functions are left alone ([`is_runtime_function`]): their indirect
 //!   calls go to outlined regions whose device addresses the compiler took.
-//! - A callee that is already a translation (directly, or every value a phi or select may pick)
-//!   is not translated again, and `translate(@f)` with a known function `@f` (or null) folds to
+//! - A callee in another address space with generic-sized pointers (amdgcn loads vtable slots
+//!   as `ptr addrspace(1)`) is cast to the generic address space, translated, and cast back.
+//! - A callee that is already a translation (directly, through an address-space cast, or every
+//!   value a phi or select may pick) is not translated again, and `translate(@f)` with a known function `@f` (or null) folds to
 //!   `@f`: `@f` taken in device code is already the device address.
 //! - `__kmpc_target_translate_fptr` is declared when absent, `nounwind willreturn nosync nofree
 //!   memory(none)`, and those attributes are also put on each call this pass inserts: within a
@@ -25,6 +27,7 @@ use std::ffi::CStr;
 use crate::llvm::core::*;
 use crate::llvm::debuginfo::LLVMInstructionGetDebugLoc;
 use crate::llvm::prelude::*;
+use crate::llvm::target::{LLVMGetModuleDataLayout, LLVMPointerSizeForAS};
 use crate::llvm::LLVMAttributeFunctionIndex;
 use crate::remarks::{Kind, Remarks};
 
@@ -57,7 +60,8 @@ pub struct Summary {
     pub folded: usize,
     /// Indirect calls left alone because they are in a runtime function.
     pub in_runtime: usize,
-    /// Indirect calls left alone because the callee is not a pointer in address space 0.
+    /// Indirect calls left alone because the callee is a pointer of another size than a
+    /// generic pointer (in another address space).
     pub other_address_space: usize,
     /// Indirect calls left alone because the program declares the translation with another type.
     pub other_signature: usize,
@@ -247,11 +251,20 @@ impl Pass<'_> {
         // SAFETY: `site` is a call or invoke of the module; the builder is disposed before return.
         unsafe {
             let callee = LLVMGetCalledValue(site);
-            let pointer = LLVMPointerTypeInContext(self.context, 0);
-            if LLVMTypeOf(callee) != pointer {
+            let callee_type = LLVMTypeOf(callee);
+            let address_space = LLVMGetPointerAddressSpace(callee_type);
+            // A callee in another address space (amdgcn loads vtable slots as global, AS 1) is
+            // cast to the generic one and back, where pointers of both have the same size.
+            let layout = LLVMGetModuleDataLayout(self.module);
+            if address_space != 0
+                && LLVMPointerSizeForAS(layout, address_space) != LLVMPointerSizeForAS(layout, 0)
+            {
                 self.summary.other_address_space += 1;
                 self.remarks.emit(Kind::Missed, site, c"CalleeNotTranslated", || {
-                    "indirect call not translated: the callee is not a pointer in address space 0".into()
+                    format!(
+                        "indirect call not translated: its callee is a pointer in address space {address_space}, \
+                         not the size of a generic pointer"
+                    )
                 });
                 return false;
             }
@@ -267,13 +280,22 @@ impl Pass<'_> {
             let builder = LLVMCreateBuilderInContext(self.context);
             LLVMPositionBuilderBefore(builder, site);
             LLVMSetCurrentDebugLocation2(builder, LLVMInstructionGetDebugLoc(site));
-            let mut args = [callee];
-            let translated =
-                LLVMBuildCall2(builder, function_type, translate, args.as_mut_ptr(), 1, c"".as_ptr());
-            LLVMDisposeBuilder(builder);
+            let generic = LLVMPointerTypeInContext(self.context, 0);
+            let mut args = [if address_space == 0 {
+                callee
+            } else {
+                LLVMBuildAddrSpaceCast(builder, callee, generic, c"".as_ptr())
+            }];
+            let call = LLVMBuildCall2(builder, function_type, translate, args.as_mut_ptr(), 1, c"".as_ptr());
             for attribute in self.pure_attributes() {
-                LLVMAddCallSiteAttribute(translated, LLVMAttributeFunctionIndex, attribute);
+                LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, attribute);
             }
+            let translated = if address_space == 0 {
+                call
+            } else {
+                LLVMBuildAddrSpaceCast(builder, call, callee_type, c"".as_ptr())
+            };
+            LLVMDisposeBuilder(builder);
             let callee_index = LLVMGetNumOperands(site) - 1;
             debug_assert_eq!(LLVMGetOperand(site, callee_index as u32), callee);
             LLVMSetOperand(site, callee_index as u32, translated);
@@ -347,8 +369,9 @@ unsafe fn is_known_callee(callee: LLVMValueRef) -> bool {
 }
 
 /// Whether `value` is the result of a translation: a call of `__kmpc_target_translate_fptr` or
-/// `__llvm_omp_indirect_call_lookup`, or a phi / select all of whose inputs are translations or
-/// known functions (what the optimizer makes of translations on several paths).
+/// `__llvm_omp_indirect_call_lookup`, an address-space cast of one, or a phi / select all of
+/// whose inputs are translations or known functions (what the optimizer makes of translations on
+/// several paths).
 unsafe fn is_translation(value: LLVMValueRef, visited: &mut HashSet<LLVMValueRef>) -> bool {
     // SAFETY: type queries and operand reads on valid values.
     unsafe {
@@ -357,6 +380,9 @@ unsafe fn is_translation(value: LLVMValueRef, visited: &mut HashSet<LLVMValueRef
             return !LLVMIsAFunction(callee).is_null()
                 && value_name_bytes(callee)
                     .is_some_and(|n| n == TRANSLATE.to_bytes() || n == LLVM_LOOKUP.to_bytes());
+        }
+        if !LLVMIsAAddrSpaceCastInst(value).is_null() {
+            return is_translation(LLVMGetOperand(value, 0), visited);
         }
         let inputs: Vec<LLVMValueRef> = if !LLVMIsAPHINode(value).is_null() {
             (0..LLVMCountIncoming(value)).map(|i| LLVMGetIncomingValue(value, i)).collect()

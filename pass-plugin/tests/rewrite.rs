@@ -302,9 +302,24 @@ fn a_translation_declared_with_another_type_is_not_called() {
 }
 
 #[test]
-fn callees_in_other_address_spaces_are_left_alone() {
+fn callees_in_other_address_spaces_are_translated_through_casts() {
+    // amdgcn loads vtable slots as `ptr addrspace(1)`: cast to generic, translate, cast back.
     let module = Module::parse(&format!(
         "define void @k(ptr addrspace(1) %fp) {{\n  call addrspace(1) void %fp()\n  ret void\n}}\n{DEVICE_FLAG}"
+    ));
+    let summary = module.rewrite(Phase::PipelineStart);
+    assert_eq!((summary.translated, summary.other_address_space), (1, 0));
+    let call = module.line_in("k", "call addrspace(1) void %");
+    let back = module.line_in("k", &format!("{} = addrspacecast ptr ", callee_of(&call)));
+    assert!(back.ends_with("to ptr addrspace(1)"), "{back}");
+    module.line_in("k", "addrspacecast ptr addrspace(1) %fp to ptr");
+    assert_eq!(module.rewrite(Phase::OptimizerLast).already_translated, 1);
+}
+
+#[test]
+fn callees_of_another_pointer_size_are_left_alone() {
+    let module = Module::parse(&format!(
+        "target datalayout = \"p3:32:32\"\ndefine void @k(ptr addrspace(3) %fp) {{\n  call addrspace(3) void %fp()\n  ret void\n}}\n{DEVICE_FLAG}"
     ));
     let summary = module.rewrite(Phase::PipelineStart);
     assert_eq!((summary.translated, summary.other_address_space), (0, 1));

@@ -223,6 +223,10 @@ fn print_env(workspace: &Path) -> Result<()> {
     };
     let link = shell(e2e::link_args(&tools, &dist));
     println!("# Compile and link (clang 19; `cargo xtask build` makes {}):", dist.fat_lib().display());
+    println!(
+        "#   unmodified programs: add {} (loads the pass plugin into device compiles)",
+        shell(e2e::pass_plugin_args(&dist))
+    );
     for (what, target) in [
         ("x86_64 host offload", offload::OffloadTarget::x86_64()),
         ("NVIDIA", offload::OffloadTarget::nvptx("sm_90")),

@@ -125,6 +125,11 @@ fn is_translation(value: &str, definitions: &HashMap<&str, &str>, depth: usize) 
     if definition.contains(TRANSLATE_CALL) {
         return true;
     }
+    // `addrspacecast ptr %t to ptr addrspace(1)`: amdgcn calls through global-space pointers.
+    if let Some(rest) = definition.strip_prefix("addrspacecast ptr ") {
+        let operand = rest.split_whitespace().next().unwrap_or("");
+        return depth < 8 && is_translation(operand, definitions, depth + 1);
+    }
     // Values a phi or select picks from: `[ %v, %block ]` pairs, or the last two operands.
     let picks: Vec<&str> = if let Some(rest) = definition.strip_prefix("phi ptr ") {
         rest.split('[').skip(1).filter_map(|pair| pair.split(',').next()).map(str::trim).collect()
