@@ -199,15 +199,13 @@ impl Pass<'_> {
             while !block.is_null() {
                 let mut inst = LLVMGetFirstInstruction(block);
                 while !inst.is_null() {
-                    if is_call_site(inst) {
-                        let callee = LLVMGetCalledValue(inst);
-                        if is_known_callee(callee) {
-                        } else if runtime {
+                    if is_call_site(inst) && !is_known_callee(LLVMGetCalledValue(inst)) {
+                        if runtime {
                             counts.in_runtime += 1;
                             self.remarks.emit(Kind::Missed, inst, c"RuntimeCallLeftAlone", || {
                                 "indirect call left alone: it is in an OpenMP runtime function".into()
                             });
-                        } else if is_translation(callee, &mut HashSet::new()) {
+                        } else if is_translation(LLVMGetCalledValue(inst), &mut HashSet::new()) {
                             counts.already_translated += 1;
                         } else {
                             sites.push(inst);

@@ -241,14 +241,11 @@ pub fn build_as(
     // ptxas takes minutes over the 1024-function table: rebuild only when an input changed.
     let mut inputs: Vec<PathBuf> =
         program.units.iter().chain(program.library).map(|u| sources.join(u.source)).collect();
-    inputs.extend(
-        ["check.h", "indirect_check.h", "device_copy.h"].map(|h| sources.join(h)).into_iter().chain([
-            dist.fat_lib(),
-            dist.pass_plugin(),
-            dist.clang_config(),
-            tools.llvm16_lib.join("libomptarget.so.16"),
-        ]),
-    );
+    inputs.extend(["check.h", "indirect_check.h", "device_copy.h"].map(|h| sources.join(h)));
+    inputs.extend([dist.fat_lib(), tools.llvm16_lib.join("libomptarget.so.16")]);
+    if program.unmodified {
+        inputs.extend([dist.pass_plugin(), dist.clang_config()]);
+    }
     if newer_than_all(&exe, &inputs) {
         return Ok(exe);
     }
