@@ -104,7 +104,8 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
         summary.device_module = true;
         let context = LLVMGetModuleContext(module);
         let remarks = Remarks::new(context);
-        let mut pass = Pass { module, context, remarks: &remarks, translate: None, summary, phase };
+        let pure = pure_attributes(context);
+        let mut pass = Pass { module, context, remarks: &remarks, pure, translate: None, summary, phase };
         pass.fold_translations();
         let mut function = LLVMGetFirstFunction(module);
         while !function.is_null() {
@@ -129,6 +130,8 @@ struct Pass<'r> {
     module: LLVMModuleRef,
     context: LLVMContextRef,
     remarks: &'r Remarks,
+    /// [`pure_attributes`], for the declaration and every inserted call.
+    pure: Vec<LLVMAttributeRef>,
     /// The translation function and its type once looked up or declared; `Some(None)` when the
     /// program declared it with another type.
     translate: Option<Option<(LLVMValueRef, LLVMTypeRef)>>,
@@ -199,13 +202,13 @@ impl Pass<'_> {
             while !block.is_null() {
                 let mut inst = LLVMGetFirstInstruction(block);
                 while !inst.is_null() {
-                    if is_call_site(inst) && !is_known_callee(LLVMGetCalledValue(inst)) {
+                    if let Some(callee) = indirect_callee(inst) {
                         if runtime {
                             counts.in_runtime += 1;
                             self.remarks.emit(Kind::Missed, inst, c"RuntimeCallLeftAlone", || {
                                 "indirect call left alone: it is in an OpenMP runtime function".into()
                             });
-                        } else if is_translation(LLVMGetCalledValue(inst), &mut HashSet::new()) {
+                        } else if is_translation(callee, &mut HashSet::new()) {
                             counts.already_translated += 1;
                         } else {
                             sites.push(inst);
@@ -285,7 +288,7 @@ impl Pass<'_> {
                 LLVMBuildAddrSpaceCast(builder, callee, generic, c"".as_ptr())
             }];
             let call = LLVMBuildCall2(builder, function_type, translate, args.as_mut_ptr(), 1, c"".as_ptr());
-            for attribute in self.pure_attributes() {
+            for &attribute in &self.pure {
                 LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, attribute);
             }
             let translated = if address_space == 0 {
@@ -307,7 +310,7 @@ impl Pass<'_> {
         }
     }
 
-    /// `__kmpc_target_translate_fptr`, declared `ptr (ptr)` with [`Self::pure_attributes`] if
+    /// `__kmpc_target_translate_fptr`, declared `ptr (ptr)` with [`pure_attributes`] if
     /// the module has no declaration yet; None if the program declared it with another type.
     unsafe fn translation_function(&mut self) -> Option<(LLVMValueRef, LLVMTypeRef)> {
         if let Some(found) = self.translate {
@@ -321,7 +324,7 @@ impl Pass<'_> {
             let mut function = LLVMGetNamedFunction(self.module, TRANSLATE.as_ptr());
             if function.is_null() {
                 function = LLVMAddFunction(self.module, TRANSLATE.as_ptr(), expected);
-                for attribute in self.pure_attributes() {
+                for &attribute in &self.pure {
                     LLVMAddAttributeAtIndex(function, LLVMAttributeFunctionIndex, attribute);
                 }
                 self.summary.declared = true;
@@ -331,26 +334,34 @@ impl Pass<'_> {
         self.translate = Some(found);
         found
     }
+}
 
-    /// `nounwind willreturn nosync nofree memory(none)`.
-    unsafe fn pure_attributes(&self) -> Vec<LLVMAttributeRef> {
-        // SAFETY: attribute kinds looked up by name in the module's context.
-        unsafe {
-            [("nounwind", 0), ("willreturn", 0), ("nosync", 0), ("nofree", 0), ("memory", 0)]
-                .iter()
-                .map(|(name, value)| {
-                    let kind = LLVMGetEnumAttributeKindForName(name.as_ptr().cast(), name.len());
-                    LLVMCreateEnumAttribute(self.context, kind, *value)
-                })
-                .collect()
-        }
+/// `nounwind willreturn nosync nofree memory(none)` in `context` (`memory` is an integer
+/// attribute: 0 is `none`).
+unsafe fn pure_attributes(context: LLVMContextRef) -> Vec<LLVMAttributeRef> {
+    // SAFETY: attribute kinds looked up by name in a valid context.
+    unsafe {
+        ["nounwind", "willreturn", "nosync", "nofree", "memory"]
+            .iter()
+            .map(|name| {
+                let kind = LLVMGetEnumAttributeKindForName(name.as_ptr().cast(), name.len());
+                LLVMCreateEnumAttribute(context, kind, 0)
+            })
+            .collect()
     }
 }
 
-/// A call or an invoke (callbr is only used with inline asm).
-unsafe fn is_call_site(inst: LLVMValueRef) -> bool {
-    // SAFETY: type queries on a valid instruction.
-    unsafe { !LLVMIsACallInst(inst).is_null() || !LLVMIsAInvokeInst(inst).is_null() }
+/// The callee of `inst` if it is an indirect call: a call or an invoke (callbr is only used with
+/// inline asm) whose callee is not [known](is_known_callee).
+unsafe fn indirect_callee(inst: LLVMValueRef) -> Option<LLVMValueRef> {
+    // SAFETY: type queries and the callee read on a valid instruction.
+    unsafe {
+        if LLVMIsACallInst(inst).is_null() && LLVMIsAInvokeInst(inst).is_null() {
+            return None;
+        }
+        let callee = LLVMGetCalledValue(inst);
+        (!is_known_callee(callee)).then_some(callee)
+    }
 }
 
 /// A callee the compiler knows: a function (intrinsics included), an alias, inline asm, or a
