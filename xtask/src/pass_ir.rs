@@ -28,23 +28,10 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarge
         for unit in program.units {
             for level in ["-O0", "-O2"] {
                 let ir = out.join(format!("{}{level}.ll", unit.source));
-                let compiled = cmd::output(
-                    Command::new(e2e::compiler(tools, unit.source))
-                        .args(target.clang_args(tools))
-                        .args(e2e::pass_plugin_args(dist))
-                        .args([
-                            level,
-                            "--offload-device-only",
-                            "-emit-llvm",
-                            "-S",
-                            "-Rpass=omptarget-indirect",
-                        ])
-                        .args(unit.flags)
-                        .arg(workspace.join("tests/e2e").join(unit.source))
-                        .arg("-o")
-                        .arg(&ir),
-                )?;
-                let text = cmd::read(&ir).map(|b| String::from_utf8_lossy(&b).into_owned())?;
+                let source = workspace.join("tests/e2e").join(unit.source);
+                let mut flags = vec![level, "-Rpass=omptarget-indirect"];
+                flags.extend(unit.flags);
+                let (text, remarks) = device_ir(tools, dist, target, &source, &flags, &ir)?;
                 let what = format!("{} {level} for {}", unit.source, target.name);
                 let (calls, missing) = indirect_calls(&text);
                 ensure!(
@@ -56,10 +43,8 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarge
                     text.lines().filter(|l| l.contains(TRANSLATE_CALL) && !l.starts_with("declare")).count();
                 ensure!(calls > 0 && translations > 0, "{what}: no translated indirect call at all");
                 if level == "-O0" {
-                    let remarks = String::from_utf8_lossy(&compiled.stderr)
-                        .lines()
-                        .filter(|l| l.contains("remark: translated the callee"))
-                        .count();
+                    let remarks =
+                        remarks.lines().filter(|l| l.contains("remark: translated the callee")).count();
                     ensure!(
                         remarks == translations,
                         "{what}: {translations} translations but {remarks} remarks"
@@ -78,13 +63,37 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarge
     ))
 }
 
+/// Compiles `source`'s device code for `target` with the pass plugin and `flags` into textual IR
+/// at `ir`; returns the IR and what clang printed on stderr (the remarks).
+fn device_ir(
+    tools: &Tools,
+    dist: &Dist,
+    target: &OffloadTarget,
+    source: &Path,
+    flags: &[&str],
+    ir: &Path,
+) -> Result<(String, String)> {
+    let name = source.to_string_lossy();
+    let compiled = cmd::output(
+        Command::new(e2e::compiler(tools, &name))
+            .args(target.clang_args(tools))
+            .args(e2e::pass_plugin_args(dist))
+            .args(["--offload-device-only", "-emit-llvm", "-S"])
+            .args(flags)
+            .arg(source)
+            .arg("-o")
+            .arg(ir),
+    )?;
+    let text = String::from_utf8_lossy(&cmd::read(ir)?).into_owned();
+    Ok((text, String::from_utf8_lossy(&compiled.stderr).into_owned()))
+}
+
 /// Counts the indirect calls in textual IR and lists those whose callee is not the result of a
 /// translation (nor a phi or select of translations). Inline asm is not an indirect call.
 pub fn indirect_calls(ir: &str) -> (usize, Vec<String>) {
     let mut count = 0;
     let mut missing = Vec::new();
-    for body in ir.split("\ndefine ").skip(1) {
-        let body = body.split("\n}").next().unwrap_or(body);
+    for body in functions(ir) {
         let definitions: HashMap<&str, &str> = body
             .lines()
             .filter_map(|l| l.trim().split_once(" = "))
@@ -92,11 +101,7 @@ pub fn indirect_calls(ir: &str) -> (usize, Vec<String>) {
             .collect();
         for line in body.lines().skip(1) {
             let line = line.trim();
-            let is_call = line.contains("call ") || line.starts_with("invoke ") || line.contains("= invoke ");
-            if !is_call || line.contains(" asm ") {
-                continue;
-            }
-            let Some(callee) = callee(line) else { continue };
+            let Some(callee) = indirect_callee(line) else { continue };
             count += 1;
             if !is_translation(callee, &definitions, 0) {
                 missing.push(line.to_string());
@@ -106,8 +111,18 @@ pub fn indirect_calls(ir: &str) -> (usize, Vec<String>) {
     (count, missing)
 }
 
-/// The first `%name` directly followed by `(`: an indirect callee.
-fn callee(line: &str) -> Option<&str> {
+/// Each function definition of textual IR, from its `define` line to its closing brace.
+fn functions(ir: &str) -> impl Iterator<Item = &str> {
+    ir.split("\ndefine ").skip(1).map(|f| f.split("\n}").next().unwrap_or(f))
+}
+
+/// The callee of a call or invoke line if it is indirect: the first `%name` directly followed by
+/// `(`. Inline asm is not an indirect call.
+fn indirect_callee(line: &str) -> Option<&str> {
+    let call_site = line.contains("call ") || line.contains("invoke ");
+    if !call_site || line.contains(" asm ") {
+        return None;
+    }
     for (start, _) in line.match_indices('%') {
         let len = line[start + 1..]
             .find(|c: char| !(c.is_alphanumeric() || c == '.' || c == '_'))
@@ -145,21 +160,6 @@ fn is_translation(value: &str, definitions: &HashMap<&str, &str>, depth: usize) 
             .all(|v| v.starts_with('@') || *v == "null" || is_translation(v, definitions, depth + 1))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::indirect_calls;
-
-    #[test]
-    fn finds_untranslated_indirect_calls() {
-        let ir = "x\ndefine void @f(ptr %0, i1 %c) {\n  %2 = call ptr @__kmpc_target_translate_fptr(ptr %0)\n  \
-                  call void %2()\n  %s = select i1 %c, ptr %2, ptr @g\n  call void %s()\n  call void %0(i32 1)\n  \
-                  call void @g()\n  call void asm sideeffect \"\", \"\"()\n  ret void\n}\n";
-        let (count, missing) = indirect_calls(ir);
-        assert_eq!(count, 3);
-        assert_eq!(missing, vec!["call void %0(i32 1)".to_string()]);
-    }
-}
-
 /// Measures, on `target`'s `-O2` device IR of `tests/bench/translation_loops.c`, that the
 /// translation of a loop-invariant pointer is hoisted out of its loop and the translation of a
 /// pointer picked per iteration is not.
@@ -172,16 +172,8 @@ pub fn check_hoisting(
     let out = workspace.join("target/tests/pass-ir").join(&target.name);
     std::fs::create_dir_all(&out)?;
     let ir = out.join("translation_loops-O2.ll");
-    cmd::output(
-        Command::new(&tools.clang)
-            .args(target.clang_args(tools))
-            .args(e2e::pass_plugin_args(dist))
-            .args(["-O2", "-DVARIANT=translated", "--offload-device-only", "-emit-llvm", "-S"])
-            .arg(workspace.join("tests/bench/translation_loops.c"))
-            .arg("-o")
-            .arg(&ir),
-    )?;
-    let text = String::from_utf8_lossy(&cmd::read(&ir)?).into_owned();
+    let source = workspace.join("tests/bench/translation_loops.c");
+    let (text, _) = device_ir(tools, dist, target, &source, &["-O2", "-DVARIANT=translated"], &ir)?;
     let invariant = placement(&text, "invariant_loop_translated")?;
     ensure!(
         invariant == Placement::BeforeTheLoop,
@@ -209,11 +201,9 @@ enum Placement {
 }
 
 fn placement(ir: &str, function: &str) -> Result<Placement> {
-    let body = ir
-        .split("\ndefine ")
+    let body = functions(ir)
         .find(|f| f.lines().next().is_some_and(|l| l.contains(&format!("@{function}("))))
         .with_context(|| format!("no function {function} in the IR"))?;
-    let body = body.split("\n}").next().unwrap_or(body);
     // Blocks: the entry block, then one per label line (`7:` or `loop:`).
     let mut blocks: Vec<Vec<&str>> = vec![Vec::new()];
     for line in body.lines().skip(1) {
@@ -227,7 +217,7 @@ fn placement(ir: &str, function: &str) -> Result<Placement> {
         (0..blocks.len()).filter(|&b| blocks[b].iter().any(|l| wanted(l))).collect()
     };
     let translation = block_of(&|l| l.contains(TRANSLATE_CALL));
-    let calls = block_of(&|l| l.contains("call ") && callee(l).is_some());
+    let calls = block_of(&|l| indirect_callee(l).is_some());
     let (&[t], &[c]) = (translation.as_slice(), calls.as_slice()) else {
         return Ok(Placement::Other(format!(
             "translations in blocks {translation:?}, indirect calls in {calls:?}"
@@ -241,4 +231,19 @@ fn placement(ir: &str, function: &str) -> Result<Placement> {
     } else {
         Placement::Other(format!("translation in loop block {t}, call in block {c}"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::indirect_calls;
+
+    #[test]
+    fn finds_untranslated_indirect_calls() {
+        let ir = "x\ndefine void @f(ptr %0, i1 %c) {\n  %2 = call ptr @__kmpc_target_translate_fptr(ptr %0)\n  \
+                  call void %2()\n  %s = select i1 %c, ptr %2, ptr @g\n  call void %s()\n  call void %0(i32 1)\n  \
+                  call void @g()\n  call void asm sideeffect \"\", \"\"()\n  ret void\n}\n";
+        let (count, missing) = indirect_calls(ir);
+        assert_eq!(count, 3);
+        assert_eq!(missing, vec!["call void %0(i32 1)".to_string()]);
+    }
 }
