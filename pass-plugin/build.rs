@@ -55,11 +55,18 @@ fn main() {
     }
 }
 
-/// The LLVM major version the enabled feature selects.
+/// The LLVM major version the enabled feature selects: exactly one of them.
 fn llvm_major() -> &'static str {
-    if env::var_os("CARGO_FEATURE_LLVM19").is_some() {
-        "19"
-    } else {
-        panic!("enable the feature of one LLVM version (llvm19)")
+    let enabled: Vec<&str> = [("CARGO_FEATURE_LLVM19", "19"), ("CARGO_FEATURE_LLVM22", "22")]
+        .into_iter()
+        .filter(|(feature, _)| env::var_os(feature).is_some())
+        .map(|(_, major)| major)
+        .collect();
+    match enabled[..] {
+        [major] => major,
+        _ => panic!(
+            "enable the feature of exactly one LLVM version (llvm19 or llvm22); enabled: {enabled:?} \
+             (`--no-default-features --features llvm22` for LLVM 22)"
+        ),
     }
 }

@@ -1,4 +1,5 @@
-//! The C ABI: the two weak globals the plugin patches and the translation function.
+//! The C ABI: the two weak globals the plugin patches and the translation function, which falls
+//! back to LLVM's own table ([`crate::environment`]).
 //!
 //! ```c
 //! __attribute__((weak)) struct __omp_offloading_fptr_map_ty *__omp_offloading_fptr_map_p = 0;
@@ -12,6 +13,7 @@
 use core::ffi::c_void;
 use core::ptr::{addr_of, null};
 
+use crate::environment::__omp_rtl_device_environment;
 use crate::index::FptrIndex;
 use crate::lookup::{translate_indexed, FptrMapEntry};
 
@@ -36,22 +38,31 @@ pub static mut __omp_offloading_fptr_index: FptrIndex = FptrIndex::NONE;
 /// Returns the device function for the host function pointer `fn_ptr`.
 ///
 /// Looks `fn_ptr` up in the table installed in [`__omp_offloading_fptr_map_p`] /
-/// [`__omp_offloading_fptr_map_size`]. Returns the matching `tgt_ptr`, or `fn_ptr` unchanged
-/// when it is null, when no table is installed (null pointer or size 0), or when it is not a key
-/// (for example a pointer that is already a device function). Never fails, never traps,
-/// terminates for every input. Uses [`__omp_offloading_fptr_index`] when it names the
-/// installed table, the binary search otherwise.
+/// [`__omp_offloading_fptr_map_size`] (this project's plugins install it), or, while that pointer
+/// is null, in the table LLVM's runtime installs in `__omp_rtl_device_environment`
+/// ([`crate::environment`]; libomptarget 22 fills it on every device, LLVM 18-21 on the GPUs).
+/// Returns the matching `tgt_ptr`, or `fn_ptr` unchanged when it is null, when neither table is
+/// installed (null pointer or size 0), or when it is not a key (for example a pointer that is
+/// already a device function). Never fails, never traps, terminates for every input (LLVM's own
+/// lookup over the same table does not for a pointer between two keys). Uses
+/// [`__omp_offloading_fptr_index`] when it names the table searched, the binary search otherwise.
 ///
 /// # Safety
-/// The globals must describe a readable table sorted by `host_ptr`, as the plugin installs it
-/// (or be null / 0), and an index that names that table must be well formed.
+/// The globals must describe readable tables sorted by `host_ptr`, as the runtimes install them
+/// (or be null / 0), and an index that names the table must be well formed.
 #[no_mangle]
 pub unsafe extern "C" fn __kmpc_target_translate_fptr(fn_ptr: *mut c_void) -> *mut c_void {
-    // SAFETY: plain reads of the globals; the plugin writes them only while no kernel of this
-    // image runs. The table's and the index's validity is this function's precondition.
+    // SAFETY: plain reads of the globals; the runtimes write them only while no kernel of this
+    // image runs. The tables' and the index's validity is this function's precondition.
     unsafe {
-        let table = addr_of!(__omp_offloading_fptr_map_p).read();
-        let size = &*addr_of!(__omp_offloading_fptr_map_size);
+        let mut table = addr_of!(__omp_offloading_fptr_map_p).read();
+        let mut size = &*addr_of!(__omp_offloading_fptr_map_size);
+        if table.is_null() {
+            // One search for both tables: the fallback adds two loads, not a second loop.
+            let environment = &*addr_of!(__omp_rtl_device_environment);
+            table = environment.indirect_call_table;
+            size = &environment.indirect_call_table_size;
+        }
         translate_indexed(table, size, &*addr_of!(__omp_offloading_fptr_index), fn_ptr)
     }
 }

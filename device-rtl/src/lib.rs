@@ -6,6 +6,10 @@
 //! [`__omp_offloading_fptr_map_size`]; device code then calls [`__kmpc_target_translate_fptr`]
 //! on a host pointer to obtain the device function to call.
 //!
+//! Where no table of ours is installed (LLVM 22's stock libomptarget, or LLVM 18-21's GPU
+//! plugins), the translation answers from the table LLVM's runtime keeps in its device
+//! environment ([`environment`]), in the same layout.
+//!
 //! Alongside the table our plugin installs a hash index ([`index`],
 //! [`__omp_offloading_fptr_index`]) that answers a hit with one probe instead of `log2(size)`
 //! dependent loads; tables installed by anyone else are binary-searched as before.
@@ -21,6 +25,7 @@
 #![cfg_attr(feature = "panic-handler", allow(internal_features))]
 #![deny(missing_docs)]
 
+pub mod environment;
 mod exports;
 pub mod index;
 pub mod lookup;
@@ -29,6 +34,7 @@ pub use exports::{
     __kmpc_target_translate_fptr, __omp_offloading_fptr_index, __omp_offloading_fptr_map_p,
     __omp_offloading_fptr_map_size,
 };
+pub use environment::{DeviceEnvironment, __omp_rtl_device_environment};
 pub use index::{FptrIndex, IndexSlot};
 pub use lookup::{translate, translate_in, translate_indexed, FptrMapEntry};
 

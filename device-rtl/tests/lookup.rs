@@ -7,8 +7,8 @@ use std::ptr::{addr_of_mut, null, null_mut};
 use std::sync::Mutex;
 
 use device_rtl::{
-    FptrMapEntry, __kmpc_target_translate_fptr, __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size,
-    translate, translate_in,
+    DeviceEnvironment, FptrMapEntry, __kmpc_target_translate_fptr, __omp_offloading_fptr_map_p,
+    __omp_offloading_fptr_map_size, __omp_rtl_device_environment, translate, translate_in,
 };
 use proptest::prelude::*;
 
@@ -172,6 +172,56 @@ fn exported_function_reads_the_globals() {
     with_installed(&t, 0, || assert_eq!(call(300), 300));
     // A null table with a size is ignored, not read.
     with_installed(&[], 4, || assert_eq!(call(300), 300));
+}
+
+/// Installs `t` as LLVM's runtime does (the device environment's two fields), with no table of
+/// ours, runs `f`, and clears it again.
+fn with_llvm_table<R>(t: &[FptrMapEntry], f: impl FnOnce() -> R) -> R {
+    let _guard = GLOBALS.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: the lock serialises every writer and reader of the globals in this test binary.
+    unsafe {
+        let environment = &mut *addr_of_mut!(__omp_rtl_device_environment);
+        environment.indirect_call_table = if t.is_empty() { null() } else { t.as_ptr() };
+        environment.indirect_call_table_size = t.len() as u64;
+    }
+    let result = f();
+    // SAFETY: as above.
+    unsafe { *addr_of_mut!(__omp_rtl_device_environment) = DeviceEnvironment::EMPTY };
+    result
+}
+
+#[test]
+fn without_our_table_llvms_table_answers() {
+    let t = table(&[(100, 1), (200, 2), (300, 3), (400, 4)]);
+    with_llvm_table(&t, || {
+        assert_eq!((call(100), call(300), call(400)), (1, 3, 4));
+        // In-range misses, where LLVM's own lookup over this table never returns.
+        assert_eq!((call(150), call(250), call(350)), (150, 250, 350));
+        assert_eq!((call(0), call(99), call(401)), (0, 99, 401));
+    });
+    with_llvm_table(&[], || assert_eq!(call(300), 300));
+}
+
+#[test]
+fn our_table_wins_over_llvms() {
+    let ours = table(&[(100, 11), (200, 12)]);
+    let llvms = table(&[(100, 21), (200, 22), (300, 23)]);
+    let got = with_llvm_table(&llvms, || {
+        // SAFETY: with_llvm_table holds the lock that serialises the globals.
+        unsafe {
+            *addr_of_mut!(__omp_offloading_fptr_map_p) = ours.as_ptr();
+            *addr_of_mut!(__omp_offloading_fptr_map_size) = 2;
+        }
+        let got = (call(100), call(200), call(300));
+        // SAFETY: as above.
+        unsafe {
+            *addr_of_mut!(__omp_offloading_fptr_map_p) = null();
+            *addr_of_mut!(__omp_offloading_fptr_map_size) = 0;
+        }
+        got
+    });
+    // 300 is not in our table: ours is searched alone, LLVM's is not consulted.
+    assert_eq!(got, (11, 12, 300));
 }
 
 /// Sorted table with many duplicate keys and keys at both ends of the address space.

@@ -24,7 +24,10 @@ use llvm::prelude::LLVMModuleRef;
 
 pub use rewrite::{rewrite_module, Phase, Summary};
 
-/// `PassPluginLibraryInfo` of `llvm/Passes/PassPlugin.h`: what `llvmGetPassPluginInfo` returns.
+/// `PassPluginLibraryInfo` of `llvm/Passes/PassPlugin.h` (LLVM 19) or `llvm/Plugins/PassPlugin.h`
+/// (LLVM 22, plugin API version 2, one more field): what `llvmGetPassPluginInfo` returns. Its
+/// size must be the header's (checked by a test against the shim's `sizeof`): clang passes a
+/// buffer of that size for the result.
 #[repr(C)]
 pub struct PassPluginLibraryInfo {
     /// `LLVM_PLUGIN_API_VERSION` of the headers the shim was compiled with.
@@ -35,6 +38,9 @@ pub struct PassPluginLibraryInfo {
     pub plugin_version: *const c_char,
     /// `void (*)(llvm::PassBuilder &)`: registers the pass with the pipeline.
     pub register_pass_builder_callbacks: unsafe extern "C" fn(*mut c_void),
+    /// `PreCodeGenCallback` (API version 2): none, the back end runs as usual.
+    #[cfg(feature = "llvm22")]
+    pub pre_code_gen_callback: Option<unsafe extern "C" fn()>,
 }
 
 extern "C" {
@@ -53,6 +59,8 @@ pub extern "C" fn llvmGetPassPluginInfo() -> PassPluginLibraryInfo {
         plugin_name: c"omptarget-indirect".as_ptr(),
         plugin_version: concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast(),
         register_pass_builder_callbacks: omptarget_indirect_register_callbacks,
+        #[cfg(feature = "llvm22")]
+        pre_code_gen_callback: None,
     }
 }
 
@@ -69,4 +77,20 @@ pub unsafe extern "C" fn omptarget_indirect_rewrite_module(module: LLVMModuleRef
     // SAFETY: forwarded precondition.
     let summary = unsafe { rewrite_module(module, phase) };
     summary.changed()
+}
+
+#[cfg(test)]
+mod tests {
+    extern "C" {
+        fn omptarget_indirect_plugin_info_size() -> usize;
+    }
+
+    /// clang writes nothing past, and reads nothing beyond, the header's struct: the Rust mirror
+    /// of it must have the same size for the LLVM version built for.
+    #[test]
+    fn plugin_info_has_the_headers_size() {
+        // SAFETY: a C function without arguments that returns a constant.
+        let header = unsafe { omptarget_indirect_plugin_info_size() };
+        assert_eq!(core::mem::size_of::<super::PassPluginLibraryInfo>(), header);
+    }
 }

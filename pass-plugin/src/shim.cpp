@@ -1,7 +1,9 @@
 // The part of the pass plugin that LLVM's C API cannot express: registering a module pass with
 // the new pass manager, and emitting optimization remarks. The rewrite itself is Rust
 // (`omptarget_indirect_rewrite_module`, src/rewrite.rs). Every difference between the LLVM
-// versions the plugin is built for is in this file, behind LLVM_VERSION_MAJOR.
+// versions the plugin is built for is in this file, behind LLVM_VERSION_MAJOR, except the Rust
+// mirror of PassPluginLibraryInfo (src/lib.rs, one field per API version) and the C API crate
+// (src/llvm.rs).
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/DiagnosticHandler.h"
 #include "llvm/IR/DiagnosticInfo.h"
@@ -94,6 +96,9 @@ extern "C" {
 
 // The plugin API version of the headers this shim is compiled against.
 uint32_t omptarget_indirect_plugin_api_version() { return LLVM_PLUGIN_API_VERSION; }
+
+// The size of those headers' PassPluginLibraryInfo, which src/lib.rs mirrors (a test compares).
+size_t omptarget_indirect_plugin_info_size() { return sizeof(PassPluginLibraryInfo); }
 
 // The PassPluginLibraryInfo callback (C++ reference = pointer in the C ABI).
 void omptarget_indirect_register_callbacks(PassBuilder &PB) { registerCallbacks(PB); }

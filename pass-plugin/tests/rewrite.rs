@@ -6,6 +6,7 @@ use std::ffi::{CStr, CString};
 
 use omptarget_indirect_pass::llvm::analysis::{LLVMVerifierFailureAction, LLVMVerifyModule};
 use omptarget_indirect_pass::llvm::core::*;
+#[allow(deprecated)] // see Module::parse
 use omptarget_indirect_pass::llvm::ir_reader::LLVMParseIRInContext;
 use omptarget_indirect_pass::llvm::prelude::*;
 use omptarget_indirect_pass::{rewrite_module, Phase, Summary};
@@ -28,7 +29,11 @@ impl Module {
                 LLVMCreateMemoryBufferWithMemoryRangeCopy(source.as_ptr(), ir.len(), c"test.ll".as_ptr());
             let mut module = std::ptr::null_mut();
             let mut message = std::ptr::null_mut();
-            if LLVMParseIRInContext(context, buffer, &mut module, &mut message) != 0 {
+            // LLVM 22 deprecates it for LLVMParseIRInContext2 (which leaves the buffer to the
+            // caller); both versions have it, and it takes the buffer as this test wants.
+            #[allow(deprecated)]
+            let failed = LLVMParseIRInContext(context, buffer, &mut module, &mut message) != 0;
+            if failed {
                 panic!("bad test IR: {}", CStr::from_ptr(message).to_string_lossy());
             }
             Module { context, module }

@@ -229,9 +229,11 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
     }
     .run(workspace, &x86)?;
     archive(tools, &dist.x86_64_archive(), &[x86.join("device_rtl.o")])?;
-    // "generic": the offload linker matches it to the host-offload target whatever its arch.
+    // "generic": the offload linker matches it to the host-offload target whatever its arch. A
+    // native object, not bitcode: clang-linker-wrapper 22 hands an x86_64 bitcode image to the
+    // system linker unless -foffload-lto is given; an object links with and without it, in 19 too.
     let generic = OffloadTarget { arch: "generic".to_string(), ..OffloadTarget::x86_64() };
-    images.push(generic.image_selector(&x86.join("device_rtl.bc")));
+    images.push(generic.image_selector(&x86.join("device_rtl.o")));
     println!("built x86_64 in {:.1} s", t.elapsed().as_secs_f64());
 
     fat_library(workspace, tools, &dist, &images, &x86.join("device_rtl.o"))?;

@@ -1,0 +1,76 @@
+//! LLVM's device environment, `__omp_rtl_device_environment`: where the runtimes of LLVM 18 and
+//! later install their own function-pointer table, the fallback of the translation when no
+//! table of ours is installed.
+//!
+//! ```c
+//! struct DeviceEnvironmentTy {          // LLVM 19-22 (LLVM 18: without HardwareParallelism)
+//!   uint32_t DeviceDebugKind, NumDevices, DeviceNum, DynamicMemSize;
+//!   uint64_t ClockFrequency;
+//!   uintptr_t IndirectCallTable;        // offset 24: {host, device} pairs sorted by host
+//!   uint64_t IndirectCallTableSize;     // offset 32: entries
+//!   uint64_t HardwareParallelism;
+//! };
+//! ```
+//!
+//! Who fills the table: LLVM 18-21's CUDA and AMDGPU plugins, and LLVM 22's libomptarget for
+//! every device, x86_64 host offload included, but only in an image that defines the global. On
+//! the GPU targets LLVM's DeviceRTL defines it (in the constant address space) and this crate
+//! only refers to it; the x86_64 host-offload device has no DeviceRTL, so this crate defines it
+//! there, weak and zero, for libomptarget 22 to find and fill.
+#![allow(non_upper_case_globals)]
+
+use crate::lookup::FptrMapEntry;
+
+/// `DeviceEnvironmentTy` of LLVM 19-22 (48 bytes). Only the table's two fields are read here;
+/// the rest belongs to LLVM's DeviceRTL.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceEnvironment {
+    /// `DeviceDebugKind`.
+    pub debug_kind: u32,
+    /// `NumDevices`.
+    pub num_devices: u32,
+    /// `DeviceNum`.
+    pub device_num: u32,
+    /// `DynamicMemSize`.
+    pub dynamic_mem_size: u32,
+    /// `ClockFrequency`.
+    pub clock_frequency: u64,
+    /// `IndirectCallTable`: the runtime's sorted table, or null.
+    pub indirect_call_table: *const FptrMapEntry,
+    /// `IndirectCallTableSize`: entries at `indirect_call_table`.
+    pub indirect_call_table_size: u64,
+    /// `HardwareParallelism`.
+    pub hardware_parallelism: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<DeviceEnvironment>() == 48);
+const _: () = assert!(core::mem::offset_of!(DeviceEnvironment, indirect_call_table) == 24);
+const _: () = assert!(core::mem::offset_of!(DeviceEnvironment, indirect_call_table_size) == 32);
+
+impl DeviceEnvironment {
+    /// All zero: no table (the initial value of the weak x86_64 definition).
+    pub const EMPTY: DeviceEnvironment = DeviceEnvironment {
+        debug_kind: 0,
+        num_devices: 0,
+        device_num: 0,
+        dynamic_mem_size: 0,
+        clock_frequency: 0,
+        indirect_call_table: core::ptr::null(),
+        indirect_call_table_size: 0,
+        hardware_parallelism: 0,
+    };
+}
+
+/// The x86_64 definition: weak, so that any other definition in the image is the one used, and
+/// exported from the device image's shared object, where libomptarget 22 looks it up by name.
+#[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
+#[no_mangle]
+#[linkage = "weak"]
+pub static mut __omp_rtl_device_environment: DeviceEnvironment = DeviceEnvironment::EMPTY;
+
+#[cfg(any(target_arch = "nvptx64", target_arch = "amdgpu"))]
+extern "C" {
+    /// Defined by LLVM's DeviceRTL, which clang links into every OpenMP GPU image.
+    pub static __omp_rtl_device_environment: DeviceEnvironment;
+}
