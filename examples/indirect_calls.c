@@ -8,7 +8,7 @@
 #include <omp.h>
 #include <stdio.h>
 
-#pragma omp declare target
+#pragma omp begin declare target
 void *__kmpc_target_translate_fptr(void *fn_ptr);
 #pragma omp end declare target
 

@@ -7,7 +7,10 @@
 #     libllvm16 (libomptarget 16 needs libLLVM-16.so.1), ROCm's HSA runtime and headers (the AMDGPU
 #     plugin's tests load the real library and compare its ABI values with the headers),
 #   - the CUDA 11.8 tools (ptxas, nvlink, cuobjdump, libdevice) unpacked under target/tools/,
-#   - LLVM 16's libomptarget and libomp unpacked under target/tools/llvm16 (they run the programs).
+#   - LLVM 16's libomptarget and libomp unpacked under target/tools/llvm16 (they run the programs),
+#   - clang 22, LLVM 22's headers and llvm-config (the LLVM 22 pass plugin) and its stock
+#     libomptarget 22 with the link clang-22 needs (liboffload-22-dev); LLVM 22's omp.h unpacked
+#     under target/tools/llvm22 (libomp-22-dev would remove libomp-19-dev).
 # Safe to run again: each step does nothing when its part is already present.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,7 +33,7 @@ fi
 
 # --- Debian packages --------------------------------------------------------------------------
 packages=(clang-19 clang-tools-19 llvm-19 llvm-19-dev lld-19 libomp-19-dev rocm-device-libs valgrind libffi-dev libllvm16
-          libhsa-runtime64-1 libhsa-runtime-dev)
+          libhsa-runtime64-1 libhsa-runtime-dev clang-22 llvm-22-dev liboffload-22-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -48,4 +51,6 @@ fi
 bash "$root/scripts/fetch-cuda-tools.sh" >/dev/null
 # --- LLVM 16 offload runtime (conflicts with libomp-19-dev as a package) -----------------------
 bash "$root/scripts/fetch-llvm16-runtime.sh" >/dev/null
-say "ready: $(rustup run "$toolchain" rustc --version), $(clang-19 --version | head -n1), $("$root/target/tools/cuda/bin/ptxas" --version | tail -n1)"
+# --- LLVM 22's omp.h (libomp-22-dev conflicts with libomp-19-dev as a package) -----------------
+bash "$root/scripts/fetch-llvm22-openmp.sh" >/dev/null
+say "ready: $(rustup run "$toolchain" rustc --version), $(clang-19 --version | head -n1), $(clang-22 --version | head -n1), $("$root/target/tools/cuda/bin/ptxas" --version | tail -n1)"

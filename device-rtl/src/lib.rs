@@ -30,11 +30,11 @@ mod exports;
 pub mod index;
 pub mod lookup;
 
+pub use environment::{DeviceEnvironment, __omp_rtl_device_environment};
 pub use exports::{
     __kmpc_target_translate_fptr, __omp_offloading_fptr_index, __omp_offloading_fptr_map_p,
     __omp_offloading_fptr_map_size,
 };
-pub use environment::{DeviceEnvironment, __omp_rtl_device_environment};
 pub use index::{FptrIndex, IndexSlot};
 pub use lookup::{translate, translate_in, translate_indexed, FptrMapEntry};
 

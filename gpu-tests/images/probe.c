@@ -11,7 +11,7 @@ int probe_square(int x) { return x * x; }
 int probe_twice(int x) { return 2 * x; }
 #pragma omp end declare target
 
-#pragma omp declare target
+#pragma omp begin declare target
 void *__kmpc_target_translate_fptr(void *fn);
 #pragma omp end declare target
 

@@ -10,7 +10,7 @@
 
 typedef long (*unary)(long);
 
-#pragma omp declare target
+#pragma omp begin declare target
 long invariant_loop_plain(unary f, long n);
 long invariant_loop_translated(unary f, long n);
 long varying_loop_plain(const unary *table, long mask, long n);

@@ -9,7 +9,7 @@
 
 typedef long (*unary)(long);
 
-#pragma omp declare target
+#pragma omp begin declare target
 /* One loop-invariant pointer: the translation is hoisted out of the loop. */
 long JOIN(invariant_loop, VARIANT)(unary f, long n) {
   long sum = 0;

@@ -1,6 +1,8 @@
 /* Checks __kmpc_target_translate_fptr through the real C ABI, linked against the plain x86_64
  * archive target/dist/device/x86_64/libdevice_rtl.a. The test sets the weak globals itself (the
- * two map globals, then the hash index header), as the plugin does on a device. Exit status 0 and "translate_abi: N passed, 0 failed". */
+ * two map globals, then the hash index header), as the plugin does on a device, then LLVM's
+ * device environment, as libomptarget 22 does. Exit status 0 and "translate_abi: N passed, 0
+ * failed". */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +25,17 @@ struct __omp_offloading_fptr_index_ty {
 _Static_assert(sizeof(struct __omp_offloading_fptr_index_ty) == 48, "index header is 48 bytes");
 _Static_assert(offsetof(struct __omp_offloading_fptr_index_ty, shift) == 40, "shift at 40");
 extern struct __omp_offloading_fptr_index_ty __omp_offloading_fptr_index;
+/* LLVM 19-22's DeviceEnvironmentTy; the archive defines it (weak, zero) for libomptarget 22. */
+struct DeviceEnvironmentTy {
+  uint32_t DeviceDebugKind, NumDevices, DeviceNum, DynamicMemSize;
+  uint64_t ClockFrequency;
+  uintptr_t IndirectCallTable;
+  uint64_t IndirectCallTableSize;
+  uint64_t HardwareParallelism;
+};
+_Static_assert(sizeof(struct DeviceEnvironmentTy) == 48, "device environment is 48 bytes");
+_Static_assert(offsetof(struct DeviceEnvironmentTy, IndirectCallTable) == 24, "table at 24");
+extern struct DeviceEnvironmentTy __omp_rtl_device_environment;
 void *__kmpc_target_translate_fptr(void *FnPtr);
 /* LLVM's spelling, defined by the x86_64 archive with the same contract. */
 void *__llvm_omp_indirect_call_lookup(void *FnPtr);
@@ -136,6 +149,27 @@ int main(void) {
   install(NULL, 0);
   expect("no table, index left", 100, 100);
   __omp_offloading_fptr_index = (struct __omp_offloading_fptr_index_ty){0};
+
+  /* LLVM's table in the device environment, as libomptarget 22 installs it: the answer while no
+   * table of ours is installed, ignored once one is. */
+  if (__omp_rtl_device_environment.IndirectCallTable != 0 || __omp_rtl_device_environment.IndirectCallTableSize != 0) {
+    fprintf(stderr, "FAIL defaults: the device environment's table is not null / 0\n");
+    failed++;
+  }
+  struct __omp_offloading_fptr_map_ty llvms[] = {{100, 2100}, {200, 2200}, {300, 2300}, {400, 2400}};
+  __omp_rtl_device_environment.IndirectCallTable = (uintptr_t)llvms;
+  __omp_rtl_device_environment.IndirectCallTableSize = 4;
+  expect("LLVM's table hit", 200, 2200);
+  expect("LLVM's table hit last", 400, 2400);
+  expect("LLVM's table between", 250, 250); /* where LLVM's own lookup loops forever */
+  expect("LLVM's table above", 401, 401);
+  expect("LLVM's table null", 0, 0);
+  install(four, 4);
+  expect("our table first", 200, 1200);
+  install(NULL, 0);
+  __omp_rtl_device_environment.IndirectCallTableSize = 0;
+  expect("LLVM's table, size 0", 200, 200);
+  __omp_rtl_device_environment.IndirectCallTable = 0;
 
   printf("translate_abi: %d passed, %d failed\n", passed, failed);
   return failed != 0;

@@ -30,7 +30,7 @@ int overloaded(long x) { return static_cast<int>(x); }
 } // namespace geometry
 #pragma omp end declare target
 
-#pragma omp declare target
+#pragma omp begin declare target
 static probe_fn device_view[4] = {free_function, &Shape::area, geometry::detail::perimeter,
                                   static_cast<probe_fn>(geometry::overloaded)};
 #pragma omp end declare target

@@ -26,7 +26,7 @@ static const char *const function_names[FUNCTIONS] = {"add_one", "twice", "squar
 #define ON_GPU 0
 #endif
 
-#pragma omp declare target
+#pragma omp begin declare target
 int copy_calls[FUNCTIONS];
 int initial_calls;
 static inline void note_call(int id) {

@@ -10,7 +10,7 @@ int per_device(int x, const void **self) {
 }
 #pragma omp end declare target
 
-#pragma omp declare target
+#pragma omp begin declare target
 static probe_fn device_view = per_device;
 #pragma omp end declare target
 

@@ -19,11 +19,11 @@ int with_to(int x, const void **self) {
 
 /* forms_enter.c */
 int with_enter(int x, const void **self);
-#pragma omp declare target
+#pragma omp begin declare target
 extern probe_fn with_enter_device_view;
 #pragma omp end declare target
 
-#pragma omp declare target
+#pragma omp begin declare target
 /* Initialised in each image with that image's own addresses. */
 static probe_fn device_view[2] = {in_block, with_to};
 #pragma omp end declare target

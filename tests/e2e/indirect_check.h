@@ -18,7 +18,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-#pragma omp declare target
+#pragma omp begin declare target
 /* From libomptarget-indirect.a: the device address of an indirect function's host address;
  * any other pointer (null, device-only functions, data) comes back unchanged. */
 void *__kmpc_target_translate_fptr(void *fn_ptr);
@@ -42,7 +42,7 @@ struct probe {
   int value;               /* what the called copy returned */
 };
 
-#pragma omp declare target
+#pragma omp begin declare target
 /* Translates `ptr` (however it reached the device) and calls the result. `device_addr` must be the
  * function's address taken in device code. */
 static inline void probe_call(struct probe *p, probe_fn ptr, probe_fn device_addr, int x) {

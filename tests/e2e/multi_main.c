@@ -20,7 +20,7 @@ int lib_fn2(int x, const void **self);
 extern probe_fn lib_device_view[2];
 #pragma omp declare target to(lib_device_view)
 
-#pragma omp declare target
+#pragma omp begin declare target
 static probe_fn main_device_view = main_unit_fn;
 #pragma omp end declare target
 

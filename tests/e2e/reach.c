@@ -24,7 +24,7 @@ struct ops {
   probe_fn apply;
 };
 
-#pragma omp declare target
+#pragma omp begin declare target
 probe_fn slot;
 static probe_fn device_view[3] = {add_one, times_three, square};
 probe_fn from_slot(void) { return slot; }

@@ -23,7 +23,7 @@
 X1024(DEFINE)
 #pragma omp end declare target
 
-#pragma omp declare target
+#pragma omp begin declare target
 static probe_fn device_view[COUNT] = {X1024(NAME)};
 #pragma omp end declare target
 static probe_fn host_table[COUNT] = {X1024(NAME)};

@@ -25,7 +25,7 @@ int negate(int x) {
 }
 #pragma omp end declare target
 
-#pragma omp declare target
+#pragma omp begin declare target
 /* Declare target but not indirect: no table entry, so its host address is never translated. */
 int not_indirect(int x) {
   note_call(NOT_INDIRECT);

@@ -7,7 +7,8 @@
 //! target/dist/device/amdgcn/<gfx>/device_rtl.{bc,o}
 //! target/dist/lib/libomptarget.rtl.{x86_64,cuda,amdgpu}.so  the plugins
 //! target/dist/lib/libomptarget-indirect-pass.so          the LLVM 19 pass plugin for clang-19
-//! target/dist/share/omptarget-indirect/clang-19.cfg      `clang-19 --config=` file that loads it
+//! target/dist/lib/libomptarget-indirect-pass-llvm22.so   the LLVM 22 pass plugin for clang-22
+//! target/dist/share/omptarget-indirect/clang-NN.cfg      `clang-NN --config=` file that loads it
 //! ```
 
 use std::fs;
@@ -19,6 +20,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::cmd;
 use crate::offload::OffloadTarget;
+use crate::toolchain::Llvm;
 use crate::tools::Tools;
 
 /// NVIDIA architectures built when `--sm` is not given: Volta and Hopper.
@@ -83,14 +85,15 @@ impl Dist {
         self.lib_dir().join("libomptarget-indirect.a")
     }
 
-    /// The pass plugin for clang 19 (`-Xarch_device -fpass-plugin=`).
-    pub fn pass_plugin(&self) -> PathBuf {
-        self.lib_dir().join(PASS_PLUGIN.1)
+    /// The pass plugin for clang of `llvm` (`-Xarch_device -fpass-plugin=`).
+    pub fn pass_plugin(&self, llvm: Llvm) -> PathBuf {
+        self.lib_dir().join(llvm.pass_plugin_file())
     }
 
-    /// The clang 19 configuration file that loads [`Dist::pass_plugin`] for device compiles.
-    pub fn clang_config(&self) -> PathBuf {
-        self.root.join("share/omptarget-indirect/clang-19.cfg")
+    /// The clang configuration file of `llvm` that loads [`Dist::pass_plugin`] for device
+    /// compiles.
+    pub fn clang_config(&self, llvm: Llvm) -> PathBuf {
+        self.root.join("share/omptarget-indirect").join(llvm.clang_config_file())
     }
 
     /// `device/x86_64/`.
@@ -251,43 +254,63 @@ pub const PLUGINS: &[(&str, &str, &str)] = &[
     ("plugin-amdgpu", "libomptarget_rtl_amdgpu.so", "libomptarget.rtl.amdgpu.so"),
 ];
 
-/// The pass plugin: (cargo package, library file cargo writes, name in `target/dist/lib`).
-pub const PASS_PLUGIN: (&str, &str, &str) =
-    ("pass-plugin", "libomptarget_indirect_pass.so", "libomptarget-indirect-pass.so");
+/// The pass plugin's cargo package and the library file cargo writes.
+pub const PASS_PLUGIN: (&str, &str) = ("pass-plugin", "libomptarget_indirect_pass.so");
 
-/// Builds the libomptarget plugins and the pass plugin in release mode, installs them in
-/// `target/dist/lib` (the libomptarget plugins under the names libomptarget 16 looks for), and
-/// writes the clang configuration file that loads the pass plugin.
+/// Builds the libomptarget plugins and the pass plugin (once per LLVM release) in release mode,
+/// installs them in `target/dist/lib` (the libomptarget plugins under the names libomptarget 16
+/// looks for), and writes the clang configuration file of each release that loads its pass plugin.
 fn plugins(workspace: &Path, dist: &Dist) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = Command::new(cargo);
-    build.current_dir(workspace).args(["build", "--quiet", "--release"]);
-    for (package, _, _) in PLUGINS.iter().chain([&PASS_PLUGIN]) {
-        build.args(["-p", package]);
+    let mut installs: Vec<(PathBuf, &str)> = Vec::new();
+    for llvm in Llvm::ALL {
+        let mut build = Command::new(&cargo);
+        build.current_dir(workspace).args(["build", "--quiet", "--release"]);
+        let release = if llvm == Llvm::V19 {
+            // The default features are LLVM 19's: these share the workspace's target dir.
+            for (package, _, _) in PLUGINS {
+                build.args(["-p", package]);
+            }
+            installs.extend(
+                PLUGINS.iter().map(|(_, built, name)| (workspace.join("target/release").join(built), *name)),
+            );
+            workspace.join("target/release")
+        } else {
+            // Another feature set in a target dir of its own, so neither build undoes the other.
+            let target_dir = workspace.join("target").join(format!("llvm{}", llvm.major()));
+            build.arg("--no-default-features").args(["--features", llvm.pass_plugin_feature()]);
+            build.env("CARGO_TARGET_DIR", &target_dir);
+            target_dir.join("release")
+        };
+        build.args(["-p", PASS_PLUGIN.0]);
+        cmd::status(&mut build)?;
+        installs.push((release.join(PASS_PLUGIN.1), llvm.pass_plugin_file()));
     }
-    cmd::status(&mut build)?;
     fs::create_dir_all(dist.lib_dir())?;
-    for (_, built, installed) in PLUGINS.iter().chain([&PASS_PLUGIN]) {
-        let from = workspace.join("target/release").join(built);
+    for (from, installed) in installs {
         let dest = dist.lib_dir().join(installed);
         let fresh = dest.with_extension("so.new");
         fs::copy(&from, &fresh).with_context(|| format!("cannot copy {}", from.display()))?;
         replace_if_changed(&fresh, &dest)?;
     }
-    // <CFGDIR> is the file's own directory (clang 16+): the dist tree can move.
-    let config = dist.clang_config();
-    fs::create_dir_all(config.parent().context("no parent")?)?;
-    let fresh = config.with_extension("cfg.new");
-    fs::write(
-        &fresh,
-        format!(
-            "# Loads the omptarget-indirect pass plugin into clang 19's device compiles (every -O level,\n\
-             # -foffload-lto too), so that indirect calls in device code reach the device copies.\n\
-             -Xarch_device -fpass-plugin=<CFGDIR>/../../lib/{}\n",
-            PASS_PLUGIN.2
-        ),
-    )?;
-    replace_if_changed(&fresh, &config)
+    for llvm in Llvm::ALL {
+        // <CFGDIR> is the file's own directory (clang 16+): the dist tree can move.
+        let config = dist.clang_config(llvm);
+        fs::create_dir_all(config.parent().context("no parent")?)?;
+        let fresh = config.with_extension("cfg.new");
+        fs::write(
+            &fresh,
+            format!(
+                "# Loads the omptarget-indirect pass plugin into clang {major}'s device compiles (every -O level,\n\
+                 # -foffload-lto too), so that indirect calls in device code reach the device copies.\n\
+                 -Xarch_device -fpass-plugin=<CFGDIR>/../../lib/{}\n",
+                llvm.pass_plugin_file(),
+                major = llvm.major(),
+            ),
+        )?;
+        replace_if_changed(&fresh, &config)?;
+    }
+    Ok(())
 }
 
 /// Packs every device image into one OffloadBinary, embeds it in a host object, and archives that

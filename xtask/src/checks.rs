@@ -23,6 +23,10 @@ pub const INDEX: &str = "__omp_offloading_fptr_index";
 pub const GLOBALS: [&str; 3] = [MAP_P, MAP_SIZE, INDEX];
 /// The function and every global: what each image must define exactly once.
 pub const SYMBOLS: [&str; 4] = [TRANSLATE, MAP_P, MAP_SIZE, INDEX];
+/// LLVM's device environment, where LLVM 18+ runtimes install their table: defined by LLVM's
+/// DeviceRTL on the GPU targets (the device library only refers to it), weakly by the device
+/// library on x86_64.
+pub const DEVICE_ENVIRONMENT: &str = "__omp_rtl_device_environment";
 
 const EF_AMDGPU_MACH: u32 = 0x0ff;
 const ELFOSABI_AMDGPU_HSA: u8 = 64;
@@ -40,7 +44,8 @@ pub fn known_gfxs() -> String {
 }
 
 /// The PTX declares every global `.weak .global`, the function `.visible .func`, and nothing
-/// external (a panic path would show up as `.extern .func`).
+/// external but the DeviceRTL's device environment (a panic path would show up as `.extern
+/// .func`).
 pub fn check_ptx(path: &Path) -> Result<()> {
     let ptx = String::from_utf8(cmd::read(path)?).context("PTX is not UTF-8")?;
     let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
@@ -56,7 +61,12 @@ pub fn check_ptx(path: &Path) -> Result<()> {
         "{}: {TRANSLATE} is not a `.visible .func`",
         path.display()
     );
-    if let Some(ext) = lines.iter().find(|l| l.starts_with(".extern")) {
+    ensure!(
+        lines.iter().any(|l| l.starts_with(".extern .global") && declares(l, DEVICE_ENVIRONMENT)),
+        "{}: {DEVICE_ENVIRONMENT} is not referred to as `.extern .global` (the DeviceRTL defines it)",
+        path.display()
+    );
+    if let Some(ext) = lines.iter().find(|l| l.starts_with(".extern") && !declares(l, DEVICE_ENVIRONMENT)) {
         bail!("{}: external reference `{ext}`", path.display());
     }
     Ok(())
@@ -159,7 +169,7 @@ pub fn elf_summary(data: &[u8], names: &[&str]) -> Result<ElfSummary> {
 /// globals weak and not hidden, the function global, and code with no calls and no stack.
 pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<String> {
     let what = path.display();
-    let elf = elf_summary(&cmd::read(path)?, &SYMBOLS)?;
+    let elf = elf_summary(&cmd::read(path)?, &[TRANSLATE, MAP_P, MAP_SIZE, INDEX, DEVICE_ENVIRONMENT])?;
     ensure!(elf.machine == elf::EM_AMDGPU, "{what}: e_machine {} is not EM_AMDGPU (224)", elf.machine);
     ensure!(elf.os_abi == ELFOSABI_AMDGPU_HSA, "{what}: OS/ABI {} is not AMDGPU_HSA", elf.os_abi);
     ensure!(
@@ -186,6 +196,10 @@ pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<Stri
         [s] if s.defined && s.bind == elf::STB_GLOBAL && s.visibility != elf::STV_HIDDEN => {}
         found => bail!("{what}: {TRANSLATE} must be one global, non-hidden definition, found {found:?}"),
     }
+    match elf.symbol(DEVICE_ENVIRONMENT) {
+        [s] if !s.defined => {}
+        found => bail!("{what}: {DEVICE_ENVIRONMENT} must be referred to, not defined (the DeviceRTL defines it), found {found:?}"),
+    }
     // A call (s_swappc/s_call) would make the backend assume recursion and a dynamic stack; any
     // scratch or buffer access means the function uses private memory.
     let asm = cmd::stdout(Command::new(&tools.llvm_objdump).args(["-d", "--no-show-raw-insn"]).arg(path))?;
@@ -197,9 +211,16 @@ pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<Stri
     Ok(format!("EM_AMDGPU, code object v5, {gfx} ({want:#x}), weak visible globals, no calls or stack"))
 }
 
-/// LLVM 19 reads the bitcode, and it defines the function and every global.
-pub fn check_bitcode(tools: &Tools, path: &Path) -> Result<()> {
+/// LLVM 19 reads the bitcode, and it defines the function and every global; it defines the
+/// device environment weakly where `defines_environment` (x86_64), else only declares it.
+pub fn check_bitcode(tools: &Tools, path: &Path, defines_environment: bool) -> Result<()> {
     let ir = cmd::stdout(Command::new(&tools.llvm_dis).arg(path).arg("-o").arg("-"))?;
+    let linkage = if defines_environment { "weak" } else { "external" };
+    ensure!(
+        ir.lines().any(|l| l.starts_with(&format!("@{DEVICE_ENVIRONMENT} = {linkage} "))),
+        "{}: @{DEVICE_ENVIRONMENT} is not `{linkage}`",
+        path.display()
+    );
     for global in GLOBALS {
         ensure!(
             ir.lines().any(|l| l.starts_with(&format!("@{global} = weak "))),

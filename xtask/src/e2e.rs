@@ -1,9 +1,11 @@
-//! The end-to-end programs of `tests/e2e/`: clang 19 OpenMP programs with `declare target
-//! indirect` functions, linked with `-lomptarget-indirect` against LLVM 16's libomptarget, run
-//! through it and our plugin (x86_64 host offload here), and built for the GPU targets, whose
-//! device images are checked. Unmodified programs (no explicit translation) are compiled with the
-//! pass plugin through `--config=<dist>/share/omptarget-indirect/clang-19.cfg`, at `-O0`, `-O2`
-//! and `-O2 -foffload-lto`, and once without it (the negative control).
+//! The end-to-end programs of `tests/e2e/`: OpenMP programs with `declare target indirect`
+//! functions, linked with `-lomptarget-indirect` and run on x86_64 host offload with each
+//! toolchain ([`Toolchain`]): clang 19 through LLVM 16's libomptarget and our plugin, and clang 22
+//! through its stock libomptarget 22 (which must load nothing of ours). With clang 19 they are also
+//! built for the GPU targets, whose device images are checked. Unmodified programs (no explicit
+//! translation) are compiled with the pass plugin through `--config=<dist>/share/omptarget-
+//! indirect/clang-NN.cfg`, at `-O0`, `-O2` and `-O2 -foffload-lto`, and once without it (the
+//! negative control).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -11,11 +13,10 @@ use std::process::Command;
 
 use anyhow::{ensure, Context, Result};
 
-use crate::build::Dist;
-use crate::checks::{self, SYMBOLS, TRANSLATE};
+use crate::checks::{self, DEVICE_ENVIRONMENT, SYMBOLS, TRANSLATE};
 use crate::cmd;
 use crate::offload::OffloadTarget;
-use crate::tools::Tools;
+use crate::toolchain::{Llvm, Toolchain};
 
 /// One translation unit and the flags only it needs.
 pub struct Unit {
@@ -42,7 +43,7 @@ pub struct Program {
     /// Whether it must fail with the map disabled (the negative control): programs whose
     /// pointers all reach the device untranslated.
     pub needs_map: bool,
-    /// A line its output must hold on the x86_64 plugin (2 devices), beside the summary.
+    /// A line its output must hold on our x86_64 plugin (2 devices), beside the summary.
     pub expect_line: Option<&'static str>,
     /// Written without any explicit translation: compiled with the pass plugin, and it must fail
     /// when compiled without it.
@@ -179,86 +180,48 @@ pub const PROGRAMS: &[Program] = &[
     },
 ];
 
-/// The environment a program needs to run through libomptarget 16 and our plugins: our plugin
-/// directory first, then LLVM 16's runtime (which holds no plugin of its own).
-pub fn run_env(tools: &Tools, dist: &Dist) -> Vec<(&'static str, OsString)> {
-    let mut path = OsString::from(dist.lib_dir());
-    path.push(":");
-    path.push(&tools.llvm16_lib);
-    vec![("LD_LIBRARY_PATH", path), ("OMP_TARGET_OFFLOAD", "MANDATORY".into())]
-}
-
-/// The link flags after the program's objects: LLVM 16's libomptarget (not clang 19's, which
-/// cannot load plugins) and the device library.
-pub fn link_args(tools: &Tools, dist: &Dist) -> Vec<OsString> {
-    let mut llvm16 = OsString::from("-L");
-    llvm16.push(&tools.llvm16_lib);
-    let mut ours = OsString::from("-L");
-    ours.push(dist.lib_dir());
-    vec![llvm16, ours, "-lomptarget-indirect".into()]
-}
-
-pub fn compiler<'t>(tools: &'t Tools, source: &str) -> &'t Path {
-    if source.ends_with(".cpp") {
-        &tools.clangxx
-    } else {
-        &tools.clang
-    }
-}
-
-/// Builds `program` at `-O2` for `target` under `target/tests/e2e/<target>/` and returns the
-/// executable.
+/// Builds `program` at `-O2` for `target` with `toolchain` and returns the executable.
 pub fn build(
     workspace: &Path,
-    tools: &Tools,
-    dist: &Dist,
+    toolchain: &Toolchain,
     target: &OffloadTarget,
     program: &Program,
 ) -> Result<PathBuf> {
-    build_as(workspace, tools, dist, target, program, Build::O2)
+    build_as(workspace, toolchain, target, program, Build::O2)
 }
 
-/// The clang flags that load the pass plugin into the device compiles: the dist tree's
-/// configuration file, as users are told to pass it.
-pub fn pass_plugin_args(dist: &Dist) -> Vec<OsString> {
-    let mut config = OsString::from("--config=");
-    config.push(dist.clang_config());
-    vec![config]
-}
-
-/// Builds `program` as `how` says for `target` and returns the executable.
+/// Builds `program` as `how` says for `target` with `toolchain` and returns the executable.
 pub fn build_as(
     workspace: &Path,
-    tools: &Tools,
-    dist: &Dist,
+    toolchain: &Toolchain,
     target: &OffloadTarget,
     program: &Program,
     how: Build,
 ) -> Result<PathBuf> {
     let sources = workspace.join("tests/e2e");
-    let out = workspace.join("target/tests/e2e").join(&target.name).join(program.name).join(how.dir());
+    let out = toolchain.e2e_dir(workspace, target).join(program.name).join(how.dir());
     let exe = out.join(program.name);
     // ptxas takes minutes over the 1024-function table: rebuild only when an input changed.
     let mut inputs: Vec<PathBuf> =
         program.units.iter().chain(program.library).map(|u| sources.join(u.source)).collect();
     inputs.extend(["check.h", "indirect_check.h", "device_copy.h"].map(|h| sources.join(h)));
-    inputs.extend([dist.fat_lib(), tools.llvm16_lib.join("libomptarget.so.16")]);
+    inputs.extend([toolchain.dist().fat_lib(), toolchain.libomptarget()]);
     if program.unmodified {
-        inputs.extend([dist.pass_plugin(), dist.clang_config()]);
+        inputs.extend([toolchain.pass_plugin(), toolchain.dist().clang_config(toolchain.llvm)]);
     }
     if newer_than_all(&exe, &inputs) {
         return Ok(exe);
     }
     std::fs::create_dir_all(&out)?;
-    let mut flags: Vec<OsString> = target.clang_args(tools);
+    let mut flags: Vec<OsString> = toolchain.offload_args(target);
     flags.extend(how.flags().iter().map(OsString::from));
     if program.unmodified && how != Build::WithoutPassPlugin {
-        flags.extend(pass_plugin_args(dist));
+        flags.extend(toolchain.pass_plugin_args());
     }
     let compile = |u: &Unit| -> Result<PathBuf> {
         let object = out.join(format!("{}.o", u.source));
         cmd::output(
-            Command::new(compiler(tools, u.source))
+            Command::new(toolchain.compiler(u.source))
                 .args(&flags)
                 .args(["-Wall", "-Werror", "-c"])
                 .args(u.flags)
@@ -269,17 +232,17 @@ pub fn build_as(
         Ok(object)
     };
     let objects = program.units.iter().map(compile).collect::<Result<Vec<_>>>()?;
-    let mut link = Command::new(compiler(tools, program.units[0].source));
+    let mut link = Command::new(toolchain.compiler(program.units[0].source));
     link.args(&flags).args(&objects);
     if !program.library.is_empty() {
         let archive = out.join(format!("lib{}.a", program.name));
         let _ = std::fs::remove_file(&archive);
         let members = program.library.iter().map(compile).collect::<Result<Vec<_>>>()?;
-        cmd::output(Command::new(&tools.llvm_ar).arg("rcs").arg(&archive).args(&members))?;
+        cmd::output(Command::new(&toolchain.tools().llvm_ar).arg("rcs").arg(&archive).args(&members))?;
         link.arg("-L").arg(&out).arg(format!("-l{}", program.name));
     }
-    cmd::output(link.args(link_args(tools, dist)).arg("-o").arg(&exe))?;
-    check_needs_libomptarget16(&exe)?;
+    cmd::output(link.args(toolchain.link_args()).arg("-o").arg(&exe))?;
+    check_needs(&exe, toolchain.libomptarget_soname())?;
     Ok(exe)
 }
 
@@ -290,8 +253,9 @@ fn newer_than_all(output: &Path, inputs: &[PathBuf]) -> bool {
     inputs.iter().all(|i| modified(i).is_some_and(|t| t < built))
 }
 
-/// clang 19 silently links its own `libomptarget.so.19.1` when `-L<llvm16>` finds nothing.
-fn check_needs_libomptarget16(exe: &Path) -> Result<()> {
+/// `exe` depends on the shared library `soname`: clang 19 silently links its own
+/// `libomptarget.so.19.1` when `-L<llvm16>` finds nothing.
+fn check_needs(exe: &Path, soname: &str) -> Result<()> {
     use object::read::elf::{Dyn, ElfFile64, FileHeader};
     let data = cmd::read(exe)?;
     let elf = ElfFile64::<object::Endianness>::parse(&*data)?;
@@ -307,15 +271,16 @@ fn check_needs_libomptarget16(exe: &Path) -> Result<()> {
         }
     }
     ensure!(
-        needed.iter().any(|n| n == "libomptarget.so.16"),
-        "{} does not link libomptarget.so.16 (NEEDED: {})",
+        needed.iter().any(|n| n == soname),
+        "{} does not link {soname} (NEEDED: {})",
         exe.display(),
         needed.join(", ")
     );
     Ok(())
 }
 
-/// How the plugin installs the map in a run, set through its environment switches.
+/// How our plugin installs the map in a run, set through its environment switches (LLVM 19;
+/// libomptarget 22 installs its own table, always).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MapSetup {
     /// The default: table and hash index.
@@ -326,10 +291,14 @@ pub enum MapSetup {
     None,
 }
 
-/// Runs an x86_64 build with the map installed as `setup` says. Returns (exit code, stdout).
-pub fn run(tools: &Tools, dist: &Dist, exe: &Path, setup: MapSetup) -> Result<(i32, String)> {
+/// Runs an x86_64 build with the map installed as `setup` says. Returns (exit code, stdout and
+/// stderr). With LLVM 22 it also proves, from the dynamic loader's trace (`LD_DEBUG=libs`), that
+/// the run used libomptarget 22 and loaded no library of the project's dist tree: the stock
+/// runtime and the device library did the work alone.
+pub fn run(toolchain: &Toolchain, exe: &Path, setup: MapSetup) -> Result<(i32, String)> {
     let mut c = Command::new(exe);
-    c.envs(run_env(tools, dist))
+    c.env_remove("LD_LIBRARY_PATH")
+        .envs(toolchain.run_env())
         .env_remove("LIBOMPTARGET_INFO")
         .env_remove("OMPTARGET_INDIRECT_MAP")
         .env_remove("OMPTARGET_INDIRECT_INDEX");
@@ -342,25 +311,65 @@ pub fn run(tools: &Tools, dist: &Dist, exe: &Path, setup: MapSetup) -> Result<(i
             c.env("OMPTARGET_INDIRECT_MAP", "0");
         }
     }
+    let trace = exe.with_extension("ld-debug");
+    if toolchain.llvm == Llvm::V22 {
+        let _ = std::fs::remove_dir_all(&trace);
+        std::fs::create_dir_all(&trace)?;
+        c.env("LD_DEBUG", "libs").env("LD_DEBUG_OUTPUT", trace.join("trace"));
+    }
     let out = c.output().with_context(|| format!("cannot run {}", exe.display()))?;
     let code = out.status.code().unwrap_or(-1);
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
+    if toolchain.llvm == Llvm::V22 {
+        let loaded = initialised_objects(&trace)?;
+        let ours = toolchain.dist().lib_dir();
+        let foreign: Vec<&String> = loaded
+            .iter()
+            .filter(|o| Path::new(o).starts_with(&ours) || o.contains("libomptarget.rtl."))
+            .collect();
+        ensure!(foreign.is_empty(), "{} loaded plugins with libomptarget 22: {foreign:?}", exe.display());
+        let runtime = toolchain.libomptarget_soname();
+        ensure!(
+            loaded.iter().any(|o| o.ends_with(&format!("/{runtime}"))),
+            "{} did not load {runtime}; it loaded {loaded:?}",
+            exe.display()
+        );
+    }
     Ok((code, text))
 }
 
-/// Builds and runs `program` on x86_64 host offload; if it needs the map, runs it again with the
-/// table alone (the device's binary search instead of the index: same results expected), then
-/// with the map disabled, and expects that to fail. An unmodified program is also built and run
-/// at `-O0` and with `-foffload-lto`, and built without the pass plugin, which must fail.
-pub fn run_x86_64(workspace: &Path, tools: &Tools, dist: &Dist, program: &Program) -> Result<String> {
+/// The objects whose initialisers the dynamic loader ran (`calling init: <path>` lines of the
+/// `LD_DEBUG=libs` trace files in `trace`): every library of the run, `dlopen`ed ones included.
+fn initialised_objects(trace: &Path) -> Result<Vec<String>> {
+    let mut objects = Vec::new();
+    for file in std::fs::read_dir(trace)? {
+        let text = std::fs::read_to_string(file?.path())?;
+        objects.extend(
+            text.lines().filter_map(|l| l.split_once("calling init: ")).map(|(_, o)| o.trim().to_string()),
+        );
+    }
+    ensure!(!objects.is_empty(), "no LD_DEBUG trace in {}", trace.display());
+    Ok(objects)
+}
+
+/// Builds and runs `program` on x86_64 host offload with `toolchain`. With our plugin (LLVM 19)
+/// a program that needs the map runs again with the table alone (the device's binary search
+/// instead of the index: same results expected), then with the map disabled, which must fail.
+/// An unmodified program is also built and run at `-O0` and with `-foffload-lto`, and built
+/// without the pass plugin, which must fail.
+pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) -> Result<String> {
     let target = OffloadTarget::x86_64();
-    let exe = build(workspace, tools, dist, &target, program)?;
-    let setups: &[MapSetup] =
-        if program.needs_map { &[MapSetup::Indexed, MapSetup::SearchOnly] } else { &[MapSetup::Indexed] };
+    let exe = build(workspace, toolchain, &target, program)?;
+    let ours = toolchain.llvm == Llvm::V19;
+    let setups: &[MapSetup] = if program.needs_map && ours {
+        &[MapSetup::Indexed, MapSetup::SearchOnly]
+    } else {
+        &[MapSetup::Indexed]
+    };
     let mut detail = String::new();
     for &setup in setups {
-        let summary = expect_pass(tools, dist, &exe, program, setup)?;
+        let summary = expect_pass(toolchain, &exe, program, setup)?;
         if detail.is_empty() {
             detail = summary;
         } else {
@@ -369,34 +378,37 @@ pub fn run_x86_64(workspace: &Path, tools: &Tools, dist: &Dist, program: &Progra
     }
     if program.unmodified {
         for how in [Build::O0, Build::OffloadLto] {
-            let exe = build_as(workspace, tools, dist, &target, program, how)?;
-            expect_pass(tools, dist, &exe, program, MapSetup::Indexed)?;
+            let exe = build_as(workspace, toolchain, &target, program, how)?;
+            expect_pass(toolchain, &exe, program, MapSetup::Indexed)?;
         }
         detail.push_str("; the same at -O0 and with -foffload-lto");
-        let control = build_as(workspace, tools, dist, &target, program, Build::WithoutPassPlugin)?;
+        let control = build_as(workspace, toolchain, &target, program, Build::WithoutPassPlugin)?;
         let failed =
-            expect_failure(tools, dist, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
+            expect_failure(toolchain, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
         detail.push_str(&format!(
             "; compiled without the pass plugin: {failed} checks fail (negative control)"
         ));
     }
-    if program.needs_map {
-        let failed = expect_failure(tools, dist, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
+    if program.needs_map && ours {
+        let failed = expect_failure(toolchain, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
         detail.push_str(&format!("; without the map: {failed} checks fail (negative control)"));
+    }
+    if !ours {
+        detail.push_str(&format!("; loaded {} and nothing of target/dist", toolchain.libomptarget_soname()));
     }
     Ok(detail)
 }
 
 /// Runs `exe` and requires it to pass; returns its summary line.
-fn expect_pass(tools: &Tools, dist: &Dist, exe: &Path, program: &Program, setup: MapSetup) -> Result<String> {
-    let (code, output) = run(tools, dist, exe, setup)?;
+fn expect_pass(toolchain: &Toolchain, exe: &Path, program: &Program, setup: MapSetup) -> Result<String> {
+    let (code, output) = run(toolchain, exe, setup)?;
     let summary = output.lines().find(|l| l.starts_with(&format!("{}: ", program.name))).unwrap_or("");
     ensure!(
         code == 0 && summary.ends_with(" 0 failed"),
         "{} ({setup:?}) exited with {code}:\n{output}",
         exe.display()
     );
-    if let Some(line) = program.expect_line {
+    if let (Some(line), Llvm::V19) = (program.expect_line, toolchain.llvm) {
         ensure!(output.lines().any(|l| l == line), "{} did not print `{line}`:\n{output}", exe.display());
     }
     Ok(summary.to_string())
@@ -404,8 +416,8 @@ fn expect_pass(tools: &Tools, dist: &Dist, exe: &Path, program: &Program, setup:
 
 /// Runs a negative control, which must fail its checks (exit 1, FAIL lines); returns how many
 /// checks failed.
-fn expect_failure(tools: &Tools, dist: &Dist, exe: &Path, setup: MapSetup, what: &str) -> Result<usize> {
-    let (code, output) = run(tools, dist, exe, setup)?;
+fn expect_failure(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: &str) -> Result<usize> {
+    let (code, output) = run(toolchain, exe, setup)?;
     let failed = output.lines().filter(|l| l.starts_with("FAIL ")).count();
     ensure!(
         code == 1 && failed > 0,
@@ -416,13 +428,15 @@ fn expect_failure(tools: &Tools, dist: &Dist, exe: &Path, setup: MapSetup, what:
 }
 
 /// Builds every program for a GPU target and checks that each device image defines our function
-/// and every global exactly once. The executables stay in `target/tests/e2e/<target>/`.
-pub fn build_gpu(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarget) -> Result<String> {
-    let names = SYMBOLS;
+/// and every global exactly once. The executables stay in [`Toolchain::e2e_dir`].
+pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Result<String> {
+    let tools = toolchain.tools();
+    // The DeviceRTL's device environment too: the device library's reference resolved to it.
+    let names = [SYMBOLS.as_slice(), &[DEVICE_ENVIRONMENT]].concat();
     let mut registers = None;
     let mut reductions = 0;
     for program in PROGRAMS {
-        let exe = build(workspace, tools, dist, target, program)
+        let exe = build(workspace, toolchain, target, program)
             .with_context(|| format!("building {} for {}", program.name, target.name))?;
         let dir = exe.parent().context("no parent")?;
         let image = extract_image(tools, &exe, target, dir)?;
@@ -435,7 +449,7 @@ pub fn build_gpu(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadT
             reductions += crate::amdgpu_images::check_image(tools, &image)?;
         }
     }
-    let mut detail = format!("{} programs; each image defines {} once", PROGRAMS.len(), SYMBOLS.join(", "));
+    let mut detail = format!("{} programs; each image defines {} once", PROGRAMS.len(), names.join(", "));
     if let Some(regs) = registers {
         detail.push_str(&format!("; linked {TRANSLATE}: {regs} registers"));
     }
@@ -449,8 +463,8 @@ pub fn build_gpu(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadT
              ({reductions} with a reduction buffer), kernarg layout vs metadata; "
         ));
         let program = &PROGRAMS[0];
-        let exe = workspace.join("target/tests/e2e").join(&target.name).join(program.name).join(program.name);
-        detail.push_str(&run_amdgcn(tools, dist, &exe, program)?);
+        let exe = toolchain.e2e_dir(workspace, target).join(program.name).join(program.name);
+        detail.push_str(&run_amdgcn(toolchain, &exe, program)?);
     }
     Ok(detail)
 }
@@ -458,9 +472,9 @@ pub fn build_gpu(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadT
 /// Runs an amdgcn-only program through libomptarget 16, which loads our
 /// `libomptarget.rtl.amdgpu.so`. With an AMD GPU (`/dev/kfd`) it must pass; without one the plugin
 /// must say why it has no devices and the mandatory offload must fail, not crash or hang.
-fn run_amdgcn(tools: &Tools, dist: &Dist, exe: &Path, program: &Program) -> Result<String> {
+fn run_amdgcn(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<String> {
     let out = Command::new(exe)
-        .envs(run_env(tools, dist))
+        .envs(toolchain.run_env())
         .env("LIBOMPTARGET_INFO", "1")
         .output()
         .with_context(|| format!("cannot run {}", exe.display()))?;
@@ -490,7 +504,12 @@ fn run_amdgcn(tools: &Tools, dist: &Dist, exe: &Path, program: &Program) -> Resu
 }
 
 /// Writes the device image for `target` embedded in `program` to `dir` and returns its path.
-pub fn extract_image(tools: &Tools, program: &Path, target: &OffloadTarget, dir: &Path) -> Result<PathBuf> {
+pub fn extract_image(
+    tools: &crate::tools::Tools,
+    program: &Path,
+    target: &OffloadTarget,
+    dir: &Path,
+) -> Result<PathBuf> {
     let image = dir.join(format!("image.{}", target.name));
     let _ = std::fs::remove_file(&image);
     cmd::output(Command::new(&tools.packager).arg(program).arg(target.image_selector(&image)))?;

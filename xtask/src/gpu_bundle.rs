@@ -22,6 +22,7 @@ use crate::checks;
 use crate::cmd;
 use crate::e2e;
 use crate::offload::OffloadTarget;
+use crate::toolchain::Toolchain;
 use crate::tools::Tools;
 
 /// The GPU architecture of the bundle's cubins (H100/H200); other GPUs JIT the PTX.
@@ -30,8 +31,9 @@ pub const BUNDLE_SM: &str = "sm_90";
 const MAX_BYTES: u64 = 60 << 20;
 /// LLVM 19's indirect-call lookup in its DeviceRTL bitcode.
 pub const LLVM_LOOKUP: &str = "__llvm_omp_indirect_call_lookup";
-/// The device environment LLVM's lookup reads its table from, defined for the benchmark module
-/// (`DeviceEnvironmentTy` of Debian's LLVM 19 DeviceRTL, REFERENCE.md section 2).
+/// The device environment LLVM's lookup and our fallback read LLVM's table from, defined as
+/// LLVM 19's DeviceRTL defines it (`DeviceEnvironmentTy`, device-rtl/src/environment.rs) for the
+/// kernel modules, which link no DeviceRTL.
 const DEVICE_ENVIRONMENT_LL: &str = r#"target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 target triple = "nvptx64-nvidia-cuda"
 %struct.DeviceEnvironmentTy = type { i32, i32, i32, i32, i64, i64, i64, i64 }
@@ -52,7 +54,7 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, S
     probe_image(workspace, tools, dist, &root.join("images"))?;
     let target = OffloadTarget::nvptx(BUNDLE_SM);
     for program in e2e::PROGRAMS {
-        let exe = e2e::build(workspace, tools, dist, &target, program)?;
+        let exe = e2e::build(workspace, &Toolchain::llvm19(tools, dist), &target, program)?;
         copy(&exe, &root.join("e2e").join(program.name))?;
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -103,6 +105,7 @@ fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<(
         Command::new(&tools.llvm_link)
             .arg(work.join("ours.bc"))
             .arg(dist.nvptx_dir(BUNDLE_SM).join("device_rtl.bc"))
+            .arg(device_environment(&work)?)
             .arg("-o")
             .arg(&linked),
     )?;
@@ -170,11 +173,18 @@ pub fn llvm_lookup_bitcode(tools: &Tools, sm: &str, work: &Path) -> Result<PathB
             .arg("-o")
             .arg(&extracted),
     )?;
+    let out = work.join("llvm_lookup.bc");
+    cmd::output(
+        Command::new(&tools.llvm_link).arg(&extracted).arg(device_environment(work)?).arg("-o").arg(&out),
+    )?;
+    Ok(out)
+}
+
+/// Writes [`DEVICE_ENVIRONMENT_LL`] to `work` and returns its path.
+fn device_environment(work: &Path) -> Result<PathBuf> {
     let environment = work.join("device_environment.ll");
     fs::write(&environment, DEVICE_ENVIRONMENT_LL)?;
-    let out = work.join("llvm_lookup.bc");
-    cmd::output(Command::new(&tools.llvm_link).arg(&extracted).arg(&environment).arg("-o").arg(&out))?;
-    Ok(out)
+    Ok(environment)
 }
 
 /// `gpu-tests/images/probe.c` built like an end-to-end program; its sm_90 image and the names
@@ -184,12 +194,13 @@ fn probe_image(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Resu
     let work = workspace.join("target/device/gpu-probe");
     fs::create_dir_all(&work)?;
     let exe = work.join("probe");
+    let toolchain = Toolchain::llvm19(tools, dist);
     cmd::output(
         Command::new(&tools.clang)
-            .args(target.clang_args(tools))
+            .args(toolchain.offload_args(&target))
             .args(["-O2", "-Wall", "-Werror"])
             .arg(workspace.join("gpu-tests/images/probe.c"))
-            .args(e2e::link_args(tools, dist))
+            .args(toolchain.link_args())
             .arg("-o")
             .arg(&exe),
     )?;

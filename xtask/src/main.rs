@@ -11,6 +11,7 @@ mod metrics;
 mod offload;
 mod pass_ir;
 mod suite;
+mod toolchain;
 mod tools;
 mod translation_bench;
 
@@ -161,14 +162,15 @@ fn demo(workspace: &Path) -> Result<()> {
         None => offload::OffloadTarget::x86_64(),
     };
     let dist = build::build(workspace, &tools, &archs)?;
+    let toolchain = toolchain::Toolchain::llvm19(&tools, &dist);
     let exe = workspace.join("target/demo").join(&target.name).join("indirect_calls");
     std::fs::create_dir_all(exe.parent().context("no parent")?)?;
     cmd::output(
         Command::new(&tools.clang)
-            .args(target.clang_args(&tools))
+            .args(toolchain.offload_args(&target))
             .args(["-O2", "-Wall"])
             .arg(workspace.join("examples/indirect_calls.c"))
-            .args(e2e::link_args(&tools, &dist))
+            .args(toolchain.link_args())
             .arg("-o")
             .arg(&exe),
     )?;
@@ -179,7 +181,7 @@ examples/indirect_calls.c on {} through libomptarget 16 and our plugin:
         target.name
     );
     let mut run = Command::new(&exe);
-    run.envs(e2e::run_env(&tools, &dist));
+    run.envs(toolchain.run_env());
     cmd::status(&mut run)
         .context("the demo program failed: run it with LIBOMPTARGET_INFO=1 to see the plugin's diagnostics")
 }
@@ -214,29 +216,43 @@ fn bench(workspace: &Path) -> Result<()> {
 }
 
 /// `cargo xtask env`: what a user needs to build and run their own program with this project,
-/// as shell lines (`eval "$(cargo xtask env)"` sets the run environment).
+/// for each toolchain, as shell lines (`eval "$(cargo xtask env)"` sets the run environment of
+/// the LLVM 19 toolchain; LLVM 22 needs none).
 fn print_env(workspace: &Path) -> Result<()> {
+    use toolchain::{Llvm, Toolchain};
     let tools = Tools::locate(workspace)?;
     let dist = build::Dist::new(workspace);
     let shell = |args: Vec<std::ffi::OsString>| {
         args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
     };
-    let link = shell(e2e::link_args(&tools, &dist));
-    println!("# Compile and link (clang 19; `cargo xtask build` makes {}):", dist.fat_lib().display());
-    println!(
-        "#   unmodified programs: add {} (loads the pass plugin into device compiles)",
-        shell(e2e::pass_plugin_args(&dist))
-    );
-    for (what, target) in [
-        ("x86_64 host offload", offload::OffloadTarget::x86_64()),
-        ("NVIDIA", offload::OffloadTarget::nvptx("sm_90")),
-        ("AMD", offload::OffloadTarget::amdgcn("gfx90a")),
-    ] {
-        println!("#   {what}: {} {} prog.c {link}", tools.clang.display(), shell(target.clang_args(&tools)));
-    }
-    println!("# Run through LLVM 16's libomptarget with our plugins (LIBOMPTARGET_INFO=1: diagnostics):");
-    for (name, value) in e2e::run_env(&tools, &dist) {
-        println!("export {name}={}", value.to_string_lossy());
+    println!("# `cargo xtask build` makes {}.", dist.fat_lib().display());
+    for llvm in Llvm::ALL {
+        let toolchain = Toolchain::new(llvm, &tools, &dist);
+        let link = shell(toolchain.link_args());
+        println!("# {}:", toolchain.describe());
+        println!(
+            "#   unmodified programs: add {} (loads the pass plugin into device compiles)",
+            shell(toolchain.pass_plugin_args())
+        );
+        let mut targets = vec![("x86_64 host offload", offload::OffloadTarget::x86_64())];
+        if llvm == Llvm::V19 {
+            // Debian ships no GPU DeviceRTL for LLVM 22: GPU programs need a user-built LLVM 22.
+            targets.push(("NVIDIA", offload::OffloadTarget::nvptx("sm_90")));
+            targets.push(("AMD", offload::OffloadTarget::amdgcn("gfx90a")));
+        }
+        for (what, target) in targets {
+            let compiler = toolchain.compiler("prog.c").display();
+            println!("#   {what}: {compiler} {} prog.c {link}", shell(toolchain.offload_args(&target)));
+        }
+        match llvm {
+            Llvm::V19 => {
+                println!("#   run through LLVM 16's libomptarget with our plugins (LIBOMPTARGET_INFO=1: diagnostics):");
+                for (name, value) in toolchain.run_env() {
+                    println!("export {name}={}", value.to_string_lossy());
+                }
+            }
+            Llvm::V22 => println!("#   run as is (OMP_TARGET_OFFLOAD=MANDATORY to refuse the host fallback)"),
+        }
     }
     Ok(())
 }

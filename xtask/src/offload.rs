@@ -1,8 +1,5 @@
-//! How clang 19 compiles an OpenMP program for each offload target against our device library.
-
-use std::ffi::OsString;
-
-use crate::tools::Tools;
+//! The offload targets: the triple and arch of each device image (how each toolchain compiles for
+//! them is in `toolchain`).
 
 /// Where Debian's clang 19 keeps its OpenMP DeviceRTL bitcode (it does not find it for nvptx).
 pub const LLVM19_LIB: &str = "/usr/lib/llvm-19/lib";
@@ -32,29 +29,6 @@ impl OffloadTarget {
     /// The host-offload "device".
     pub fn x86_64() -> Self {
         OffloadTarget { name: "x86_64".to_string(), triple: "x86_64-pc-linux-gnu", arch: String::new() }
-    }
-
-    /// The clang 19 flags that compile and link OpenMP code for this target (before the user's
-    /// `-L<dist>/lib -lomptarget-indirect`).
-    pub fn clang_args(&self, tools: &Tools) -> Vec<OsString> {
-        let mut args: Vec<OsString> = vec!["-fopenmp".into()];
-        match self.triple {
-            "nvptx64-nvidia-cuda" => {
-                args.push(format!("--offload-arch={}", self.arch).into());
-                let mut cuda = OsString::from("--cuda-path=");
-                cuda.push(&tools.cuda);
-                args.push(cuda);
-                args.push(format!("--libomptarget-nvptx-bc-path={LLVM19_LIB}").into());
-            }
-            "amdgcn-amd-amdhsa" => {
-                args.push(format!("--offload-arch={}", self.arch).into());
-                let mut rocm = OsString::from("--rocm-device-lib-path=");
-                rocm.push(&tools.rocm_device_libs);
-                args.push(rocm);
-            }
-            triple => args.push(format!("-fopenmp-targets={triple}").into()),
-        }
-        args
     }
 
     /// The packager's `--image=` argument for this target's image in `file`: packs it into an

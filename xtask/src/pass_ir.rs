@@ -1,6 +1,7 @@
-//! The pass plugin checked on device IR, for the GPU targets where nothing can run here: each
-//! unmodified end-to-end program compiled for the device only (`--offload-device-only -emit-llvm
-//! -S`) at `-O0` and `-O2` with the plugin. In the IR every indirect call's callee must be the
+//! The pass plugin checked on device IR, for the GPU targets where nothing can run here, with each
+//! toolchain (clang 22 with `-nogpulib`: Debian ships no GPU DeviceRTL for it): each unmodified
+//! end-to-end program compiled for the device only (`--offload-device-only -emit-llvm -S`) at
+//! `-O0` and `-O2` with the plugin. In the IR every indirect call's callee must be the
 //! result of `__kmpc_target_translate_fptr`, the module must verify (`opt -passes=verify`), and
 //! `-Rpass=omptarget-indirect` must report each translation at `-O0`.
 
@@ -10,17 +11,16 @@ use std::process::Command;
 
 use anyhow::{ensure, Context, Result};
 
-use crate::build::Dist;
 use crate::cmd;
-use crate::e2e::{self, PROGRAMS};
+use crate::e2e::PROGRAMS;
 use crate::offload::OffloadTarget;
-use crate::tools::Tools;
+use crate::toolchain::Toolchain;
 
 const TRANSLATE_CALL: &str = "@__kmpc_target_translate_fptr(";
 
 /// Compiles every unmodified program's device code for `target` and checks it as above.
-pub fn check(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarget) -> Result<String> {
-    let out = workspace.join("target/tests/pass-ir").join(&target.name);
+pub fn check(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Result<String> {
+    let out = ir_dir(workspace, toolchain, target);
     std::fs::create_dir_all(&out)?;
     let mut translated = 0;
     let mut files = 0;
@@ -31,8 +31,9 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarge
                 let source = workspace.join("tests/e2e").join(unit.source);
                 let mut flags = vec![level, "-Rpass=omptarget-indirect"];
                 flags.extend(unit.flags);
-                let (text, remarks) = device_ir(tools, dist, target, &source, &flags, &ir)?;
-                let what = format!("{} {level} for {}", unit.source, target.name);
+                let (text, remarks) = device_ir(toolchain, target, &source, &flags, &ir)?;
+                let what =
+                    format!("{} {level} for {} (clang {})", unit.source, target.name, toolchain.llvm.major());
                 let (calls, missing) = indirect_calls(&text);
                 ensure!(
                     missing.is_empty(),
@@ -50,8 +51,10 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarge
                         "{what}: {translations} translations but {remarks} remarks"
                     );
                 }
-                cmd::output(Command::new(&tools.opt).args(["-passes=verify", "-disable-output"]).arg(&ir))
-                    .with_context(|| format!("{what}: the rewritten IR does not verify"))?;
+                cmd::output(
+                    Command::new(toolchain.opt()).args(["-passes=verify", "-disable-output"]).arg(&ir),
+                )
+                .with_context(|| format!("{what}: the rewritten IR does not verify"))?;
                 translated += calls;
                 files += 1;
             }
@@ -63,11 +66,15 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist, target: &OffloadTarge
     ))
 }
 
+/// `target/tests/pass-ir/llvm<NN>/<target>`.
+fn ir_dir(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> std::path::PathBuf {
+    workspace.join("target/tests/pass-ir").join(format!("llvm{}", toolchain.llvm.major())).join(&target.name)
+}
+
 /// Compiles `source`'s device code for `target` with the pass plugin and `flags` into textual IR
 /// at `ir`; returns the IR and what clang printed on stderr (the remarks).
 fn device_ir(
-    tools: &Tools,
-    dist: &Dist,
+    toolchain: &Toolchain,
     target: &OffloadTarget,
     source: &Path,
     flags: &[&str],
@@ -75,9 +82,9 @@ fn device_ir(
 ) -> Result<(String, String)> {
     let name = source.to_string_lossy();
     let compiled = cmd::output(
-        Command::new(e2e::compiler(tools, &name))
-            .args(target.clang_args(tools))
-            .args(e2e::pass_plugin_args(dist))
+        Command::new(toolchain.compiler(&name))
+            .args(toolchain.offload_args(target))
+            .args(toolchain.pass_plugin_args())
             .args(["--offload-device-only", "-emit-llvm", "-S"])
             .args(flags)
             .arg(source)
@@ -163,17 +170,12 @@ fn is_translation(value: &str, definitions: &HashMap<&str, &str>, depth: usize) 
 /// Measures, on `target`'s `-O2` device IR of `tests/bench/translation_loops.c`, that the
 /// translation of a loop-invariant pointer is hoisted out of its loop and the translation of a
 /// pointer picked per iteration is not.
-pub fn check_hoisting(
-    workspace: &Path,
-    tools: &Tools,
-    dist: &Dist,
-    target: &OffloadTarget,
-) -> Result<String> {
-    let out = workspace.join("target/tests/pass-ir").join(&target.name);
+pub fn check_hoisting(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Result<String> {
+    let out = ir_dir(workspace, toolchain, target);
     std::fs::create_dir_all(&out)?;
     let ir = out.join("translation_loops-O2.ll");
     let source = workspace.join("tests/bench/translation_loops.c");
-    let (text, _) = device_ir(tools, dist, target, &source, &["-O2", "-DVARIANT=translated"], &ir)?;
+    let (text, _) = device_ir(toolchain, target, &source, &["-O2", "-DVARIANT=translated"], &ir)?;
     let invariant = placement(&text, "invariant_loop_translated")?;
     ensure!(
         invariant == Placement::BeforeTheLoop,

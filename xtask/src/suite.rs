@@ -14,6 +14,7 @@ use crate::gpu_bundle;
 use crate::metrics;
 use crate::offload::OffloadTarget;
 use crate::pass_ir;
+use crate::toolchain::{Llvm, Toolchain};
 use crate::tools::Tools;
 
 /// Collects step outcomes and prints them as they finish.
@@ -96,7 +97,7 @@ pub fn run(workspace: &Path) -> Result<()> {
         let dir = dist.nvptx_dir(sm);
         report.step(format!("nvptx64 {sm}: PTX, cubin, bitcode"), || {
             checks::check_ptx(&dir.join("device_rtl.ptx"))?;
-            checks::check_bitcode(&tools, &dir.join("device_rtl.bc"))?;
+            checks::check_bitcode(&tools, &dir.join("device_rtl.bc"), false)?;
             let cubin = dir.join("device_rtl.cubin");
             let elf = checks::elf_summary(&cmd::read(&cubin)?, &SYMBOLS)?;
             elf.expect_defined_once(&cubin.display().to_string(), &SYMBOLS)?;
@@ -107,35 +108,64 @@ pub fn run(workspace: &Path) -> Result<()> {
     for gfx in &archs.gfxs {
         let dir = dist.amdgcn_dir(gfx);
         report.step(format!("amdgcn {gfx}: code object v5, bitcode"), || {
-            checks::check_bitcode(&tools, &dir.join("device_rtl.bc"))?;
+            checks::check_bitcode(&tools, &dir.join("device_rtl.bc"), false)?;
             checks::check_amdgcn_object(&tools, &dir.join("device_rtl.o"), gfx)
         });
     }
     report.step("x86_64: bitcode", || {
-        checks::check_bitcode(&tools, &dist.x86_64_dir().join("device_rtl.bc")).map(|()| String::new())
+        checks::check_bitcode(&tools, &dist.x86_64_dir().join("device_rtl.bc"), true).map(|()| String::new())
     });
-    for program in e2e::PROGRAMS {
-        report.step(
-            format!("end to end on x86_64 through libomptarget 16: {} ({})", program.name, program.about),
-            || e2e::run_x86_64(workspace, &tools, &dist, program),
-        );
-    }
-    for target in [OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")] {
-        report.step(format!("end-to-end programs built for {}", target.name), || {
-            e2e::build_gpu(workspace, &tools, &dist, &target)
-        });
-    }
-    for target in [OffloadTarget::x86_64(), OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")] {
-        if target.triple != "x86_64-pc-linux-gnu" {
+    report.step("pass plugin built for LLVM 22: in-process rewrite tests", || {
+        let mut c = Command::new(&cargo);
+        c.current_dir(workspace)
+            .args(["test", "--quiet", "--release", "-p", "pass-plugin", "--no-default-features"])
+            .args(["--features", Llvm::V22.pass_plugin_feature()])
+            .env("CARGO_TARGET_DIR", workspace.join("target/llvm22"));
+        cmd::status(&mut c).map(|()| String::new())
+    });
+    for llvm in Llvm::ALL {
+        let toolchain = Toolchain::new(llvm, &tools, &dist);
+        for program in e2e::PROGRAMS {
             report.step(
-                format!("pass plugin on {} device IR: every indirect call translated, verified", target.name),
-                || pass_ir::check(workspace, &tools, &dist, &target),
+                format!(
+                    "end to end on x86_64, {}: {} ({})",
+                    toolchain.describe(),
+                    program.name,
+                    program.about
+                ),
+                || e2e::run_x86_64(workspace, &toolchain, program),
             );
         }
-        report.step(
-            format!("pass plugin on {} device IR: translation hoisted out of loops", target.name),
-            || pass_ir::check_hoisting(workspace, &tools, &dist, &target),
-        );
+    }
+    let llvm19 = Toolchain::llvm19(&tools, &dist);
+    for target in [OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")] {
+        report.step(format!("end-to-end programs built for {}", target.name), || {
+            e2e::build_gpu(workspace, &llvm19, &target)
+        });
+    }
+    for llvm in Llvm::ALL {
+        let toolchain = Toolchain::new(llvm, &tools, &dist);
+        for target in
+            [OffloadTarget::x86_64(), OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")]
+        {
+            let clang = format!("clang {}", llvm.major());
+            if target.triple != "x86_64-pc-linux-gnu" {
+                report.step(
+                    format!(
+                        "pass plugin on {} device IR ({clang}): every indirect call translated, verified",
+                        target.name
+                    ),
+                    || pass_ir::check(workspace, &toolchain, &target),
+                );
+            }
+            report.step(
+                format!(
+                    "pass plugin on {} device IR ({clang}): translation hoisted out of loops",
+                    target.name
+                ),
+                || pass_ir::check_hoisting(workspace, &toolchain, &target),
+            );
+        }
     }
     report.step("static metrics: registers and SASS of ours vs LLVM 19's lookup (target/bench/)", || {
         metrics::run(workspace, &tools, &dist, &archs.sms)

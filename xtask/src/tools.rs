@@ -3,7 +3,10 @@
 //! LLVM 19 tools come from Debian's `clang-19 clang-tools-19 llvm-19 lld-19` packages; the CUDA
 //! 11.8 tools from Debian's `nvidia-cuda-toolkit`, unpacked under `target/tools/cuda` by
 //! `scripts/fetch-cuda-tools.sh`; LLVM 16's offload runtime, unpacked under `target/tools/llvm16`
-//! by `scripts/fetch-llvm16-runtime.sh`. `scripts/setup.sh` installs all of them.
+//! by `scripts/fetch-llvm16-runtime.sh`; clang 22 and its libomptarget from Debian's `clang-22
+//! llvm-22-dev liboffload-22-dev`, with LLVM 22's `omp.h` (and a `libomp.so` link) unpacked under
+//! `target/tools/llvm22` by `scripts/fetch-llvm22-openmp.sh`. `scripts/setup.sh` installs all of
+//! them.
 
 use std::path::{Path, PathBuf};
 
@@ -40,9 +43,22 @@ pub struct Tools {
     /// LLVM 16's `libomptarget.so.16` and `libomp.so.5` with their unversioned links, and no
     /// plugins (`scripts/fetch-llvm16-runtime.sh`): what programs link against and run with.
     pub llvm16_lib: PathBuf,
+    /// `clang-22`, for the LLVM 22 toolchain.
+    pub clang22: PathBuf,
+    /// `clang++-22`.
+    pub clangxx22: PathBuf,
+    /// `opt` of LLVM 22: verifies the IR clang 22 writes.
+    pub opt22: PathBuf,
+    /// LLVM 22's stock `libomptarget.so.22.1` (Debian's liboffload-22).
+    pub libomptarget22: PathBuf,
+    /// `target/tools/llvm22`: `include/omp.h` of LLVM 22 and `lib/libomp.so` (libomp-22-dev's,
+    /// which conflicts with libomp-19-dev as a package).
+    pub llvm22_openmp: PathBuf,
 }
 
 const LLVM_BIN: &str = "/usr/lib/llvm-19/bin";
+/// Debian's LLVM 22 prefix.
+const LLVM22: &str = "/usr/lib/llvm-22";
 const ROCM_DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
 /// libomptarget 16 links against it.
 const LIBLLVM16: &str = "/usr/lib/x86_64-linux-gnu/libLLVM-16.so.1";
@@ -90,6 +106,29 @@ impl Tools {
         if !Path::new(LIBLLVM16).is_file() {
             missing.push(format!("{LIBLLVM16} (Debian package libllvm16)"));
         }
+        let mut llvm22 = |name: &str, package: &str| {
+            let path = Path::new(LLVM22).join(name);
+            if !path.exists() {
+                missing.push(format!("{} (Debian package {package})", path.display()));
+            }
+            path
+        };
+        let clang22 = llvm22("bin/clang", "clang-22");
+        let clangxx22 = llvm22("bin/clang++", "clang-22");
+        let opt22 = llvm22("bin/opt", "llvm-22");
+        llvm22("bin/llvm-config", "llvm-22-dev");
+        // The unversioned link clang-22's `-lomptarget` needs.
+        llvm22("lib/libomptarget.so", "liboffload-22-dev");
+        let libomptarget22 = llvm22("lib/libomptarget.so.22.1", "liboffload-22");
+        let llvm22_openmp = root.join("target/tools/llvm22");
+        for needed in ["include/omp.h", "lib/libomp.so"] {
+            if !llvm22_openmp.join(needed).exists() {
+                missing.push(format!(
+                    "{} (scripts/fetch-llvm22-openmp.sh)",
+                    llvm22_openmp.join(needed).display()
+                ));
+            }
+        }
         if !missing.is_empty() {
             bail!("missing tools: {}; {SETUP_HINT}", missing.join(", "));
         }
@@ -108,6 +147,11 @@ impl Tools {
             cuda,
             rocm_device_libs,
             llvm16_lib,
+            clang22,
+            clangxx22,
+            opt22,
+            libomptarget22,
+            llvm22_openmp,
         })
     }
 

@@ -10,8 +10,8 @@ use anyhow::{ensure, Context, Result};
 
 use crate::build::Dist;
 use crate::cmd;
-use crate::e2e;
 use crate::offload::OffloadTarget;
+use crate::toolchain::Toolchain;
 use crate::tools::Tools;
 
 /// (case, goal for translated / plain).
@@ -23,12 +23,13 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     let out = workspace.join("target/bench/translation-cost");
     std::fs::create_dir_all(&out)?;
     let target = OffloadTarget::x86_64();
+    let toolchain = Toolchain::llvm19(tools, dist);
     let compile =
         |source: &str, object: &str, extra: Vec<std::ffi::OsString>| -> Result<std::path::PathBuf> {
             let path = out.join(object);
             cmd::output(
                 Command::new(&tools.clang)
-                    .args(target.clang_args(tools))
+                    .args(toolchain.offload_args(&target))
                     .args(["-O2", "-Wall", "-Werror", "-c"])
                     .args(extra)
                     .arg(sources.join(source))
@@ -37,7 +38,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
             )?;
             Ok(path)
         };
-    let mut translated = e2e::pass_plugin_args(dist);
+    let mut translated = toolchain.pass_plugin_args();
     translated.push("-DVARIANT=translated".into());
     let objects = [
         compile("translation_cost.c", "translation_cost.o", Vec::new())?,
@@ -47,13 +48,13 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     let exe = out.join("translation_cost");
     cmd::output(
         Command::new(&tools.clang)
-            .args(target.clang_args(tools))
+            .args(toolchain.offload_args(&target))
             .args(&objects)
-            .args(e2e::link_args(tools, dist))
+            .args(toolchain.link_args())
             .arg("-o")
             .arg(&exe),
     )?;
-    let printed = cmd::stdout(Command::new(&exe).envs(e2e::run_env(tools, dist)))?;
+    let printed = cmd::stdout(Command::new(&exe).envs(toolchain.run_env()))?;
     ensure!(
         printed.lines().any(|l| l.starts_with("translation_cost: ") && l.ends_with(" 0 failed")),
         "the benchmark's results are wrong:\n{printed}"

@@ -1,0 +1,219 @@
+//! The two toolchains the project supports and tests, and how each compiles, links and runs an
+//! OpenMP program against the project's device library:
+//!
+//! - LLVM 19: clang 19, linked and run against LLVM 16's libomptarget, which loads this project's
+//!   plugins (`target/dist/lib/libomptarget.rtl.*.so`); they install the function-pointer map.
+//! - LLVM 22: clang 22 and Debian's stock libomptarget 22, which loads no plugin from outside
+//!   and fills its own table in `__omp_rtl_device_environment`, where the device library finds it.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::build::Dist;
+use crate::offload::{OffloadTarget, LLVM19_LIB};
+use crate::tools::Tools;
+
+/// An LLVM release the project builds its pass plugin for and runs its programs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Llvm {
+    /// clang 19 with LLVM 16's libomptarget and the project's plugins.
+    V19,
+    /// clang 22 with its own libomptarget 22.
+    V22,
+}
+
+impl Llvm {
+    /// Every supported release, oldest first.
+    pub const ALL: [Llvm; 2] = [Llvm::V19, Llvm::V22];
+
+    /// The major version, as in `clang-19`.
+    pub fn major(self) -> &'static str {
+        match self {
+            Llvm::V19 => "19",
+            Llvm::V22 => "22",
+        }
+    }
+
+    /// The pass plugin's cargo feature (`pass-plugin/Cargo.toml`).
+    pub fn pass_plugin_feature(self) -> &'static str {
+        match self {
+            Llvm::V19 => "llvm19",
+            Llvm::V22 => "llvm22",
+        }
+    }
+
+    /// The pass plugin's file name in `target/dist/lib` (clang refuses a plugin of another
+    /// release, so there is one per release).
+    pub fn pass_plugin_file(self) -> &'static str {
+        match self {
+            Llvm::V19 => "libomptarget-indirect-pass.so",
+            Llvm::V22 => "libomptarget-indirect-pass-llvm22.so",
+        }
+    }
+
+    /// The clang configuration file's name in `target/dist/share/omptarget-indirect`.
+    pub fn clang_config_file(self) -> String {
+        format!("clang-{}.cfg", self.major())
+    }
+}
+
+/// One toolchain with the tools and the dist tree it uses.
+pub struct Toolchain<'a> {
+    /// Which release.
+    pub llvm: Llvm,
+    tools: &'a Tools,
+    dist: &'a Dist,
+}
+
+impl<'a> Toolchain<'a> {
+    /// The toolchain of `llvm`.
+    pub fn new(llvm: Llvm, tools: &'a Tools, dist: &'a Dist) -> Self {
+        Toolchain { llvm, tools, dist }
+    }
+
+    /// clang 19 with LLVM 16's libomptarget and the project's plugins.
+    pub fn llvm19(tools: &'a Tools, dist: &'a Dist) -> Self {
+        Toolchain::new(Llvm::V19, tools, dist)
+    }
+
+    /// The tools located for it (and the LLVM 19 tools every toolchain shares: the packager,
+    /// `opt`, `llvm-ar`).
+    pub fn tools(&self) -> &'a Tools {
+        self.tools
+    }
+
+    /// The dist tree it links against.
+    pub fn dist(&self) -> &'a Dist {
+        self.dist
+    }
+
+    /// For reports: the compiler and the runtime programs run with.
+    pub fn describe(&self) -> &'static str {
+        match self.llvm {
+            Llvm::V19 => "clang 19 through libomptarget 16 and the project's plugin",
+            Llvm::V22 => "clang 22 through its stock libomptarget 22 (no plugin of the project)",
+        }
+    }
+
+    /// The C or C++ driver for `source`.
+    pub fn compiler(&self, source: &str) -> &'a Path {
+        let cxx = source.ends_with(".cpp");
+        match (self.llvm, cxx) {
+            (Llvm::V19, false) => &self.tools.clang,
+            (Llvm::V19, true) => &self.tools.clangxx,
+            (Llvm::V22, false) => &self.tools.clang22,
+            (Llvm::V22, true) => &self.tools.clangxx22,
+        }
+    }
+
+    /// `opt` of the same release, which reads the IR this clang writes.
+    pub fn opt(&self) -> &'a Path {
+        match self.llvm {
+            Llvm::V19 => &self.tools.opt,
+            Llvm::V22 => &self.tools.opt22,
+        }
+    }
+
+    /// The flags that compile and link OpenMP code for `target` (before the program's own flags).
+    ///
+    /// LLVM 22: Debian ships no GPU DeviceRTL for it, so GPU code is compiled `-nogpulib` (device
+    /// IR only: nothing links), and LLVM 22's `omp.h` comes from `target/tools/llvm22`.
+    pub fn offload_args(&self, target: &OffloadTarget) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec!["-fopenmp".into()];
+        match target.triple {
+            "nvptx64-nvidia-cuda" => {
+                args.push(format!("--offload-arch={}", target.arch).into());
+                args.push(prefixed("--cuda-path=", &self.tools.cuda));
+            }
+            "amdgcn-amd-amdhsa" => args.push(format!("--offload-arch={}", target.arch).into()),
+            triple => args.push(format!("-fopenmp-targets={triple}").into()),
+        }
+        match (self.llvm, target.triple) {
+            (Llvm::V19, "nvptx64-nvidia-cuda") => {
+                args.push(format!("--libomptarget-nvptx-bc-path={LLVM19_LIB}").into())
+            }
+            (Llvm::V19, "amdgcn-amd-amdhsa") => {
+                args.push(prefixed("--rocm-device-lib-path=", &self.tools.rocm_device_libs))
+            }
+            (Llvm::V19, _) => {}
+            (Llvm::V22, triple) => {
+                if triple != "x86_64-pc-linux-gnu" {
+                    args.push("-nogpulib".into());
+                }
+                args.push("-isystem".into());
+                args.push(self.tools.llvm22_openmp.join("include").into());
+            }
+        }
+        args
+    }
+
+    /// The flag that loads the pass plugin into the device compiles: the dist tree's
+    /// configuration file for this release, as users are told to pass it.
+    pub fn pass_plugin_args(&self) -> Vec<OsString> {
+        vec![prefixed("--config=", &self.dist.clang_config(self.llvm))]
+    }
+
+    /// The pass plugin the configuration file loads.
+    pub fn pass_plugin(&self) -> PathBuf {
+        self.dist.pass_plugin(self.llvm)
+    }
+
+    /// The link flags after the program's objects: where libomptarget (16, or 22 from clang-22's
+    /// own library directory) and libomp are, then the device library.
+    pub fn link_args(&self) -> Vec<OsString> {
+        let runtime = match self.llvm {
+            Llvm::V19 => self.tools.llvm16_lib.clone(),
+            Llvm::V22 => self.tools.llvm22_openmp.join("lib"),
+        };
+        vec![prefixed("-L", &runtime), prefixed("-L", &self.dist.lib_dir()), "-lomptarget-indirect".into()]
+    }
+
+    /// The environment a program needs to run: LLVM 19, our plugin directory first, then LLVM 16's
+    /// runtime (which holds no plugin of its own); LLVM 22, nothing but mandatory offload (the
+    /// libraries are installed, and no directory of ours is on the path).
+    pub fn run_env(&self) -> Vec<(&'static str, OsString)> {
+        let mandatory = ("OMP_TARGET_OFFLOAD", OsString::from("MANDATORY"));
+        match self.llvm {
+            Llvm::V19 => {
+                let mut path = OsString::from(self.dist.lib_dir());
+                path.push(":");
+                path.push(&self.tools.llvm16_lib);
+                vec![("LD_LIBRARY_PATH", path), mandatory]
+            }
+            Llvm::V22 => vec![mandatory],
+        }
+    }
+
+    /// The libomptarget an executable must depend on (`DT_NEEDED`): clang 19 silently links its
+    /// own `libomptarget.so.19.1` when `-L` finds nothing.
+    pub fn libomptarget_soname(&self) -> &'static str {
+        match self.llvm {
+            Llvm::V19 => "libomptarget.so.16",
+            Llvm::V22 => "libomptarget.so.22.1",
+        }
+    }
+
+    /// The libomptarget file, for rebuilding what was linked against an older one.
+    pub fn libomptarget(&self) -> PathBuf {
+        match self.llvm {
+            Llvm::V19 => self.tools.llvm16_lib.join("libomptarget.so.16"),
+            Llvm::V22 => self.tools.libomptarget22.clone(),
+        }
+    }
+
+    /// Where the end-to-end programs of `target` are built: `target/tests/e2e/<target>` for
+    /// LLVM 19, `target/tests/e2e-llvm22/<target>` for LLVM 22.
+    pub fn e2e_dir(&self, workspace: &Path, target: &OffloadTarget) -> PathBuf {
+        let tree = match self.llvm {
+            Llvm::V19 => "e2e".to_string(),
+            llvm => format!("e2e-llvm{}", llvm.major()),
+        };
+        workspace.join("target/tests").join(tree).join(&target.name)
+    }
+}
+
+fn prefixed(flag: &str, path: &Path) -> OsString {
+    let mut arg = OsString::from(flag);
+    arg.push(path);
+    arg
+}
