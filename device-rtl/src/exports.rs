@@ -15,7 +15,7 @@ use core::ptr::{addr_of, null};
 
 use crate::environment::__omp_rtl_device_environment;
 use crate::index::FptrIndex;
-use crate::lookup::{translate_indexed, FptrMapEntry};
+use crate::lookup::{translate_first_installed, FptrMapEntry};
 
 /// Device address of the sorted function-pointer table, written by the host plugin after it
 /// loads the image. Weak and externally visible so the plugin finds it by name and so that a
@@ -55,15 +55,15 @@ pub unsafe extern "C" fn __kmpc_target_translate_fptr(fn_ptr: *mut c_void) -> *m
     // SAFETY: plain reads of the globals; the runtimes write them only while no kernel of this
     // image runs. The tables' and the index's validity is this function's precondition.
     unsafe {
-        let mut table = addr_of!(__omp_offloading_fptr_map_p).read();
-        let mut size = &*addr_of!(__omp_offloading_fptr_map_size);
-        if table.is_null() {
-            // One search for both tables: the fallback adds two loads, not a second loop.
-            let environment = &*addr_of!(__omp_rtl_device_environment);
-            table = environment.indirect_call_table;
-            size = &environment.indirect_call_table_size;
-        }
-        translate_indexed(table, size, &*addr_of!(__omp_offloading_fptr_index), fn_ptr)
+        let environment = &*addr_of!(__omp_rtl_device_environment);
+        translate_first_installed(
+            [
+                (&*addr_of!(__omp_offloading_fptr_map_p), &*addr_of!(__omp_offloading_fptr_map_size)),
+                (&environment.indirect_call_table, &environment.indirect_call_table_size),
+            ],
+            &*addr_of!(__omp_offloading_fptr_index),
+            fn_ptr,
+        )
     }
 }
 

@@ -52,10 +52,6 @@ pub unsafe fn translate(table: *const FptrMapEntry, size: u64, fn_ptr: *mut c_vo
 /// [`translate`] of the table at `table` whose length `*size` holds, answered by `index` when it
 /// was built from that table (one hash probe), by the binary search otherwise. Same results.
 ///
-/// `*size` is read only when the search runs: the index check comes first so that the indexed
-/// path keeps few values alive (ptxas allocates 24 registers to the whole function this way, as
-/// many as LLVM's lookup, and 36 or more when the length is loaded first).
-///
 /// # Safety
 /// As for [`translate`] with `size = *size`; in addition, an index that describes `table` must
 /// be well formed over that table's entries ([`FptrIndex`]).
@@ -66,16 +62,46 @@ pub unsafe fn translate_indexed(
     index: &FptrIndex,
     fn_ptr: *mut c_void,
 ) -> *mut c_void {
+    // SAFETY: forwarded; no fallback table.
+    unsafe { translate_first_installed([(&table, size), (&core::ptr::null(), &0)], index, fn_ptr) }
+}
+
+/// [`translate_indexed`] through the first of `tables` (each where a table's pointer and its
+/// length are) whose pointer is not null: this project's own, then LLVM's. `index` answers only
+/// for the table it was built from. Nothing of the second table is read while the first is
+/// installed.
+///
+/// The shape keeps the translation small on the GPU: the index check comes before any length is
+/// loaded, and one search loop serves both tables (ptxas allocates 24 registers to the whole
+/// function this way, as many as LLVM's lookup; 36 when the length is loaded first or when the
+/// table is chosen before the index check).
+///
+/// # Safety
+/// As for [`translate`] with each non-null table and its length, and for [`translate_indexed`]
+/// with `index`.
+#[inline(always)]
+pub unsafe fn translate_first_installed(
+    tables: [(&*const FptrMapEntry, &u64); 2],
+    index: &FptrIndex,
+    fn_ptr: *mut c_void,
+) -> *mut c_void {
     let key = fn_ptr as u64;
-    if key == 0 || table.is_null() {
+    if key == 0 {
         return fn_ptr;
     }
-    if index.describes(table as u64) {
-        // SAFETY: an index that describes this table is well formed (the caller's guarantee).
-        return unsafe { index.translate(key) } as *mut c_void;
-    }
+    let [(ours, our_size), (fallback, fallback_size)] = tables;
+    let ours = *ours;
+    let (table, size) = if ours.is_null() {
+        (*fallback, *fallback_size)
+    } else {
+        if index.describes(ours as u64) {
+            // SAFETY: an index that describes this table is well formed (the caller's guarantee).
+            return unsafe { index.translate(key) } as *mut c_void;
+        }
+        (ours, *our_size)
+    };
     // SAFETY: forwarded.
-    unsafe { translate(table, *size, fn_ptr) }
+    unsafe { translate(table, size, fn_ptr) }
 }
 
 /// Whether `key` lies in `[table[0].host_ptr, table[size - 1].host_ptr]`. Pointers that are not

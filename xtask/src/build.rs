@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 
+use crate::checks::DEVICE_ENVIRONMENT;
 use crate::cmd;
 use crate::offload::OffloadTarget;
 use crate::toolchain::Llvm;
@@ -191,9 +192,11 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
             features: &["panic-handler"],
             target: "nvptx64-nvidia-cuda",
             cpu: Some(sm),
-            emits: &[("llvm-bc", "device_rtl.bc"), ("asm", "device_rtl.ptx")],
+            emits: &[("llvm-bc", "device_rtl.bc")],
         }
         .run(workspace, &dir)?;
+        constant_device_environment(tools, &dir.join("device_rtl.bc"))?;
+        crate::gpu_bundle::compile_ptx(tools, &dir.join("device_rtl.bc"), sm, &dir.join("device_rtl.ptx"))?;
         cmd::output(
             Command::new(tools.ptxas())
                 .arg(format!("-arch={sm}"))
@@ -245,6 +248,35 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
     println!("built the plugins in {:.1} s", t.elapsed().as_secs_f64());
     println!("dist tree in {} ({:.1} s in all)", dist.root.display(), started.elapsed().as_secs_f64());
     Ok(dist)
+}
+
+/// LLVM's DeviceRTL defines the device environment in the constant address space (4), and nvlink
+/// refuses a reference to it from another space ("Memory space doesn't match") when the device
+/// library is compiled apart from the program (clang's default nvptx link, without
+/// `-foffload-lto`). Rust cannot put an extern static in an address space, so the crate's
+/// reference (generic, `.extern .global` in PTX) is linked into a module that declares the global
+/// in space 4 and keeps that declaration alive: LLVM's IR linker then turns the crate's uses into
+/// an addrspacecast of it (`ld.const` in PTX). Rewrites `bitcode` in place. (amdgcn device code is
+/// always linked as IR, where the same linker reconciles the spaces by itself.)
+fn constant_device_environment(tools: &Tools, bitcode: &Path) -> Result<()> {
+    let ir = cmd::stdout(Command::new(&tools.llvm_dis).arg(bitcode).arg("-o").arg("-"))?;
+    let header: Vec<&str> =
+        ir.lines().filter(|l| l.starts_with("target datalayout") || l.starts_with("target triple")).collect();
+    ensure!(header.len() == 2, "{}: no target datalayout and triple", bitcode.display());
+    let declaration = bitcode.with_file_name("device_environment.ll");
+    fs::write(
+        &declaration,
+        format!(
+            "{}\n@{DEVICE_ENVIRONMENT} = external addrspace(4) global [48 x i8], align 8\n\
+             @llvm.compiler.used = appending global [1 x ptr] [ptr addrspacecast (ptr addrspace(4) \
+             @{DEVICE_ENVIRONMENT} to ptr)], section \"llvm.metadata\"\n",
+            header.join("\n")
+        ),
+    )?;
+    let linked = bitcode.with_extension("linked.bc");
+    cmd::output(Command::new(&tools.llvm_link).arg(&declaration).arg(bitcode).arg("-o").arg(&linked))?;
+    fs::rename(&linked, bitcode)?;
+    Ok(())
 }
 
 /// Plugins built here: (cargo package, library file cargo writes, name libomptarget loads).

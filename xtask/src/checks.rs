@@ -44,8 +44,8 @@ pub fn known_gfxs() -> String {
 }
 
 /// The PTX declares every global `.weak .global`, the function `.visible .func`, and nothing
-/// external but the DeviceRTL's device environment (a panic path would show up as `.extern
-/// .func`).
+/// external but the DeviceRTL's device environment, in the constant space where the DeviceRTL
+/// defines it (a panic path would show up as `.extern .func`).
 pub fn check_ptx(path: &Path) -> Result<()> {
     let ptx = String::from_utf8(cmd::read(path)?).context("PTX is not UTF-8")?;
     let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
@@ -62,8 +62,8 @@ pub fn check_ptx(path: &Path) -> Result<()> {
         path.display()
     );
     ensure!(
-        lines.iter().any(|l| l.starts_with(".extern .global") && declares(l, DEVICE_ENVIRONMENT)),
-        "{}: {DEVICE_ENVIRONMENT} is not referred to as `.extern .global` (the DeviceRTL defines it)",
+        lines.iter().any(|l| l.starts_with(".extern .const") && declares(l, DEVICE_ENVIRONMENT)),
+        "{}: {DEVICE_ENVIRONMENT} is not referred to as `.extern .const` (the DeviceRTL defines it there)",
         path.display()
     );
     if let Some(ext) = lines.iter().find(|l| l.starts_with(".extern") && !declares(l, DEVICE_ENVIRONMENT)) {
@@ -282,6 +282,7 @@ mod tests {
 .weak .global .align 8 .b8 __omp_offloading_fptr_map_p[8];
 .weak .global .align 8 .b8 __omp_offloading_fptr_map_size[8];
 .weak .global .align 8 .b8 __omp_offloading_fptr_index[48];
+.extern .const .align 8 .b8 __omp_rtl_device_environment[48];
 .visible .func  (.param .b64 func_retval0) __kmpc_target_translate_fptr(
 ";
 
@@ -318,6 +319,12 @@ mod tests {
         assert!(check_text(&prefix).is_err());
         let no_index = GOOD_PTX.replace(".weak .global .align 8 .b8 __omp_offloading_fptr_index[48];\n", "");
         assert!(check_text(&no_index).unwrap_err().to_string().contains("__omp_offloading_fptr_index"));
+        // The DeviceRTL's environment: referred to in the constant space, never defined or
+        // referred to in another space (nvlink refuses that).
+        let global_space = GOOD_PTX.replace(".extern .const", ".extern .global");
+        assert!(check_text(&global_space).unwrap_err().to_string().contains(DEVICE_ENVIRONMENT));
+        let defined = GOOD_PTX.replace(".extern .const", ".weak .const");
+        assert!(check_text(&defined).unwrap_err().to_string().contains(DEVICE_ENVIRONMENT));
     }
 
     #[test]
