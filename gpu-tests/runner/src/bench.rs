@@ -25,10 +25,6 @@ const THROUGHPUT_ITERS: u32 = 256;
 const LATENCY_ITERS: u32 = 2048;
 /// Timed launches per measurement (after one warm-up); the median is reported.
 const REPS: usize = 5;
-/// `__omp_rtl_device_environment`: LLVM 19's table pointer and size (REFERENCE.md section 2).
-const LLVM_ENVIRONMENT: &str = "__omp_rtl_device_environment";
-const LLVM_TABLE_OFFSET: u64 = 24;
-
 /// The key patterns.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Pattern {
@@ -175,17 +171,7 @@ pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<Row>> {
             match implementation.install {
                 Install::Indexed => installed.push(module.install(&table, true)?),
                 Install::TableOnly => installed.push(module.install(&table, false)?),
-                Install::LlvmEnvironment => {
-                    let device_table = gpu.upload(&table)?;
-                    let (env, size) = module.global(LLVM_ENVIRONMENT)?;
-                    if size < 40 {
-                        return Err(format!("{LLVM_ENVIRONMENT} has {size} bytes, expected 48"));
-                    }
-                    let mut fields = device_table.ptr.to_ne_bytes().to_vec();
-                    fields.extend((entries as u64).to_ne_bytes());
-                    gpu.driver.write(env + LLVM_TABLE_OFFSET, &fields).map_err(|e| e.to_string())?;
-                    llvm_table = Some(device_table);
-                }
+                Install::LlvmEnvironment => llvm_table = Some(module.install_in_device_environment(&table)?),
             }
         }
         for pattern in Pattern::ALL {

@@ -7,6 +7,7 @@ use std::path::Path;
 use omptarget_rtl_cuda::driver::{attr, CuDevice, CuDevicePtr, CuHandle, Driver};
 use omptarget_rtl_cuda::image::{classify, cubin_runs_on, CudaImage};
 use plugin_core::abi::{FptrIndex, FptrMapEntry, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE};
+use plugin_core::environment::{DEVICE_ENVIRONMENT, INDIRECT_CALL_TABLE_OFFSET};
 use plugin_core::fptr_map::{header_bytes, FptrTable, HashIndex};
 
 /// Errors here are plain messages: this is a test program.
@@ -167,6 +168,23 @@ impl<'g> Module<'g> {
         }
         gpu.driver.write(at, &header_bytes(&header)).map_err(err)?;
         Ok(Installed { table, _slots: slots })
+    }
+
+    /// Copies `entries` (sorted) to the device and points the table fields of the module's
+    /// `__omp_rtl_device_environment` at them (byte 24: pointer, 32: entries), as LLVM's runtime
+    /// installs its table (libomptarget 22 on every device, LLVM 18-21's GPU plugins). Returns
+    /// the device table, to be kept while kernels use it.
+    pub fn install_in_device_environment(&self, entries: &[FptrMapEntry]) -> Result<Buffer<'g>> {
+        let table = self.gpu.upload(entries)?;
+        let (environment, size) = self.global(DEVICE_ENVIRONMENT)?;
+        if size < 40 {
+            return Err(format!("{DEVICE_ENVIRONMENT} has {size} bytes, expected 48"));
+        }
+        let pointer = if entries.is_empty() { 0 } else { table.ptr };
+        let mut fields = pointer.to_ne_bytes().to_vec();
+        fields.extend((entries.len() as u64).to_ne_bytes());
+        self.gpu.driver.write(environment + INDIRECT_CALL_TABLE_OFFSET, &fields).map_err(err)?;
+        Ok(table)
     }
 
     /// Writes `value` into the module's 8-byte global `name`.

@@ -2,8 +2,9 @@
 //! (inlined, and as a call) translate every key of random tables of 0, 1, 2, 3, 17, 1000 and 1M
 //! entries: all hits, a miss between every two neighbours, and misses outside the range; every
 //! thread's result is checked on the host against a binary search of the same table. Each table
-//! is installed twice: with the plugin's hash index, and alone (the binary search, what a table
-//! from another producer gets).
+//! is installed three times: with the plugin's hash index, alone (the binary search, what a table
+//! from another producer gets), and as LLVM's runtime installs its own, in the device
+//! environment with no table of ours (what libomptarget 22 and LLVM 18-21's GPU plugins do).
 
 use std::path::Path;
 
@@ -48,8 +49,14 @@ pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<String>> {
         for &n in &SIZES {
             let table = sorted_pairs(n, 0x1d1e ^ n as u64);
             let keys = keys_for(&table);
-            for (index, how) in [(true, "indexed"), (false, "searched")] {
-                let _installed = module.install(&table, index)?;
+            let none: &[FptrMapEntry] = &[];
+            for (ours, index, llvms, how) in [
+                (&table[..], true, none, "indexed"),
+                (&table[..], false, none, "searched"),
+                (none, false, &table[..], "in LLVM's device environment"),
+            ] {
+                let _installed = module.install(ours, index)?;
+                let _llvms = module.install_in_device_environment(llvms)?;
                 let failures = translate_and_check(&module, blocks, &keys, |k| expected(&table, k), gpu)?;
                 if failures > 0 {
                     return Err(format!(
@@ -79,6 +86,16 @@ pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<String>> {
             ));
         }
         report.push(format!("{variant}: a table installed over ours (index left behind): ignored, ok"));
+        // Ours and LLVM's both installed, with different values: ours answers.
+        let _ours = module.install(&table, true)?;
+        let _llvms = module.install_in_device_environment(&theirs)?;
+        let keys = keys_for(&table);
+        let failures = translate_and_check(&module, blocks, &keys, |k| expected(&table, k), gpu)?;
+        if failures > 0 {
+            return Err(format!("{variant}: ours and LLVM's table: {failures} keys not answered by ours"));
+        }
+        report.push(format!("{variant}: ours and LLVM's table installed: ours answers, ok"));
+        module.install_in_device_environment(&[])?;
         // A table pointer with no size, and a size with no table pointer: nothing is a key.
         let table = sorted_pairs(5, 5);
         let keys = keys_for(&table);
