@@ -20,8 +20,8 @@ use anyhow::{bail, ensure, Context, Result};
 
 use crate::checks::DEVICE_ENVIRONMENT;
 use crate::cmd;
+use crate::llvm::Llvm;
 use crate::offload::OffloadTarget;
-use crate::toolchain::Llvm;
 use crate::tools::Tools;
 
 /// NVIDIA architectures built when `--sm` is not given: Volta and Hopper.
@@ -196,7 +196,7 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
         }
         .run(workspace, &dir)?;
         constant_device_environment(tools, &dir.join("device_rtl.bc"))?;
-        crate::gpu_bundle::compile_ptx(tools, &dir.join("device_rtl.bc"), sm, &dir.join("device_rtl.ptx"))?;
+        tools.compile_ptx(&dir.join("device_rtl.bc"), sm, &dir.join("device_rtl.ptx"))?;
         cmd::output(
             Command::new(tools.ptxas())
                 .arg(format!("-arch={sm}"))

@@ -125,7 +125,7 @@ fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<(
         ("llvm_lookup", &llvm_inlined, false),
     ] {
         let ptx = dir.join(format!("{module}.ptx"));
-        compile_ptx(tools, bitcode, BUNDLE_SM, &ptx)?;
+        tools.compile_ptx(bitcode, BUNDLE_SM, &ptx)?;
         let text = fs::read_to_string(&ptx)?;
         if let Some(ext) = text.lines().find(|l| l.starts_with(".extern")) {
             bail!("{}: unresolved `{ext}`", ptx.display());
@@ -148,14 +148,6 @@ fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<(
                 .arg(&ptx),
         )?;
     }
-    Ok(())
-}
-
-/// `llc -O3 -mcpu=<sm>`: what clang's offload linker does with the LTO'd device module.
-pub fn compile_ptx(tools: &Tools, bitcode: &Path, sm: &str, ptx: &Path) -> Result<()> {
-    cmd::output(
-        Command::new(&tools.llc).args(["-O3", &format!("-mcpu={sm}")]).arg(bitcode).arg("-o").arg(ptx),
-    )?;
     Ok(())
 }
 

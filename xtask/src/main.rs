@@ -7,6 +7,7 @@ mod checks;
 mod cmd;
 mod e2e;
 mod gpu_bundle;
+mod llvm;
 mod metrics;
 mod offload;
 mod pass_ir;

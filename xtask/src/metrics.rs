@@ -14,7 +14,7 @@ use anyhow::{ensure, Context, Result};
 use crate::build::Dist;
 use crate::checks::{self, TRANSLATE};
 use crate::cmd;
-use crate::gpu_bundle::{compile_ptx, llvm_lookup_bitcode, LLVM_LOOKUP};
+use crate::gpu_bundle::{llvm_lookup_bitcode, LLVM_LOOKUP};
 use crate::tools::Tools;
 
 /// Registers and SASS instructions of one function.
@@ -35,7 +35,7 @@ pub fn measure(tools: &Tools, dist: &Dist, sm: &str, work: &Path) -> Result<(Met
         [("ours", dist.nvptx_dir(sm).join("device_rtl.bc"), TRANSLATE), ("llvm19", llvm_bc, LLVM_LOOKUP)]
     {
         let ptx = work.join(format!("{name}.ptx"));
-        compile_ptx(tools, &bitcode, sm, &ptx)?;
+        tools.compile_ptx(&bitcode, sm, &ptx)?;
         let cubin = work.join(format!("{name}.cubin"));
         cmd::output(
             Command::new(tools.ptxas()).arg(format!("-arch={sm}")).arg("-c").arg("-o").arg(&cubin).arg(&ptx),

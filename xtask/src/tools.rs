@@ -155,6 +155,19 @@ impl Tools {
         })
     }
 
+    /// `llc-19 -O3 -mcpu=<sm>` of `bitcode` into `ptx`: what clang's offload linker does with the
+    /// LTO'd device module.
+    pub fn compile_ptx(&self, bitcode: &Path, sm: &str, ptx: &Path) -> Result<()> {
+        crate::cmd::output(
+            std::process::Command::new(&self.llc)
+                .args(["-O3", &format!("-mcpu={sm}")])
+                .arg(bitcode)
+                .arg("-o")
+                .arg(ptx),
+        )?;
+        Ok(())
+    }
+
     /// `ptxas` from CUDA 11.8.
     pub fn ptxas(&self) -> PathBuf {
         self.cuda.join("bin/ptxas")

@@ -1,0 +1,45 @@
+//! The LLVM releases the project supports: what differs between them in names of built files.
+
+/// An LLVM release the project builds its pass plugin for and runs its programs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Llvm {
+    /// clang 19 with LLVM 16's libomptarget and the project's plugins.
+    V19,
+    /// clang 22 with its own libomptarget 22.
+    V22,
+}
+
+impl Llvm {
+    /// Every supported release, oldest first.
+    pub const ALL: [Llvm; 2] = [Llvm::V19, Llvm::V22];
+
+    /// The major version, as in `clang-19`.
+    pub fn major(self) -> &'static str {
+        match self {
+            Llvm::V19 => "19",
+            Llvm::V22 => "22",
+        }
+    }
+
+    /// The pass plugin's cargo feature (`pass-plugin/Cargo.toml`).
+    pub fn pass_plugin_feature(self) -> &'static str {
+        match self {
+            Llvm::V19 => "llvm19",
+            Llvm::V22 => "llvm22",
+        }
+    }
+
+    /// The pass plugin's file name in `target/dist/lib` (clang refuses a plugin of another
+    /// release, so there is one per release).
+    pub fn pass_plugin_file(self) -> &'static str {
+        match self {
+            Llvm::V19 => "libomptarget-indirect-pass.so",
+            Llvm::V22 => "libomptarget-indirect-pass-llvm22.so",
+        }
+    }
+
+    /// The clang configuration file's name in `target/dist/share/omptarget-indirect`.
+    pub fn clang_config_file(self) -> String {
+        format!("clang-{}.cfg", self.major())
+    }
+}
