@@ -19,48 +19,7 @@
 //! there, weak and zero, for libomptarget 22 to find and fill.
 #![allow(non_upper_case_globals)]
 
-use crate::lookup::FptrMapEntry;
-
-/// `DeviceEnvironmentTy` of LLVM 19-22 (48 bytes). Only the table's two fields are read here;
-/// the rest belongs to LLVM's DeviceRTL.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DeviceEnvironment {
-    /// `DeviceDebugKind`.
-    pub debug_kind: u32,
-    /// `NumDevices`.
-    pub num_devices: u32,
-    /// `DeviceNum`.
-    pub device_num: u32,
-    /// `DynamicMemSize`.
-    pub dynamic_mem_size: u32,
-    /// `ClockFrequency`.
-    pub clock_frequency: u64,
-    /// `IndirectCallTable`: the runtime's sorted table, or null.
-    pub indirect_call_table: *const FptrMapEntry,
-    /// `IndirectCallTableSize`: entries at `indirect_call_table`.
-    pub indirect_call_table_size: u64,
-    /// `HardwareParallelism`.
-    pub hardware_parallelism: u64,
-}
-
-const _: () = assert!(core::mem::size_of::<DeviceEnvironment>() == 48);
-const _: () = assert!(core::mem::offset_of!(DeviceEnvironment, indirect_call_table) == 24);
-const _: () = assert!(core::mem::offset_of!(DeviceEnvironment, indirect_call_table_size) == 32);
-
-impl DeviceEnvironment {
-    /// All zero: no table (the initial value of the weak x86_64 definition).
-    pub const EMPTY: DeviceEnvironment = DeviceEnvironment {
-        debug_kind: 0,
-        num_devices: 0,
-        device_num: 0,
-        dynamic_mem_size: 0,
-        clock_frequency: 0,
-        indirect_call_table: core::ptr::null(),
-        indirect_call_table_size: 0,
-        hardware_parallelism: 0,
-    };
-}
+pub use omptarget_indirect_abi::DeviceEnvironment;
 
 /// The x86_64 definition: weak, so that any other definition in the image is the one used, and
 /// exported from the device image's shared object, where libomptarget 22 looks it up by name.

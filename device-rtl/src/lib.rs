@@ -35,7 +35,7 @@ pub use exports::{
     __kmpc_target_translate_fptr, __omp_offloading_fptr_index, __omp_offloading_fptr_map_p,
     __omp_offloading_fptr_map_size,
 };
-pub use index::{FptrIndex, IndexSlot};
+pub use index::{FptrIndex, IndexLookup, IndexSlot};
 pub use lookup::{translate, translate_first_installed, translate_in, translate_indexed, FptrMapEntry};
 
 /// Freestanding builds need a panic handler even though nothing in this crate can panic: the

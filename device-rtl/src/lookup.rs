@@ -2,24 +2,9 @@
 
 use core::ffi::c_void;
 
-use crate::index::FptrIndex;
+pub use omptarget_indirect_abi::FptrMapEntry;
 
-/// One entry of the function-pointer map: `struct __omp_offloading_fptr_map_ty { int64_t
-/// host_ptr; int64_t tgt_ptr; }` (16 bytes, 8-aligned).
-///
-/// Addresses are compared as unsigned 64-bit integers, the order in which the plugin (and LLVM's
-/// `setupIndirectCallTable`) sorts them.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct FptrMapEntry {
-    /// Address of the host version of the function: the key.
-    pub host_ptr: u64,
-    /// Address of the device version of the same function: the value.
-    pub tgt_ptr: u64,
-}
-
-const _: () = assert!(core::mem::size_of::<FptrMapEntry>() == 16);
-const _: () = assert!(core::mem::align_of::<FptrMapEntry>() == 8);
+use crate::index::{FptrIndex, IndexLookup};
 
 /// Translates `fn_ptr` through the sorted table of `size` entries at `table`.
 ///

@@ -7,8 +7,9 @@ use std::ptr::{addr_of_mut, null};
 use std::sync::Mutex;
 
 use device_rtl::{
-    FptrIndex, FptrMapEntry, IndexSlot, __kmpc_target_translate_fptr, __omp_offloading_fptr_index,
-    __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size, translate_indexed,
+    FptrIndex, FptrMapEntry, IndexLookup, IndexSlot, __kmpc_target_translate_fptr,
+    __omp_offloading_fptr_index, __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size,
+    translate_indexed,
 };
 
 const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;

@@ -90,7 +90,7 @@ pub fn run(workspace: &Path) -> Result<()> {
             .env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", VALGRIND);
         cmd::output(&mut c).map(|_| "no definite or indirect leaks, no memory errors".to_string())
     });
-    report.step("plugins export the libomptarget 16 ABI", || plugin_exports(&dist));
+    report.step("plugins export the libomptarget 16 ABI and nothing else", || plugin_exports(&dist));
 
     report.step("C ABI test against the x86_64 archive", || c_abi_test(workspace, &dist));
     for sm in &archs.sms {
@@ -202,7 +202,9 @@ const REQUIRED_EXPORTS: &[&str] = &[
     "__tgt_rtl_set_function_ptr_map",
 ];
 
-/// Every plugin in `target/dist/lib` exports [`REQUIRED_EXPORTS`] as dynamic functions.
+/// Every plugin in `target/dist/lib` exports [`REQUIRED_EXPORTS`] as dynamic functions, and
+/// nothing but `__tgt_rtl_*` functions: a device image or program loaded beside a plugin must never
+/// bind to a copy of the device library's globals or functions (or anything else) inside it.
 fn plugin_exports(dist: &Dist) -> Result<String> {
     use object::{Object, ObjectSymbol};
     let mut checked = Vec::new();
@@ -210,17 +212,32 @@ fn plugin_exports(dist: &Dist) -> Result<String> {
         let path = dist.lib_dir().join(name);
         let data = cmd::read(&path)?;
         let file = object::File::parse(&*data)?;
-        let exported: Vec<String> = file
+        let defined: Vec<(String, object::SymbolKind)> = file
             .dynamic_symbols()
-            .filter(|s| s.is_definition() && s.kind() == object::SymbolKind::Text)
-            .filter_map(|s| s.name().ok().map(str::to_string))
+            .filter(|s| s.is_definition())
+            .filter_map(|s| s.name().ok().map(|n| (n.to_string(), s.kind())))
             .collect();
+        let foreign: Vec<&str> = defined
+            .iter()
+            .filter(|(n, kind)| !(n.starts_with("__tgt_rtl_") && *kind == object::SymbolKind::Text))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        ensure!(
+            foreign.is_empty(),
+            "{} exports more than __tgt_rtl_* functions: {}",
+            path.display(),
+            foreign.join(", ")
+        );
         let missing: Vec<&str> =
-            REQUIRED_EXPORTS.iter().copied().filter(|n| !exported.iter().any(|e| e == n)).collect();
+            REQUIRED_EXPORTS.iter().copied().filter(|r| !defined.iter().any(|(n, _)| n == r)).collect();
         ensure!(missing.is_empty(), "{} does not export {}", path.display(), missing.join(", "));
-        checked.push(name.to_string());
+        checked.push(format!("{name} ({})", defined.len()));
     }
-    Ok(format!("{} export all {} entry points", checked.join(", "), REQUIRED_EXPORTS.len()))
+    Ok(format!(
+        "{} export the {} entry points libomptarget 16 needs and no symbol but __tgt_rtl_* functions",
+        checked.join(", "),
+        REQUIRED_EXPORTS.len()
+    ))
 }
 
 /// Builds `tests/c/translate_abi.c` with the system C compiler against the x86_64 archive and

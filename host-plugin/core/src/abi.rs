@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, c_void};
 
-pub use device_rtl::{FptrIndex, FptrMapEntry};
+pub use omptarget_indirect_abi::{FptrIndex, FptrMapEntry};
 
 /// Return value of a successful `__tgt_rtl_*` call.
 pub const OFFLOAD_SUCCESS: i32 = 0;

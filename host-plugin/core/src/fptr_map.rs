@@ -81,7 +81,7 @@ impl<'a> FptrTable<'a> {
 
 /// The hash index over a table ([`FptrIndex`]): the header fields that do not depend on where
 /// the table and the slots land. The slots themselves, `{host_ptr, tgt_ptr}` per slot as
-/// `device_rtl::IndexSlot` lays them out, are built into memory the caller provides
+/// `omptarget_indirect_abi::IndexSlot` lays them out, are built into memory the caller provides
 /// ([`HashIndex::build_into`]) or into a host vector ([`HashIndex::build`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HashIndex {
@@ -349,7 +349,7 @@ mod tests {
     fn header_bytes_are_the_c_struct() {
         let header =
             FptrIndex { table: 1, slots: 2, multiplier: 3, first: 4, last: 5, shift: 6, reserved: 0 };
-        // SAFETY: FptrIndex is repr(C) without padding (48 bytes, asserted in device-rtl).
+        // SAFETY: FptrIndex is repr(C) without padding (48 bytes, asserted in the ABI crate).
         let image: [u8; 48] = unsafe { std::mem::transmute(header) };
         assert_eq!(header_bytes(&header), image);
     }

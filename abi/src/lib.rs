@@ -1,0 +1,150 @@
+//! The byte layouts the project shares between the device library, the host plugins and LLVM's
+//! runtime, as plain `#[repr(C)]` types with size and offset assertions.
+//!
+//! This crate holds no code that runs on a device and exports no symbol: the plugins depend on it
+//! instead of on the device library, so that no plugin exports (and no program or device image
+//! binds to) a copy of the device library's globals or functions.
+//!
+//! ```c
+//! struct __omp_offloading_fptr_map_ty { int64_t host_ptr; int64_t tgt_ptr; };   // FptrMapEntry
+//! struct __omp_offloading_fptr_index_ty { ... };                                 // FptrIndex
+//! struct DeviceEnvironmentTy { ... };                                            // DeviceEnvironment
+//! ```
+#![no_std]
+#![deny(missing_docs)]
+
+/// One entry of the function-pointer map: `struct __omp_offloading_fptr_map_ty { int64_t
+/// host_ptr; int64_t tgt_ptr; }` (16 bytes, 8-aligned).
+///
+/// Addresses are compared as unsigned 64-bit integers, the order in which the plugin (and LLVM's
+/// `setupIndirectCallTable`) sorts them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FptrMapEntry {
+    /// Address of the host version of the function: the key.
+    pub host_ptr: u64,
+    /// Address of the device version of the same function: the value.
+    pub tgt_ptr: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<FptrMapEntry>() == 16);
+const _: () = assert!(core::mem::align_of::<FptrMapEntry>() == 8);
+
+/// One slot of the index: an entry of the table, or empty (`host_ptr == 0`: key 0 is never
+/// translated). 16-aligned so a probe is one 16-byte load of key and value together.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IndexSlot {
+    /// The key, or 0 for an empty slot.
+    pub host_ptr: u64,
+    /// The value.
+    pub tgt_ptr: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<IndexSlot>() == 16);
+const _: () = assert!(core::mem::align_of::<IndexSlot>() == 16);
+
+/// `__omp_offloading_fptr_index`: a linear-probing hash table over the installed table.
+///
+/// Key `k` lives in the first slot at or after `bucket(k)` (wrapping at the capacity) that holds
+/// it, with no empty slot in between; at least one slot is empty. All zero (the global's initial
+/// value) means no index.
+///
+/// ```c
+/// struct __omp_offloading_fptr_index_ty {
+///   uint64_t table;       // the __omp_offloading_fptr_map_p this index was built from, or 0
+///   uint64_t slots;       // device address of (UINT32_MAX >> shift) + 1 slots {host, tgt}
+///   uint64_t multiplier;  // bucket(k) = (uint32_t)((k * multiplier mod 2^64) >> 32) >> shift
+///   uint64_t first, last; // the table's smallest and largest key
+///   uint32_t shift;       // 1..=31: the capacity is 2^(32 - shift)
+///   uint32_t reserved;    // 0
+/// };
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FptrIndex {
+    /// Device address of the sorted table this index was built from; 0 for no index.
+    pub table: u64,
+    /// Device address of the [`IndexSlot`]s (16-aligned).
+    pub slots: u64,
+    /// Odd multiplier of the multiplicative hash.
+    pub multiplier: u64,
+    /// Smallest key of the table.
+    pub first: u64,
+    /// Largest key of the table.
+    pub last: u64,
+    /// Right shift of the hash's 32 bits: `32 - log2(capacity)`, in `1..=31`.
+    pub shift: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<FptrIndex>() == 48);
+const _: () = assert!(core::mem::align_of::<FptrIndex>() == 8);
+
+impl FptrIndex {
+    /// The all-zero index, which describes no table: the global's initial value.
+    pub const NONE: FptrIndex =
+        FptrIndex { table: 0, slots: 0, multiplier: 0, first: 0, last: 0, shift: 0, reserved: 0 };
+
+    /// Number of slots minus one: `2^(32 - shift) - 1`.
+    #[inline(always)]
+    pub const fn mask(&self) -> u32 {
+        u32::MAX.wrapping_shr(self.shift)
+    }
+
+    /// The slot where the probe for `key` starts: the top `32 - shift` bits of the upper half
+    /// of `key * multiplier`'s low 64 bits (Fibonacci hashing: consecutive and evenly spaced
+    /// addresses spread out).
+    #[inline(always)]
+    pub const fn bucket(&self, key: u64) -> u32 {
+        ((key.wrapping_mul(self.multiplier) >> 32) as u32).wrapping_shr(self.shift)
+    }
+
+    /// Whether this index was built from the table at `table` (a non-null device address).
+    #[inline(always)]
+    pub fn describes(&self, table: u64) -> bool {
+        self.table == table
+    }
+}
+
+/// `DeviceEnvironmentTy` of LLVM 19-22 (48 bytes). Only the table's two fields are read here;
+/// the rest belongs to LLVM's DeviceRTL.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceEnvironment {
+    /// `DeviceDebugKind`.
+    pub debug_kind: u32,
+    /// `NumDevices`.
+    pub num_devices: u32,
+    /// `DeviceNum`.
+    pub device_num: u32,
+    /// `DynamicMemSize`.
+    pub dynamic_mem_size: u32,
+    /// `ClockFrequency`.
+    pub clock_frequency: u64,
+    /// `IndirectCallTable`: the runtime's sorted table, or null.
+    pub indirect_call_table: *const FptrMapEntry,
+    /// `IndirectCallTableSize`: entries at `indirect_call_table`.
+    pub indirect_call_table_size: u64,
+    /// `HardwareParallelism`.
+    pub hardware_parallelism: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<DeviceEnvironment>() == 48);
+const _: () = assert!(core::mem::offset_of!(DeviceEnvironment, indirect_call_table) == 24);
+const _: () = assert!(core::mem::offset_of!(DeviceEnvironment, indirect_call_table_size) == 32);
+
+impl DeviceEnvironment {
+    /// All zero: no table (the initial value of the weak x86_64 definition).
+    pub const EMPTY: DeviceEnvironment = DeviceEnvironment {
+        debug_kind: 0,
+        num_devices: 0,
+        device_num: 0,
+        dynamic_mem_size: 0,
+        clock_frequency: 0,
+        indirect_call_table: core::ptr::null(),
+        indirect_call_table_size: 0,
+        hardware_parallelism: 0,
+    };
+}
