@@ -66,6 +66,12 @@ pub trait Backend: Sized + Send + Sync + 'static {
     /// Global `name` of `image`, or `None` if the image does not define it.
     fn global(&self, image: &Self::Image, name: &str) -> Result<Option<DeviceSymbol>>;
 
+    /// Succeeds if `addr` is a function defined by `image`: what an indirect entry's global must
+    /// hold. Backends that cannot tell accept any address (the default).
+    fn check_function(&self, _image: &Self::Image, _addr: u64) -> Result<()> {
+        Ok(())
+    }
+
     /// Allocates `size` bytes of device memory of libomptarget's allocation `kind`.
     fn alloc(&self, device: i32, size: usize, kind: i32) -> Result<u64>;
 

@@ -208,7 +208,7 @@ pub fn data_alloc<B: Backend>(cell: &PluginCell<B>, device: i32, size: i64, kind
         let plugin = cell.get()?;
         plugin.check_device(device)?;
         let size = usize::try_from(size).map_err(|_| PluginError::InvalidArgument(format!("size {size}")))?;
-        Ok(plugin.backend().alloc(device, size, kind)? as *mut c_void)
+        Ok(plugin.alloc(device, size, kind)? as *mut c_void)
     })
 }
 
@@ -217,7 +217,7 @@ pub fn data_delete<B: Backend>(cell: &PluginCell<B>, device: i32, ptr: *mut c_vo
     guard("__tgt_rtl_data_delete", Some(device), B::NAME, OFFLOAD_FAIL, || {
         let plugin = cell.get()?;
         plugin.check_device(device)?;
-        status(plugin.backend().free(device, ptr as u64, kind))
+        status(plugin.free(device, ptr as u64, kind))
     })
 }
 
@@ -247,9 +247,10 @@ pub unsafe fn data_submit<B: Backend>(
         if host.is_null() || target.is_null() {
             return Err(PluginError::InvalidArgument("null pointer".into()));
         }
+        plugin.check_range(device, target as u64, len)?;
         // SAFETY: the caller's contract.
         let src = unsafe { std::slice::from_raw_parts(host.cast::<u8>(), len) };
-        status(plugin.backend().write(device, target as u64, src))
+        status(plugin.write(device, target as u64, src))
     })
 }
 
@@ -275,11 +276,20 @@ pub unsafe fn data_retrieve<B: Backend>(
         if host.is_null() || target.is_null() {
             return Err(PluginError::InvalidArgument("null pointer".into()));
         }
+        plugin.check_range(device, target as u64, len)?;
         // SAFETY: the caller's contract.
         let dst = unsafe { std::slice::from_raw_parts_mut(host.cast::<u8>(), len) };
-        status(plugin.backend().read(device, dst, target as u64))
+        status(plugin.read(device, dst, target as u64))
     })
 }
+
+/// `KernelArgsTy` versions whose layout this plugin knows: 2 (clang 16), 3 (clang 18/19).
+pub const KNOWN_KERNEL_ARGS_VERSIONS: [u32; 2] = [2, 3];
+
+/// The most arguments a launch may pass. Outlined OpenMP regions take one per mapped variable;
+/// CUDA caps kernel parameters at 4 KiB (512 pointers; 32 KiB from CUDA 12.1). Far more would
+/// only exhaust the stack of the call that passes them.
+pub const MAX_KERNEL_ARGS: u32 = 4096;
 
 /// `int32_t __tgt_rtl_launch_kernel(int32_t, void *entry, void **args, ptrdiff_t *offsets,
 /// KernelArgsTy *, __tgt_async_info *)`: runs the kernel to completion.
@@ -301,6 +311,18 @@ pub unsafe fn launch_kernel<B: Backend>(
             .ok_or_else(|| PluginError::InvalidArgument("null KernelArgs".into()))?;
         if entry.is_null() {
             return Err(PluginError::InvalidArgument("null kernel".into()));
+        }
+        if !KNOWN_KERNEL_ARGS_VERSIONS.contains(&kernel_args.version) {
+            return Err(PluginError::InvalidArgument(format!(
+                "KernelArgs version {} (known: {KNOWN_KERNEL_ARGS_VERSIONS:?})",
+                kernel_args.version
+            )));
+        }
+        if kernel_args.num_args > MAX_KERNEL_ARGS {
+            return Err(PluginError::InvalidArgument(format!(
+                "{} kernel arguments (at most {MAX_KERNEL_ARGS})",
+                kernel_args.num_args
+            )));
         }
         let n = kernel_args.num_args as usize;
         if n > 0 && (args.is_null() || offsets.is_null()) {

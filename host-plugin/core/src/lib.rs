@@ -16,6 +16,7 @@ pub mod fptr_map;
 pub mod image;
 pub mod info;
 pub mod plugin;
+pub mod registry;
 pub mod vendor_library;
 
 pub use backend::{Backend, DeviceSymbol, LaunchParams};

@@ -2,7 +2,7 @@
 //! over any [`Backend`].
 
 use std::ffi::{c_void, CString};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, RwLock};
 
 use crate::abi::{
     FptrIndex, FptrMapEntry, TgtOffloadEntry, TgtTargetTable, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE,
@@ -11,6 +11,7 @@ use crate::backend::{Backend, DeviceSymbol, LaunchParams};
 use crate::entries::OffloadEntry;
 use crate::error::{PluginError, Result};
 use crate::fptr_map::{header_bytes, slot_bytes, FptrTable, HashIndex};
+use crate::registry::DeviceRegistry;
 
 /// One image loaded on a device, with the target table handed to libomptarget.
 struct LoadedImage<B: Backend> {
@@ -23,6 +24,10 @@ struct LoadedImage<B: Backend> {
     _names: Vec<CString>,
     /// `(host function, device function)` of the image's indirect entries.
     indirect: Vec<FptrMapEntry>,
+    /// `(address, size)` of the image's global variables named by entries: what copies may touch.
+    globals: Vec<(u64, u64)>,
+    /// The kernel handles of its target table: what launches may name.
+    kernels: Vec<u64>,
 }
 
 // SAFETY: the raw pointers in `table` and `entries` point into this struct's own heap storage
@@ -53,11 +58,24 @@ struct DeviceState<B: Backend> {
     table: Option<DeviceTable>,
 }
 
-/// The plugin state over backend `B`: one lock per device, taken by the calls that change
-/// what is loaded or installed on it (data movement and launches take none).
+/// One device: what is loaded and installed on it, what libomptarget may name on it, and the
+/// gate between launches and map replacement.
+struct Device<B: Backend> {
+    /// Taken by the calls that change what is loaded or installed.
+    state: Mutex<DeviceState<B>>,
+    /// Taken briefly by every call that names device memory or a kernel.
+    registry: Mutex<DeviceRegistry>,
+    /// Held shared by a launch for the kernel's whole run, and exclusively by a map installation
+    /// from its first global written to the old table freed: a kernel sees the old map or the new
+    /// one, never a mix of the two or a freed table. (Every backend runs a kernel to completion
+    /// inside `launch`, so holding the gate over that call covers the kernel.)
+    launches: RwLock<()>,
+}
+
+/// The plugin state over backend `B`, per device ([`Device`]).
 pub struct Plugin<B: Backend> {
     backend: B,
-    devices: Vec<Mutex<DeviceState<B>>>,
+    devices: Vec<Device<B>>,
     /// Whether loading an image installs its indirect functions (see [`MAP_ON_LOAD_ENV`]).
     map_on_load: bool,
     /// Whether installing a table also builds its hash index (see [`HASH_INDEX_ENV`]).
@@ -85,8 +103,13 @@ impl<B: Backend> Plugin<B> {
     pub fn new() -> Result<Self> {
         let backend = B::init()?;
         let count = backend.device_count().max(0);
-        let devices =
-            (0..count).map(|_| Mutex::new(DeviceState { images: Vec::new(), table: None })).collect();
+        let devices = (0..count)
+            .map(|_| Device {
+                state: Mutex::new(DeviceState { images: Vec::new(), table: None }),
+                registry: Mutex::new(DeviceRegistry::default()),
+                launches: RwLock::new(()),
+            })
+            .collect();
         Ok(Plugin {
             backend,
             devices,
@@ -117,7 +140,52 @@ impl<B: Backend> Plugin<B> {
         self.check_device(device)?;
         // A panic while holding the lock cannot leave the state half-changed in a way the next
         // call cannot handle: every change is committed last. So a poisoned lock is usable.
-        Ok(self.devices[device as usize].lock().unwrap_or_else(|e| e.into_inner()))
+        Ok(self.devices[device as usize].state.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The registry of `device` (a valid id), locked. Every change to it is one map operation,
+    /// so a poisoned lock is usable.
+    fn registry(&self, device: i32) -> Result<MutexGuard<'_, DeviceRegistry>> {
+        self.check_device(device)?;
+        Ok(self.devices[device as usize].registry.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// `__tgt_rtl_data_alloc`: allocates and records the allocation.
+    pub fn alloc(&self, device: i32, size: usize, kind: i32) -> Result<u64> {
+        self.check_device(device)?;
+        let ptr = self.backend.alloc(device, size, kind)?;
+        self.registry(device)?.add_allocation(ptr, size as u64);
+        Ok(ptr)
+    }
+
+    /// `__tgt_rtl_data_delete`: frees an allocation `__tgt_rtl_data_alloc` returned and that was
+    /// not freed yet; anything else (the plugin's own memory, an image global, an interior
+    /// pointer, a second free) is refused and nothing is freed.
+    pub fn free(&self, device: i32, ptr: u64, kind: i32) -> Result<()> {
+        let mut registry = self.registry(device)?;
+        registry.remove_allocation(ptr)?;
+        drop(registry);
+        self.backend.free(device, ptr, kind)
+    }
+
+    /// Succeeds if `len` bytes at `addr` lie inside one allocation of libomptarget's or one global
+    /// of a loaded image on `device`: checked before a copy's host buffer is even looked at.
+    pub fn check_range(&self, device: i32, addr: u64, len: usize) -> Result<()> {
+        self.registry(device)?.check_range(addr, len as u64)
+    }
+
+    /// `__tgt_rtl_data_submit`: copies `src` to device memory that lies inside one allocation or
+    /// image global.
+    pub fn write(&self, device: i32, dst: u64, src: &[u8]) -> Result<()> {
+        self.registry(device)?.check_range(dst, src.len() as u64)?;
+        self.backend.write(device, dst, src)
+    }
+
+    /// `__tgt_rtl_data_retrieve`: copies device memory that lies inside one allocation or image
+    /// global to `dst`.
+    pub fn read(&self, device: i32, dst: &mut [u8], src: u64) -> Result<()> {
+        self.registry(device)?.check_range(src, dst.len() as u64)?;
+        self.backend.read(device, dst, src)
     }
 
     /// `__tgt_rtl_init_device`.
@@ -153,6 +221,7 @@ impl<B: Backend> Plugin<B> {
                     return Err(err);
                 }
                 let img = state.images.last_mut().expect("just pushed");
+                self.registry(device)?.add_image(&img.globals, &img.kernels);
                 Ok(&mut *img.table as *mut TgtTargetTable)
             }
             Err((err, loaded)) => {
@@ -175,19 +244,30 @@ impl<B: Backend> Plugin<B> {
         let mut names = Vec::with_capacity(entries.len());
         let mut table = Vec::with_capacity(entries.len());
         let mut indirect = Vec::new();
+        let mut globals = Vec::new();
+        let mut kernels = Vec::new();
         for entry in entries {
             let resolved = (|| -> Result<u64> {
                 if entry.size == 0 {
-                    return self
+                    let kernel = self
                         .backend
                         .kernel(&image, &entry.name)?
-                        .ok_or_else(|| PluginError::MissingSymbol(entry.name.clone()));
+                        .ok_or_else(|| PluginError::MissingSymbol(entry.name.clone()))?;
+                    kernels.push(kernel);
+                    return Ok(kernel);
                 }
                 let global = self
                     .backend
                     .global(&image, &entry.name)?
                     .ok_or_else(|| PluginError::MissingSymbol(entry.name.clone()))?;
+                if let Some(size) = global.size.filter(|&size| size < entry.size) {
+                    return Err(PluginError::InvalidImage(format!(
+                        "entry {} names {} bytes, its symbol has {size}",
+                        entry.name, entry.size
+                    )));
+                }
                 if !entry.is_indirect() {
+                    globals.push((global.addr, entry.size));
                     return Ok(global.addr);
                 }
                 // The global holds the device function's address. libomptarget maps the host
@@ -195,6 +275,9 @@ impl<B: Backend> Plugin<B> {
                 let mut word = [0u8; 8];
                 self.backend.read(device, &mut word, global.addr)?;
                 let device_fn = u64::from_le_bytes(word);
+                self.backend.check_function(&image, device_fn).map_err(|err| {
+                    PluginError::InvalidImage(format!("indirect entry {}: {err}", entry.name))
+                })?;
                 indirect.push(FptrMapEntry { host_ptr: entry.addr, tgt_ptr: device_fn });
                 Ok(device_fn)
             })();
@@ -223,7 +306,7 @@ impl<B: Backend> Plugin<B> {
         let mut entries: Box<[TgtOffloadEntry]> = table.into_boxed_slice();
         let range = entries.as_mut_ptr_range();
         let table = Box::new(TgtTargetTable { entries_begin: range.start, entries_end: range.end });
-        Ok(LoadedImage { key, image, table, entries, _names: names, indirect })
+        Ok(LoadedImage { key, image, table, entries, _names: names, indirect, globals, kernels })
     }
 
     /// Unloads the image registered under `key` and reinstalls the map of the remaining ones.
@@ -233,6 +316,7 @@ impl<B: Backend> Plugin<B> {
             PluginError::InvalidArgument(format!("no image at {key:#x} is loaded on this device"))
         })?;
         let img = state.images.remove(index);
+        self.registry(device)?.remove_image(&img.globals, &img.kernels);
         let result = self.install_images_map(device, &mut state);
         drop(img.entries);
         self.backend.unload_image(device, img.image)?;
@@ -243,6 +327,7 @@ impl<B: Backend> Plugin<B> {
     pub fn deinit_device(&self, device: i32) -> Result<()> {
         let mut state = self.lock(device)?;
         let mut first_error = self.install(device, &mut state, &FptrTable::from_sorted(&[])?).err();
+        self.registry(device)?.clear_images();
         for img in state.images.drain(..) {
             if let Err(err) = self.backend.unload_image(device, img.image) {
                 first_error.get_or_insert(err);
@@ -290,6 +375,8 @@ impl<B: Backend> Plugin<B> {
             }
         }
         let new = if table.is_empty() { None } else { Some(self.upload(device, table)?) };
+        // From here to the old table's release, no kernel of this device runs.
+        let _no_launches = self.devices[device as usize].launches.write().unwrap_or_else(|e| e.into_inner());
         let as_pair = |t: Option<DeviceTable>| t.map(|t| (t.ptr, t.len));
         let mut failure = None;
         for (done, globals) in targets.iter().enumerate() {
@@ -421,9 +508,11 @@ impl<B: Backend> Plugin<B> {
         }
     }
 
-    /// `__tgt_rtl_launch_kernel`.
+    /// `__tgt_rtl_launch_kernel`: runs a kernel of a loaded image, with the map installed when
+    /// it starts in force until it ends.
     pub fn launch(&self, device: i32, launch: &LaunchParams<'_>) -> Result<()> {
-        self.check_device(device)?;
+        self.registry(device)?.check_kernel(launch.kernel)?;
+        let _map_in_force = self.devices[device as usize].launches.read().unwrap_or_else(|e| e.into_inner());
         self.backend.launch(device, launch)
     }
 }

@@ -22,6 +22,8 @@ pub struct HostOffload;
 /// A device image loaded with `dlopen`.
 pub struct Library {
     handle: *mut c_void,
+    /// The name it was loaded under: the loader reports it for each of its symbols.
+    path: CString,
     /// The memfd the image was loaded from. Kept open while loaded: glibc identifies loaded
     /// objects by path, and `/proc/self/fd/N` must not name another image meanwhile.
     _memfd: OwnedFd,
@@ -64,7 +66,29 @@ impl Library {
         if handle.is_null() {
             return Err(dl_error("dlopen of the device image"));
         }
-        Ok(Library { handle, _memfd: memfd })
+        Ok(Library { handle, path, _memfd: memfd })
+    }
+
+    /// The address and size of `name` if this image itself defines it as a symbol of `kind`
+    /// (`STT_FUNC`, `STT_OBJECT`). A symbol the image does not define (`dlsym` also finds those
+    /// of the libraries it depends on: libc's `printf`) is absent; one of another kind is an
+    /// error (a kernel entry naming a data object, or a global naming a function).
+    fn own_symbol(&self, name: &str, kind: u8) -> Result<Option<(*mut c_void, u64)>> {
+        let Some(addr) = self.symbol(name)? else { return Ok(None) };
+        let Some(found) = elf::symbol_at(addr).filter(|s| s.object == self.path) else { return Ok(None) };
+        if found.kind != kind {
+            let what = |k: u8| match k {
+                elf::STT_FUNC => "a function".to_string(),
+                elf::STT_OBJECT => "a data object".to_string(),
+                other => format!("a symbol of type {other}"),
+            };
+            return Err(PluginError::InvalidImage(format!(
+                "{name} is {}, expected {}",
+                what(found.kind),
+                what(kind)
+            )));
+        }
+        Ok(Some((addr, found.size)))
     }
 
     /// The address of `name` if this image (or a library it depends on) defines it.
@@ -125,11 +149,20 @@ impl Backend for HostOffload {
     }
 
     fn kernel(&self, image: &Library, name: &str) -> Result<Option<u64>> {
-        Ok(image.symbol(name)?.map(|a| a as u64))
+        Ok(image.own_symbol(name, elf::STT_FUNC)?.map(|(addr, _)| addr as u64))
     }
 
     fn global(&self, image: &Library, name: &str) -> Result<Option<DeviceSymbol>> {
-        Ok(image.symbol(name)?.map(|addr| DeviceSymbol { addr: addr as u64, size: elf::symbol_size(addr) }))
+        Ok(image
+            .own_symbol(name, elf::STT_OBJECT)?
+            .map(|(addr, size)| DeviceSymbol { addr: addr as u64, size: Some(size) }))
+    }
+
+    fn check_function(&self, image: &Library, addr: u64) -> Result<()> {
+        match elf::symbol_at(addr as *mut c_void) {
+            Some(s) if s.object == image.path && s.kind == elf::STT_FUNC => Ok(()),
+            _ => Err(PluginError::InvalidImage(format!("{addr:#x} is not a function of the image"))),
+        }
     }
 
     fn host_address(&self, _device: i32, ptr: u64) -> Option<*mut u8> {

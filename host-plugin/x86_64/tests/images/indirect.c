@@ -24,3 +24,14 @@ void __omp_offloading_test_many(void *dyn_ptr, int *out, int *a1, int *a2, int *
                                 int *a5, int *a6, int *a7, int *a8, int *a9, int *a10, int *a11) {
   *out = (dyn_ptr == 0) + *a1 + *a2 + *a3 + *a4 + *a5 + *a6 + *a7 + *a8 + *a9 + *a10 + *a11;
 }
+
+/* Translates n[0] keys into out: one launch that reads the installed map many times. */
+void __omp_offloading_test_translate_all(void *dyn_ptr, void *const *keys, void **out, const uint64_t *n) {
+  (void)dyn_ptr;
+  for (uint64_t i = 0; i < *n; i++)
+    out[i] = __kmpc_target_translate_fptr(keys[i]);
+}
+
+/* Hostile entries: an indirect global holding the address of data, not of a function. */
+int device_data = 5;
+void *const __omp_offloading_test_bad_indirect = (void *)&device_data;

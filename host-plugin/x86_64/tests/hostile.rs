@@ -1,0 +1,281 @@
+//! Hostile input through the installed x86_64 plugin's C ABI: pointers the plugin never handed
+//! out, copies past the end of an allocation, launches of things that are not kernels, unknown
+//! `KernelArgs`, entries naming the wrong kind of symbol, and map replacement while kernels run.
+//! Each call must fail cleanly with `OFFLOAD_FAIL` (or null) and leave the plugin working.
+
+mod support;
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use plugin_core::abi::{FptrMapEntry, TgtTargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
+use plugin_test_support::kernel_args;
+use support::{api, compile_indirect, indirect_image, indirect_image_with, target_entries};
+
+/// Serialises tests (the plugin is process-wide state) and starts each from a clean plugin.
+fn fresh() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let api = api();
+    // SAFETY: plain calls into the plugin.
+    unsafe {
+        assert_eq!((api.init_plugin)(), OFFLOAD_SUCCESS);
+        for d in 0..(api.number_of_devices)() {
+            assert_eq!((api.deinit_device)(d), OFFLOAD_SUCCESS);
+            assert_eq!((api.init_device)(d), OFFLOAD_SUCCESS);
+        }
+    }
+    guard
+}
+
+fn alloc(bytes: i64) -> *mut c_void {
+    // SAFETY: a plain allocation on device 0.
+    let p = unsafe { (api().data_alloc)(0, bytes, std::ptr::null_mut(), 0) };
+    assert!(!p.is_null());
+    p
+}
+
+/// Launches `kernel` of device 0 with `args` (no offsets) and `version`.
+fn launch(kernel: *mut c_void, args: &[*mut c_void], version: u32) -> i32 {
+    let offsets = vec![0isize; args.len()];
+    let ka = kernel_args(args.len() as u32, version, 1);
+    // SAFETY: args and offsets hold num_args elements.
+    unsafe { (api().launch_kernel)(0, kernel, args.as_ptr(), offsets.as_ptr(), &ka, std::ptr::null_mut()) }
+}
+
+#[test]
+fn data_delete_frees_only_live_allocations_of_its_own() {
+    let _g = fresh();
+    let api = api();
+    let p = alloc(16);
+    // SAFETY: the calls take any pointer and must refuse those they do not own.
+    unsafe {
+        assert_eq!((api.data_delete)(0, p.cast::<u8>().add(8).cast(), 0), OFFLOAD_FAIL, "interior pointer");
+        let mut on_stack = 0u64;
+        assert_eq!(
+            (api.data_delete)(0, (&mut on_stack as *mut u64).cast(), 0),
+            OFFLOAD_FAIL,
+            "never allocated"
+        );
+        assert_eq!((api.data_delete)(0, std::ptr::null_mut(), 0), OFFLOAD_FAIL, "null");
+        assert_eq!((api.data_delete)(1, p, 0), OFFLOAD_FAIL, "another device's allocation");
+        assert_eq!((api.data_delete)(0, p, 0), OFFLOAD_SUCCESS);
+        assert_eq!((api.data_delete)(0, p, 0), OFFLOAD_FAIL, "freed twice");
+        // The plugin's own table: its address is in the image's map global, which the target
+        // table reports when the global is listed as an entry.
+        static MAP_P: u64 = 0;
+        let image = indirect_image_with(
+            compile_indirect().clone(),
+            &[(&MAP_P as *const u64 as *mut c_void, "__omp_offloading_fptr_map_p", 8, 0)],
+        );
+        let table = (api.load_binary)(0, image.ptr());
+        let map_p = target_entries(table)[4].addr;
+        let mut installed: *mut c_void = std::ptr::null_mut();
+        assert_eq!(
+            (api.data_retrieve)(0, (&mut installed as *mut *mut c_void).cast(), map_p, 8),
+            OFFLOAD_SUCCESS
+        );
+        assert!(!installed.is_null());
+        assert_eq!((api.data_delete)(0, installed, 0), OFFLOAD_FAIL, "the plugin's own table");
+        assert_eq!((api.data_delete)(0, map_p, 0), OFFLOAD_FAIL, "an image global");
+        // Everything still works, and deinit frees the table once.
+        let q = alloc(8);
+        assert_eq!((api.data_submit)(0, q, (&7u64 as *const u64).cast(), 8), OFFLOAD_SUCCESS);
+        assert_eq!((api.data_delete)(0, q, 0), OFFLOAD_SUCCESS);
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+        assert_eq!((api.deinit_device)(0), OFFLOAD_SUCCESS);
+    }
+}
+
+#[test]
+fn copies_stay_inside_an_allocation_or_an_image_global() {
+    let _g = fresh();
+    let api = api();
+    let p = alloc(16);
+    let big = vec![0u8; 1 << 20];
+    let mut back = [0u8; 16];
+    // SAFETY: the host buffers are as large as claimed except where the plugin must refuse
+    // before reading them (the 2^40 cases).
+    unsafe {
+        assert_eq!((api.data_submit)(0, p, big.as_ptr().cast(), 16), OFFLOAD_SUCCESS);
+        assert_eq!(
+            (api.data_submit)(0, p, big.as_ptr().cast(), 1 << 20),
+            OFFLOAD_FAIL,
+            "1 MiB into 16 bytes"
+        );
+        assert_eq!((api.data_submit)(0, p, big.as_ptr().cast(), 1 << 40), OFFLOAD_FAIL);
+        assert_eq!((api.data_retrieve)(0, back.as_mut_ptr().cast(), p, 1 << 40), OFFLOAD_FAIL);
+        assert_eq!(
+            (api.data_retrieve)(0, back.as_mut_ptr().cast(), p.cast::<u8>().add(8).cast(), 16),
+            OFFLOAD_FAIL
+        );
+        assert_eq!(
+            (api.data_retrieve)(0, back.as_mut_ptr().cast(), p.cast::<u8>().add(8).cast(), 8),
+            OFFLOAD_SUCCESS
+        );
+        let stack = back.as_mut_ptr().cast::<c_void>();
+        assert_eq!((api.data_submit)(0, stack, big.as_ptr().cast(), 8), OFFLOAD_FAIL, "not device memory");
+        assert_eq!((api.data_submit)(1, p, big.as_ptr().cast(), 8), OFFLOAD_FAIL, "another device's memory");
+        assert_eq!((api.data_delete)(0, p, 0), OFFLOAD_SUCCESS);
+        assert_eq!((api.data_submit)(0, p, big.as_ptr().cast(), 8), OFFLOAD_FAIL, "freed memory");
+    }
+}
+
+#[test]
+fn launches_run_only_loaded_kernels_with_known_arguments() {
+    let _g = fresh();
+    let api = api();
+    let image = indirect_image();
+    // SAFETY: a valid image; the bad launches must be refused before anything runs.
+    unsafe {
+        let table = (api.load_binary)(0, image.ptr());
+        let entries = target_entries(table);
+        let many = entries[3].addr;
+        let out = alloc(4);
+        let ones: Vec<*mut c_void> = (0..11).map(|_| alloc(4)).collect();
+        for &a in &ones {
+            assert_eq!((api.data_submit)(0, a, (&1i32 as *const i32).cast(), 4), OFFLOAD_SUCCESS);
+        }
+        let mut args = vec![out];
+        args.extend(&ones);
+        assert_eq!(launch(many, &args, 3), OFFLOAD_SUCCESS);
+        assert_eq!(launch(many, &args, 99), OFFLOAD_FAIL, "unknown KernelArgs version");
+        assert_eq!(launch(many, &args, 0), OFFLOAD_FAIL);
+        assert_eq!(launch(entries[0].addr, &args, 3), OFFLOAD_FAIL, "an indirect function is not a kernel");
+        assert_eq!(launch(libc::abort as *mut c_void, &args, 3), OFFLOAD_FAIL, "a libc function");
+        assert_eq!(launch(out, &args, 3), OFFLOAD_FAIL, "data");
+        assert_eq!(launch(many.cast::<u8>().add(4).cast(), &args, 3), OFFLOAD_FAIL, "inside a kernel");
+        assert_eq!(launch(many, &args, 3), OFFLOAD_SUCCESS, "still works");
+        // Two million arguments: refused before the arrays are read.
+        let ka = kernel_args(2_000_000, 3, 1);
+        let rc =
+            (api.launch_kernel)(0, many, args.as_ptr(), [0isize; 12].as_ptr(), &ka, std::ptr::null_mut());
+        assert_eq!(rc, OFFLOAD_FAIL);
+        // On device 1 nothing is loaded; after the unload, not on device 0 either.
+        let ka = kernel_args(12, 3, 1);
+        let rc =
+            (api.launch_kernel)(1, many, args.as_ptr(), [0isize; 12].as_ptr(), &ka, std::ptr::null_mut());
+        assert_eq!(rc, OFFLOAD_FAIL);
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+        assert_eq!(launch(many, &args, 3), OFFLOAD_FAIL, "unloaded");
+        for a in args {
+            assert_eq!((api.data_delete)(0, a, 0), OFFLOAD_SUCCESS);
+        }
+    }
+}
+
+#[test]
+fn entries_must_name_symbols_of_the_right_kind_in_the_image() {
+    let _g = fresh();
+    let api = api();
+    static ID: u8 = 0;
+    let id = &ID as *const u8 as *mut c_void;
+    let cases: [(&str, usize, i32, &str); 4] = [
+        ("__omp_offloading_test_square", 0, 0, "a kernel entry naming a data object"),
+        ("printf", 0, 0, "a kernel entry naming a libc function"),
+        ("__omp_offloading_test_call", 8, 0, "a global entry naming a function"),
+        ("__omp_offloading_test_bad_indirect", 8, 8, "an indirect global holding a data address"),
+    ];
+    for (name, size, flags, what) in cases {
+        let image = indirect_image_with(compile_indirect().clone(), &[(id, name, size, flags)]);
+        // SAFETY: the image is well formed apart from the entry under test.
+        let table = unsafe { (api.load_binary)(0, image.ptr()) };
+        assert!(table.is_null(), "{what} was accepted");
+    }
+    // The device is unchanged: the well-formed image loads and runs.
+    let image = indirect_image();
+    // SAFETY: a valid image.
+    unsafe {
+        let table: *mut TgtTargetTable = (api.load_binary)(0, image.ptr());
+        assert!(!table.is_null());
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+    }
+}
+
+/// Runs `__omp_offloading_test_translate_all` over `keys` on device 0 and returns the results.
+fn translate_all(kernel: *mut c_void, keys: &[u64]) -> Vec<u64> {
+    let api = api();
+    let bytes = (keys.len() * 8) as i64;
+    let (keys_d, out_d, n_d) = (alloc(bytes), alloc(bytes), alloc(8));
+    let mut out = vec![0u64; keys.len()];
+    // SAFETY: buffers of the sizes given; the kernel takes three pointers.
+    unsafe {
+        assert_eq!((api.data_submit)(0, keys_d, keys.as_ptr().cast(), bytes), OFFLOAD_SUCCESS);
+        assert_eq!(
+            (api.data_submit)(0, n_d, (&(keys.len() as u64) as *const u64).cast(), 8),
+            OFFLOAD_SUCCESS
+        );
+        assert_eq!(launch(kernel, &[keys_d, out_d, n_d], 3), OFFLOAD_SUCCESS);
+        assert_eq!((api.data_retrieve)(0, out.as_mut_ptr().cast(), out_d, bytes), OFFLOAD_SUCCESS);
+        for p in [keys_d, out_d, n_d] {
+            assert_eq!((api.data_delete)(0, p, 0), OFFLOAD_SUCCESS);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_launch_sees_one_whole_map_while_maps_are_replaced() {
+    let _g = fresh();
+    let api = api();
+    static ID: u8 = 0;
+    let id = &ID as *const u8 as *mut c_void;
+    let image =
+        indirect_image_with(compile_indirect().clone(), &[(id, "__omp_offloading_test_translate_all", 0, 0)]);
+    // SAFETY: a valid image, loaded for the whole test.
+    let table = unsafe { (api.load_binary)(0, image.ptr()) };
+    // As an integer: the launching threads share it.
+    let kernel = target_entries(table)[4].addr as usize;
+    const ENTRIES: u64 = 16 * 1024;
+    let keys: Vec<u64> = (0..ENTRIES).map(|i| 0x10_0000 + 16 * i).collect();
+    let map = |salt: u64| -> Vec<FptrMapEntry> {
+        keys.iter().map(|&k| FptrMapEntry { host_ptr: k, tgt_ptr: k ^ salt }).collect()
+    };
+    let (a, b) = (map(0xa000_0000), map(0xb000_0000));
+    // SAFETY: sorted tables of ENTRIES entries.
+    unsafe { assert_eq!((api.set_function_ptr_map)(0, ENTRIES, a.as_ptr()), OFFLOAD_SUCCESS) };
+    let stop = AtomicBool::new(false);
+    let mut launches = 0;
+    std::thread::scope(|s| {
+        let replacer = s.spawn(|| {
+            let mut replaced = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let next = if replaced % 2 == 0 { &b } else { &a };
+                // SAFETY: as above.
+                unsafe { assert_eq!((api.set_function_ptr_map)(0, ENTRIES, next.as_ptr()), OFFLOAD_SUCCESS) };
+                replaced += 1;
+            }
+            replaced
+        });
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut seen = [0; 2];
+                    for _ in 0..40 {
+                        let out = translate_all(kernel as *mut c_void, &keys);
+                        let salt = out[0] ^ keys[0];
+                        assert!(salt == 0xa000_0000 || salt == 0xb000_0000, "first result {:#x}", out[0]);
+                        let mixed = keys.iter().zip(&out).filter(|(&k, &o)| o != k ^ salt).count();
+                        assert_eq!(mixed, 0, "a launch saw {mixed} results of another map");
+                        seen[usize::from(salt == 0xb000_0000)] += 1;
+                    }
+                    seen
+                })
+            })
+            .collect();
+        for w in workers {
+            let seen = w.join().expect("a launching thread failed");
+            launches += seen[0] + seen[1];
+        }
+        stop.store(true, Ordering::Relaxed);
+        let replaced = replacer.join().expect("the replacing thread failed");
+        assert!(replaced > 0);
+    });
+    assert_eq!(launches, 120);
+    // SAFETY: clears the map, then unloads.
+    unsafe {
+        assert_eq!((api.set_function_ptr_map)(0, 0, std::ptr::null()), OFFLOAD_SUCCESS);
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+    }
+}
