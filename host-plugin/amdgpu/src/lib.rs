@@ -429,7 +429,7 @@ impl Backend for Amdgpu {
                 self.hsa.symbol_info::<u32>(symbol, info::VARIABLE_SIZE)?,
             )
         };
-        Ok(Some(DeviceSymbol { addr, size: Some(size as u64) }))
+        Ok(Some(DeviceSymbol { addr, size: Some(size as u64), writable: true }))
     }
 
     fn alloc(&self, device: i32, size: usize, kind: i32) -> Result<u64> {

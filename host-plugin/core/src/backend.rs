@@ -11,6 +11,9 @@ pub struct DeviceSymbol {
     pub addr: u64,
     /// Its size in bytes, where the loader knows it (`dlsym` does not).
     pub size: Option<u64>,
+    /// Whether the plugin may write it: false for read-only memory of the image (on host
+    /// offload, a read-only segment or RELRO), where a write would crash the process.
+    pub writable: bool,
 }
 
 /// A kernel launch as libomptarget asked for it.

@@ -267,7 +267,10 @@ impl<B: Backend> Plugin<B> {
                     )));
                 }
                 if !entry.is_indirect() {
-                    globals.push((global.addr, entry.size));
+                    // Read-only globals (constants) are not libomptarget's to copy into.
+                    if global.writable {
+                        globals.push((global.addr, entry.size));
+                    }
                     return Ok(global.addr);
                 }
                 // The global holds the device function's address. libomptarget maps the host
@@ -486,6 +489,11 @@ impl<B: Backend> Plugin<B> {
         };
         let index = self.backend.global(image, FPTR_INDEX)?;
         let expected = [(FPTR_MAP_P, Some(p), 8), (FPTR_MAP_SIZE, Some(size), 8), (FPTR_INDEX, index, 48)];
+        for (name, sym) in expected.iter().map(|(n, s, _)| (n, s)) {
+            if sym.is_some_and(|s| !s.writable) {
+                return Err(PluginError::InvalidImage(format!("{name} is in read-only memory")));
+            }
+        }
         for (name, sym, want) in expected {
             if let Some(bytes) = sym.and_then(|s| s.size).filter(|&s| s != want) {
                 return Err(PluginError::InvalidImage(format!("{name} is {bytes} bytes, expected {want}")));

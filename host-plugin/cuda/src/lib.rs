@@ -196,7 +196,7 @@ impl Backend for Cuda {
         self.enter(module.device)?;
         // SAFETY: a `Module` holds a loaded handle until unloaded.
         let found = unsafe { self.driver.global(module.handle as CuHandle, &symbol_name(symbol)?) }?;
-        Ok(found.map(|(addr, size)| DeviceSymbol { addr, size: Some(size as u64) }))
+        Ok(found.map(|(addr, size)| DeviceSymbol { addr, size: Some(size as u64), writable: true }))
     }
 
     fn alloc(&self, device: i32, size: usize, _kind: i32) -> Result<u64> {

@@ -1,32 +1,7 @@
-//! What the x86_64 plugin needs to know of ELF: is it a shared object for x86_64, and how big
-//! is a symbol the dynamic loader found.
+//! What the x86_64 plugin asks the dynamic loader about a loaded image's symbols (the image
+//! itself is checked before loading by `validate`).
 
 use std::ffi::c_void;
-
-use plugin_core::{PluginError, Result};
-
-const EM_X86_64: u16 = 62;
-const ET_DYN: u16 = 3;
-
-/// Accepts a 64-bit little-endian x86_64 ELF shared object, or says what it is instead.
-pub fn check_x86_64_shared_object(bytes: &[u8]) -> Result<()> {
-    let bad = |why: String| Err(PluginError::InvalidImage(why));
-    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" {
-        return bad("not an ELF file".into());
-    }
-    if bytes[4] != 2 || bytes[5] != 1 {
-        return bad("not a 64-bit little-endian ELF file".into());
-    }
-    let e_type = u16::from_le_bytes([bytes[16], bytes[17]]);
-    let e_machine = u16::from_le_bytes([bytes[18], bytes[19]]);
-    if e_machine != EM_X86_64 {
-        return bad(format!("ELF machine {e_machine}, not x86_64 ({EM_X86_64})"));
-    }
-    if e_type != ET_DYN {
-        return bad(format!("ELF type {e_type}, not a shared object ({ET_DYN})"));
-    }
-    Ok(())
-}
 
 #[repr(C)]
 struct Elf64Sym {
@@ -88,29 +63,4 @@ pub fn symbol_at(addr: *mut c_void) -> Option<LoadedSymbol> {
     // SAFETY: a non-null dli_fname is the loaded object's NUL-terminated name.
     let object = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_owned();
     Some(LoadedSymbol { kind: sym.st_info & 0xf, size: sym.st_size, object })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn header(class: u8, e_type: u16, machine: u16) -> Vec<u8> {
-        let mut h = vec![0u8; 64];
-        h[..4].copy_from_slice(b"\x7fELF");
-        h[4] = class;
-        h[5] = 1;
-        h[16..18].copy_from_slice(&e_type.to_le_bytes());
-        h[18..20].copy_from_slice(&machine.to_le_bytes());
-        h
-    }
-
-    #[test]
-    fn accepts_only_x86_64_shared_objects() {
-        assert!(check_x86_64_shared_object(&header(2, ET_DYN, EM_X86_64)).is_ok());
-        assert!(check_x86_64_shared_object(&header(2, 1, EM_X86_64)).is_err());
-        assert!(check_x86_64_shared_object(&header(2, ET_DYN, 224)).unwrap_err().to_string().contains("224"));
-        assert!(check_x86_64_shared_object(&header(1, ET_DYN, EM_X86_64)).is_err());
-        assert!(check_x86_64_shared_object(b"\x7fELF").is_err());
-        assert!(check_x86_64_shared_object(b"").is_err());
-    }
 }

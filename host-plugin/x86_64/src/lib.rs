@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 mod elf;
+pub mod validate;
 
 use std::ffi::{c_void, CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -24,6 +25,10 @@ pub struct Library {
     handle: *mut c_void,
     /// The name it was loaded under: the loader reports it for each of its symbols.
     path: CString,
+    /// Where its executable segments are in this process: its functions, exported or not.
+    code: Vec<(u64, u64)>,
+    /// Where its memory stays writable after loading (writable segments less RELRO).
+    writable: Vec<(u64, u64)>,
     /// The memfd the image was loaded from. Kept open while loaded: glibc identifies loaded
     /// objects by path, and `/proc/self/fd/N` must not name another image meanwhile.
     _memfd: OwnedFd,
@@ -31,6 +36,13 @@ pub struct Library {
 
 // SAFETY: a dlopen handle may be used and closed from any thread.
 unsafe impl Send for Library {}
+
+/// The head of glibc's `struct link_map` (`<link.h>`): the fields dlinfo's callers may read.
+#[repr(C)]
+struct LinkMap {
+    /// Difference between the addresses in the ELF file and in memory.
+    l_addr: usize,
+}
 
 fn dl_error(what: &str) -> PluginError {
     // SAFETY: dlerror returns null or a thread-local C string valid until the next dl call.
@@ -45,8 +57,9 @@ fn dl_error(what: &str) -> PluginError {
 }
 
 impl Library {
-    /// Writes `bytes` to an anonymous memory file and `dlopen`s it.
+    /// Checks `bytes` ([`validate`]), writes them to an anonymous memory file and `dlopen`s it.
     fn open(bytes: &[u8]) -> Result<Library> {
+        let checked = validate::check_shared_object(bytes)?;
         let name = c"omptarget-indirect-image";
         // SAFETY: valid C string, valid flags.
         let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
@@ -66,7 +79,27 @@ impl Library {
         if handle.is_null() {
             return Err(dl_error("dlopen of the device image"));
         }
-        Ok(Library { handle, path, _memfd: memfd })
+        let mut map: *mut LinkMap = std::ptr::null_mut();
+        // SAFETY: a live handle; RTLD_DI_LINKMAP stores the object's link_map pointer.
+        if unsafe { libc::dlinfo(handle, libc::RTLD_DI_LINKMAP, (&mut map as *mut *mut LinkMap).cast()) } != 0
+            || map.is_null()
+        {
+            let err = dl_error("dlinfo of the device image");
+            // SAFETY: the handle is closed once, here.
+            unsafe { libc::dlclose(handle) };
+            return Err(err);
+        }
+        // SAFETY: dlinfo returned the object's link_map, valid while it is loaded.
+        let base = unsafe { (*map).l_addr } as u64;
+        let rebase =
+            |ranges: &[(u64, u64)]| ranges.iter().map(|&(start, end)| (base + start, base + end)).collect();
+        Ok(Library {
+            handle,
+            path,
+            code: rebase(&checked.code),
+            writable: rebase(&checked.writable),
+            _memfd: memfd,
+        })
     }
 
     /// The address and size of `name` if this image itself defines it as a symbol of `kind`
@@ -132,7 +165,7 @@ impl Backend for HostOffload {
         if let Some(triple) = image.triple.as_deref().filter(|t| !t.starts_with("x86_64")) {
             return Err(PluginError::InvalidImage(format!("packaged for {triple}, not x86_64")));
         }
-        elf::check_x86_64_shared_object(image.bytes)
+        validate::check_shared_object(image.bytes).map(drop)
     }
 
     fn init_device(&self, _device: i32) -> Result<()> {
@@ -140,7 +173,6 @@ impl Backend for HostOffload {
     }
 
     fn load_image(&self, _device: i32, image: &[u8]) -> Result<Library> {
-        elf::check_x86_64_shared_object(image)?;
         Library::open(image)
     }
 
@@ -153,15 +185,23 @@ impl Backend for HostOffload {
     }
 
     fn global(&self, image: &Library, name: &str) -> Result<Option<DeviceSymbol>> {
-        Ok(image
-            .own_symbol(name, elf::STT_OBJECT)?
-            .map(|(addr, size)| DeviceSymbol { addr: addr as u64, size: Some(size) }))
+        Ok(image.own_symbol(name, elf::STT_OBJECT)?.map(|(addr, size)| DeviceSymbol {
+            addr: addr as u64,
+            size: Some(size),
+            writable: image
+                .writable
+                .iter()
+                .any(|&(start, end)| addr as u64 >= start && addr as u64 + size <= end),
+        }))
     }
 
     fn check_function(&self, image: &Library, addr: u64) -> Result<()> {
-        match elf::symbol_at(addr as *mut c_void) {
-            Some(s) if s.object == image.path && s.kind == elf::STT_FUNC => Ok(()),
-            _ => Err(PluginError::InvalidImage(format!("{addr:#x} is not a function of the image"))),
+        // Device functions need not be exported (clang's are often hidden): the address must lie
+        // in the image's code.
+        if image.code.iter().any(|&(start, end)| (start..end).contains(&addr)) {
+            Ok(())
+        } else {
+            Err(PluginError::InvalidImage(format!("{addr:#x} is not in the image's code")))
         }
     }
 

@@ -279,3 +279,120 @@ fn a_launch_sees_one_whole_map_while_maps_are_replaced() {
         assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
     }
 }
+
+/// Byte ranges of an image's structures that the loader reads, for corrupting them one field at a
+/// time: `(file offset, width)` of every field worth changing.
+fn loader_fields(image: &[u8]) -> Vec<(usize, usize)> {
+    use object::read::elf::{FileHeader, ProgramHeader};
+    let e = object::LittleEndian;
+    let header = object::elf::FileHeader64::<object::LittleEndian>::parse(image).unwrap();
+    let mut fields = Vec::new();
+    let phoff = header.e_phoff(e) as usize;
+    for i in 0..header.e_phnum(e) as usize {
+        let at = phoff + 56 * i;
+        // p_offset, p_vaddr, p_filesz, p_memsz, p_align.
+        fields.extend([8, 16, 32, 40, 48].map(|f| (at + f, 8)));
+    }
+    let phdrs = header.program_headers(e, image).unwrap();
+    let dynamic = phdrs.iter().find(|p| p.p_type(e) == object::elf::PT_DYNAMIC).unwrap();
+    let file_of = |vaddr: u64| -> Option<usize> {
+        phdrs
+            .iter()
+            .filter(|p| p.p_type(e) == object::elf::PT_LOAD)
+            .find(|p| vaddr >= p.p_vaddr(e) && vaddr < p.p_vaddr(e) + p.p_filesz(e))
+            .map(|p| (p.p_offset(e) + vaddr - p.p_vaddr(e)) as usize)
+    };
+    let dyn_at = dynamic.p_offset(e) as usize;
+    let mut tags = Vec::new();
+    for i in 0..dynamic.p_filesz(e) as usize / 16 {
+        let tag = u64::from_le_bytes(image[dyn_at + 16 * i..dyn_at + 16 * i + 8].try_into().unwrap());
+        let val = u64::from_le_bytes(image[dyn_at + 16 * i + 8..dyn_at + 16 * i + 16].try_into().unwrap());
+        if tag == 0 {
+            break;
+        }
+        // DT_INIT / DT_FINI: the validator checks that they point into the image's code; one
+        // moved to another instruction of that code cannot be told from a good one, so no such
+        // variant is made.
+        if tag != u64::from(object::elf::DT_INIT) && tag != u64::from(object::elf::DT_FINI) {
+            fields.push((dyn_at + 16 * i + 8, 8));
+        }
+        tags.push((tag, val));
+    }
+    let value = |tag: u32| tags.iter().find(|(t, _)| *t == u64::from(tag)).map(|(_, v)| *v);
+    if let Some(symtab) = value(object::elf::DT_SYMTAB).and_then(file_of) {
+        for i in 0..12 {
+            // st_name, st_shndx, st_value, st_size.
+            fields.extend([(0, 4), (6, 2), (8, 8), (16, 8)].map(|(f, w)| (symtab + 24 * i + f, w)));
+        }
+    }
+    for (table, size) in
+        [(object::elf::DT_RELA, object::elf::DT_RELASZ), (object::elf::DT_JMPREL, object::elf::DT_PLTRELSZ)]
+    {
+        if let (Some(at), Some(size)) = (value(table).and_then(file_of), value(size)) {
+            for i in 0..(size as usize / 24).min(24) {
+                fields.extend([(at + 24 * i, 8), (at + 24 * i + 8, 8)]);
+            }
+        }
+    }
+    if let Some(at) = value(object::elf::DT_GNU_HASH).and_then(file_of) {
+        fields.extend((0..4).map(|i| (at + 4 * i, 4)));
+        fields.extend((0..8).map(|i| (at + 16 + 8 + 4 * i, 4)));
+    }
+    fields
+}
+
+#[test]
+fn malformed_images_are_refused_not_crashed_on() {
+    let _g = fresh();
+    let api = api();
+    let good = compile_indirect().clone();
+    omptarget_rtl_x86_64::validate::check_shared_object(&good).expect("the real image passes");
+    let mut variants: Vec<Vec<u8>> = (0..good.len()).step_by(7).map(|n| good[..n].to_vec()).collect();
+    for (at, width) in loader_fields(&good) {
+        let old = match width {
+            2 => u64::from(u16::from_le_bytes(good[at..at + 2].try_into().unwrap())),
+            4 => u64::from(u32::from_le_bytes(good[at..at + 4].try_into().unwrap())),
+            _ => u64::from_le_bytes(good[at..at + 8].try_into().unwrap()),
+        };
+        for new in [
+            0,
+            1,
+            0x7fff_ffff,
+            u64::MAX,
+            old ^ 0x1000,
+            old.wrapping_add(8),
+            old.wrapping_mul(3),
+            good.len() as u64,
+        ] {
+            let mut v = good.clone();
+            v[at..at + width].copy_from_slice(&new.to_le_bytes()[..width]);
+            if std::env::var_os("HOSTILE_TRACE").is_some() {
+                eprintln!("variant {}: {width} bytes at {at:#x}: {old:#x} -> {new:#x}", variants.len());
+            }
+            variants.push(v);
+        }
+    }
+    let (mut refused, mut loaded) = (0, 0);
+    for (n, bytes) in variants.into_iter().enumerate() {
+        if std::env::var_os("HOSTILE_TRACE").is_some() {
+            eprintln!(
+                "variant {n}: {} bytes, check {:?}",
+                bytes.len(),
+                omptarget_rtl_x86_64::validate::check_shared_object(&bytes).err()
+            );
+        }
+        let image = indirect_image_with(bytes, &[]);
+        // SAFETY: a well-formed descriptor of possibly malformed bytes: the plugin must refuse
+        // those cleanly or load them safely.
+        unsafe {
+            let table = (api.load_binary)(0, image.ptr());
+            if table.is_null() {
+                refused += 1;
+            } else {
+                loaded += 1;
+                assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+            }
+        }
+    }
+    assert!(refused > 1000, "{refused} refused, {loaded} loaded");
+}

@@ -1,0 +1,483 @@
+//! Validation of a device image before the dynamic loader sees it. `dlopen` trusts the file: a
+//! truncated image, or one whose program headers, dynamic section, symbol or hash tables or
+//! relocations point outside what is loaded, crashes the process inside the loader (SIGBUS,
+//! SIGSEGV, SIGFPE, or an assertion that exits). Everything the loader reads or writes while
+//! loading is checked here against the image's own bytes and segments first, with `object`'s ELF
+//! reader, and a bad image is refused with one line saying what is wrong.
+
+use object::elf;
+use object::read::elf::{Dyn as _, FileHeader as _, GnuHashTable, HashTable, ProgramHeader as _};
+use object::{LittleEndian as LE, Pod};
+
+use plugin_core::{PluginError, Result};
+
+type Header = elf::FileHeader64<LE>;
+
+/// `DT_RELR`, which object 0.36 does not name.
+const DT_RELR: u32 = 36;
+
+/// Relocation types the loader applies without running code of the image: none, 64-bit
+/// absolute, GOT and PLT slots, relative, and the thread-local ones. (IRELATIVE would call a
+/// resolver in the image while loading; device images have none.)
+const RELOCATION_TYPES: [u32; 8] = [
+    elf::R_X86_64_NONE,
+    elf::R_X86_64_64,
+    elf::R_X86_64_GLOB_DAT,
+    elf::R_X86_64_JUMP_SLOT,
+    elf::R_X86_64_RELATIVE,
+    elf::R_X86_64_DTPMOD64,
+    elf::R_X86_64_DTPOFF64,
+    elf::R_X86_64_TPOFF64,
+];
+
+/// The most memory an image may ask the loader to map (its segments' span): far more than any
+/// device image, small enough that a corrupted size is caught here rather than by mmap.
+const MAX_SPAN: u64 = 1 << 32;
+
+fn bad<T>(why: impl Into<String>) -> Result<T> {
+    Err(PluginError::InvalidImage(why.into()))
+}
+
+/// One `PT_LOAD` segment: where it is in memory and which of its bytes come from the file.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    vaddr: u64,
+    memsz: u64,
+    offset: u64,
+    filesz: u64,
+    executable: bool,
+    writable: bool,
+}
+
+/// The image's loadable address space.
+struct Space<'a> {
+    data: &'a [u8],
+    segments: Vec<Segment>,
+}
+
+impl<'a> Space<'a> {
+    /// The file bytes behind `[vaddr, vaddr + len)`, which must lie in one segment's file part.
+    fn file_bytes(&self, vaddr: u64, len: u64, what: &str) -> Result<&'a [u8]> {
+        let end = vaddr
+            .checked_add(len)
+            .ok_or_else(|| PluginError::InvalidImage(format!("{what}: size overflows")))?;
+        for s in &self.segments {
+            if vaddr >= s.vaddr && end <= s.vaddr + s.filesz {
+                let start = (s.offset + (vaddr - s.vaddr)) as usize;
+                return Ok(&self.data[start..start + len as usize]);
+            }
+        }
+        bad(format!("{what} ({len} bytes at {vaddr:#x}) is not inside a loaded part of the image"))
+    }
+
+    /// Whether `vaddr` is in the file-backed part of an executable segment (zero-filled memory
+    /// is no code).
+    fn in_code(&self, vaddr: u64) -> bool {
+        self.segments.iter().any(|s| s.executable && vaddr >= s.vaddr && vaddr < s.vaddr + s.filesz)
+    }
+
+    /// Whether `[vaddr, vaddr + len)` lies inside one writable segment's memory (RELRO included:
+    /// the loader relocates before protecting it).
+    fn in_writable(&self, vaddr: u64, len: u64) -> bool {
+        vaddr.checked_add(len).is_some_and(|end| {
+            self.segments.iter().any(|s| s.writable && vaddr >= s.vaddr && end <= s.vaddr + s.memsz)
+        })
+    }
+
+    /// Whether `[vaddr, vaddr + len)` lies inside one segment's memory.
+    fn in_memory(&self, vaddr: u64, len: u64) -> bool {
+        vaddr
+            .checked_add(len)
+            .is_some_and(|end| self.segments.iter().any(|s| vaddr >= s.vaddr && end <= s.vaddr + s.memsz))
+    }
+}
+
+/// Reads `count` values of `T` from the start of `bytes`.
+fn table<'a, T: Pod>(bytes: &'a [u8], count: usize, what: &str) -> Result<&'a [T]> {
+    object::pod::slice_from_bytes::<T>(bytes, count)
+        .map(|(t, _)| t)
+        .map_err(|()| PluginError::InvalidImage(format!("{what} is truncated")))
+}
+
+/// What loading will make of a checked image: the address ranges (relative to its load base)
+/// of its executable segments, where its functions are.
+#[derive(Debug, Clone, Default)]
+pub struct CheckedImage {
+    /// `(start, end)` of each executable `PT_LOAD` segment's memory.
+    pub code: Vec<(u64, u64)>,
+    /// `(start, end)` of the memory that stays writable: writable segments less `PT_GNU_RELRO`.
+    pub writable: Vec<(u64, u64)>,
+}
+
+/// Accepts an x86_64 ELF shared object that the dynamic loader can load without reading or
+/// writing outside it, or says what is wrong.
+pub fn check_shared_object(data: &[u8]) -> Result<CheckedImage> {
+    if data.len() < 4 || &data[..4] != b"\x7fELF" {
+        return bad("not an ELF file");
+    }
+    if data.len() < 6 || data[4] != elf::ELFCLASS64 || data[5] != elf::ELFDATA2LSB {
+        return bad("not a 64-bit little-endian ELF file");
+    }
+    let header = Header::parse(data).map_err(|e| PluginError::InvalidImage(format!("ELF header: {e}")))?;
+    let e = LE;
+    let machine = header.e_machine(e);
+    if machine != elf::EM_X86_64 {
+        return bad(format!("ELF machine {machine}, not x86_64 ({})", elf::EM_X86_64));
+    }
+    let kind = header.e_type(e);
+    if kind != elf::ET_DYN {
+        return bad(format!("ELF type {kind}, not a shared object ({})", elf::ET_DYN));
+    }
+    if usize::from(header.e_phentsize(e)) != std::mem::size_of::<elf::ProgramHeader64<LE>>() {
+        return bad(format!("program header entries of {} bytes", header.e_phentsize(e)));
+    }
+    let phdrs = header
+        .program_headers(e, data)
+        .map_err(|e| PluginError::InvalidImage(format!("program headers: {e}")))?;
+    let space = segments(data, phdrs)?;
+    let code = phdrs
+        .iter()
+        .filter(|p| p.p_type(e) == elf::PT_LOAD && p.p_flags(e) & elf::PF_X != 0)
+        .map(|p| (p.p_vaddr(e), p.p_vaddr(e) + p.p_memsz(e)))
+        .collect();
+    let relro: Vec<(u64, u64)> = phdrs
+        .iter()
+        .filter(|p| p.p_type(e) == elf::PT_GNU_RELRO)
+        .map(|p| (p.p_vaddr(e), p.p_vaddr(e) + p.p_memsz(e)))
+        .collect();
+    let mut writable = Vec::new();
+    for p in phdrs.iter().filter(|p| p.p_type(e) == elf::PT_LOAD && p.p_flags(e) & elf::PF_W != 0) {
+        let (mut start, end) = (p.p_vaddr(e), p.p_vaddr(e) + p.p_memsz(e));
+        // RELRO starts a writable segment (as linkers lay it out); what follows stays writable.
+        for &(relro_start, relro_end) in &relro {
+            if relro_start <= start && relro_end > start {
+                start = relro_end.min(end);
+            }
+        }
+        if start < end {
+            writable.push((start, end));
+        }
+    }
+    let dynamic: Vec<_> = phdrs.iter().filter(|p| p.p_type(e) == elf::PT_DYNAMIC).collect();
+    let [dynamic] = dynamic[..] else {
+        return bad(format!("{} dynamic segments, expected 1", dynamic.len()));
+    };
+    let bytes = space.file_bytes(dynamic.p_vaddr(e), dynamic.p_filesz(e), "the dynamic section")?;
+    let count = bytes.len() / std::mem::size_of::<elf::Dyn64<LE>>();
+    let entries: &[elf::Dyn64<LE>] = table(bytes, count, "the dynamic section")?;
+    let end = entries
+        .iter()
+        .position(|d| d.d_tag(e) == u64::from(elf::DT_NULL))
+        .ok_or_else(|| PluginError::InvalidImage("the dynamic section has no DT_NULL".into()))?;
+    check_dynamic(&space, &entries[..end])?;
+    Ok(CheckedImage { code, writable })
+}
+
+/// The `PT_LOAD` segments, each inside the file, ordered, not overlapping, aligned as the loader
+/// requires, and spanning at most [`MAX_SPAN`].
+fn segments<'a>(data: &'a [u8], phdrs: &[elf::ProgramHeader64<LE>]) -> Result<Space<'a>> {
+    let e = LE;
+    let mut segments = Vec::new();
+    for (i, p) in phdrs.iter().enumerate() {
+        if p.p_type(e) != elf::PT_LOAD {
+            continue;
+        }
+        let (vaddr, memsz, offset, filesz, align) =
+            (p.p_vaddr(e), p.p_memsz(e), p.p_offset(e), p.p_filesz(e), p.p_align(e));
+        if offset.checked_add(filesz).is_none_or(|end| end > data.len() as u64) {
+            return bad(format!(
+                "segment {i}: {filesz} bytes at file offset {offset:#x} lie past the end of the {}-byte file",
+                data.len()
+            ));
+        }
+        if filesz > memsz || vaddr.checked_add(memsz).is_none() {
+            return bad(format!("segment {i}: {filesz} file bytes, {memsz} in memory at {vaddr:#x}"));
+        }
+        if align > 1 && (!align.is_power_of_two() || vaddr % align != offset % align) {
+            return bad(format!(
+                "segment {i}: alignment {align:#x} does not fit address {vaddr:#x} and offset {offset:#x}"
+            ));
+        }
+        if let Some(last) = segments.last().copied() {
+            let last: Segment = last;
+            if vaddr < last.vaddr + last.memsz {
+                return bad(format!("segment {i} at {vaddr:#x} overlaps or precedes the one before"));
+            }
+            // Linkers lay segments out in the file in the same order: a segment that maps file
+            // bytes another one maps (its code made of the ELF header, say) is corrupt.
+            if filesz > 0 && offset < last.offset + last.filesz {
+                return bad(format!("segment {i} maps file bytes at {offset:#x} that the one before maps"));
+            }
+        }
+        let flags = p.p_flags(e);
+        segments.push(Segment {
+            vaddr,
+            memsz,
+            offset,
+            filesz,
+            executable: flags & elf::PF_X != 0,
+            writable: flags & elf::PF_W != 0,
+        });
+    }
+    let (Some(first), Some(last)) = (segments.first(), segments.last()) else {
+        return bad("no loadable segment");
+    };
+    if last.vaddr + last.memsz - first.vaddr > MAX_SPAN {
+        return bad(format!("the segments span {:#x} bytes", last.vaddr + last.memsz - first.vaddr));
+    }
+    let space = Space { data, segments };
+    // The other headers the loader acts on (mprotect of RELRO, TLS initialisation, notes,
+    // unwinding tables) must describe memory of the segments and bytes of the file.
+    for (i, p) in phdrs.iter().enumerate() {
+        let kind = p.p_type(e);
+        if matches!(kind, elf::PT_LOAD | elf::PT_NULL | elf::PT_GNU_STACK) {
+            continue;
+        }
+        let (vaddr, memsz, offset, filesz) = (p.p_vaddr(e), p.p_memsz(e), p.p_offset(e), p.p_filesz(e));
+        let in_file = offset.checked_add(filesz).is_some_and(|end| end <= data.len() as u64);
+        if !in_file || filesz > memsz || !space.in_memory(vaddr, memsz) {
+            return bad(format!(
+                "program header {i} (type {kind:#x}): {memsz} bytes at {vaddr:#x} are not inside one loaded segment"
+            ));
+        }
+    }
+    Ok(space)
+}
+
+/// Everything the dynamic section points the loader at.
+fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
+    let e = LE;
+    let value = |tag: u32| entries.iter().find(|d| d.d_tag(e) == u64::from(tag)).map(|d| d.d_val(e));
+    let (Some(strtab), Some(strsz)) = (value(elf::DT_STRTAB), value(elf::DT_STRSZ)) else {
+        return bad("no string table (DT_STRTAB, DT_STRSZ)");
+    };
+    let strings = space.file_bytes(strtab, strsz, "the string table")?;
+    let string = |offset: u64, what: &str| -> Result<()> {
+        let tail = strings.get(offset as usize..).filter(|_| offset < strsz);
+        match tail.and_then(|t| t.iter().position(|&b| b == 0)) {
+            Some(_) => Ok(()),
+            None => bad(format!("{what}: string offset {offset:#x} is outside the string table")),
+        }
+    };
+    for d in entries {
+        let tag = d.d_tag(e);
+        if [elf::DT_NEEDED, elf::DT_SONAME, elf::DT_RPATH, elf::DT_RUNPATH]
+            .iter()
+            .any(|&t| tag == u64::from(t))
+        {
+            string(d.d_val(e), "a library name or path")?;
+        }
+    }
+    // DT_RELR (36): packed relative relocations, which this check does not read.
+    if value(elf::DT_TEXTREL).is_some()
+        || value(elf::DT_FLAGS).is_some_and(|f| f & u64::from(elf::DF_TEXTREL) != 0)
+    {
+        return bad("relocations in read-only segments (DT_TEXTREL)");
+    }
+    if value(elf::DT_REL).is_some() || value(DT_RELR).is_some() {
+        return bad("DT_REL / DT_RELR relocations (x86_64 images use DT_RELA)");
+    }
+    if value(elf::DT_SYMENT).is_some_and(|n| n != std::mem::size_of::<elf::Sym64<LE>>() as u64) {
+        return bad("symbol entries of an unexpected size");
+    }
+    let symtab = value(elf::DT_SYMTAB).ok_or_else(|| PluginError::InvalidImage("no DT_SYMTAB".into()))?;
+    let nsyms = symbol_count(space, &value)?;
+    let sym_bytes =
+        space.file_bytes(symtab, nsyms * std::mem::size_of::<elf::Sym64<LE>>() as u64, "the symbol table")?;
+    let symbols: &[elf::Sym64<LE>] = table(sym_bytes, nsyms as usize, "the symbol table")?;
+    for (i, s) in symbols.iter().enumerate() {
+        string(u64::from(s.st_name.get(e)), &format!("symbol {i}"))?;
+        let section = s.st_shndx.get(e);
+        if section != elf::SHN_UNDEF && section != elf::SHN_ABS && s.st_info & 0xf != elf::STT_TLS {
+            let (at, size) = (s.st_value.get(e), s.st_size.get(e));
+            if !space.in_memory(at, size) {
+                return bad(format!("symbol {i}: {size} bytes at {at:#x} are not inside a loaded segment"));
+            }
+        }
+    }
+    if let Some(versym) = value(elf::DT_VERSYM) {
+        space.file_bytes(versym, nsyms * 2, "the symbol version table")?;
+    }
+    let mut all_relocations = Vec::new();
+    for (table_tag, size_tag, what) in [
+        (elf::DT_RELA, elf::DT_RELASZ, "the relocations"),
+        (elf::DT_JMPREL, elf::DT_PLTRELSZ, "the PLT relocations"),
+    ] {
+        let (Some(at), size) = (value(table_tag), value(size_tag).unwrap_or(0)) else { continue };
+        if value(elf::DT_RELAENT).is_some_and(|n| n != 24) || size % 24 != 0 {
+            return bad(format!("{what}: entries of an unexpected size"));
+        }
+        let bytes = space.file_bytes(at, size, what)?;
+        let relocations: &[elf::Rela64<LE>] = table(bytes, (size / 24) as usize, what)?;
+        all_relocations
+            .extend(relocations.iter().map(|r| (r.r_offset.get(e), r.r_info.get(e), r.r_addend.get(e))));
+        for (i, r) in relocations.iter().enumerate() {
+            let (offset, symbol) = (r.r_offset.get(e), r.r_info.get(e) >> 32);
+            let kind = r.r_info.get(e) as u32;
+            if !RELOCATION_TYPES.contains(&kind) {
+                return bad(format!("{what}: entry {i} has relocation type {kind}"));
+            }
+            if !space.in_writable(offset, 8) {
+                return bad(format!(
+                    "{what}: entry {i} writes at {offset:#x}, outside the writable segments"
+                ));
+            }
+            if symbol >= nsyms {
+                return bad(format!("{what}: entry {i} names symbol {symbol} of {nsyms}"));
+            }
+            // Types that take a symbol's address need one (against symbol 0 the loader uses the
+            // image's base), of the right kind: thread-local ones for the TLS types.
+            let tls = symbols[symbol as usize].st_info & 0xf == elf::STT_TLS;
+            let fits = match kind {
+                elf::R_X86_64_64 | elf::R_X86_64_GLOB_DAT | elf::R_X86_64_JUMP_SLOT => symbol != 0 && !tls,
+                elf::R_X86_64_RELATIVE => symbol == 0,
+                elf::R_X86_64_DTPMOD64 | elf::R_X86_64_DTPOFF64 | elf::R_X86_64_TPOFF64 => symbol == 0 || tls,
+                _ => true,
+            };
+            if !fits {
+                return bad(format!("{what}: entry {i}, type {kind}, does not fit symbol {symbol}"));
+            }
+        }
+    }
+    // DT_RELACOUNT: the loader applies that many leading relocations as relative ones without
+    // looking at their type (it asserts, and exits the process, when one is not).
+    if let Some(count) = value(elf::DT_RELACOUNT) {
+        let rela = value(elf::DT_RELASZ).unwrap_or(0) / 24;
+        let leading =
+            all_relocations.iter().take(rela as usize).take_while(|r| r.1 as u32 == elf::R_X86_64_RELATIVE);
+        if count > rela || (leading.count() as u64) < count {
+            return bad(format!("DT_RELACOUNT {count}: not that many leading relative relocations"));
+        }
+    }
+    for (table_tag, size_tag, what) in [
+        (elf::DT_INIT_ARRAY, elf::DT_INIT_ARRAYSZ, "the initialiser array"),
+        (elf::DT_FINI_ARRAY, elf::DT_FINI_ARRAYSZ, "the finaliser array"),
+        (elf::DT_PREINIT_ARRAY, elf::DT_PREINIT_ARRAYSZ, "the pre-initialiser array"),
+    ] {
+        if let Some(at) = value(table_tag) {
+            let size = value(size_tag).unwrap_or(0);
+            if size % 8 != 0 || !space.in_memory(at, size) {
+                return bad(format!("{what} ({size} bytes at {at:#x}) is not inside a loaded segment"));
+            }
+            // The loader calls every slot: each must be made, by a relative relocation, the
+            // address of code of the image.
+            for slot in (at..at + size).step_by(8) {
+                let target = all_relocations
+                    .iter()
+                    .filter(|&&(offset, _, _)| offset == slot)
+                    .map(|&(_, info, addend)| {
+                        (info as u32 == elf::R_X86_64_RELATIVE).then_some(addend as u64)
+                    })
+                    .collect::<Vec<_>>();
+                match target[..] {
+                    [Some(addend)] if space.in_code(addend) => {}
+                    _ => {
+                        return bad(format!(
+                            "{what}: the entry at {slot:#x} is not made the address of the image's code"
+                        ))
+                    }
+                }
+            }
+        }
+    }
+    for (tag, what) in [(elf::DT_INIT, "DT_INIT"), (elf::DT_FINI, "DT_FINI")] {
+        if let Some(at) = value(tag).filter(|&at| !space.in_code(at)) {
+            return bad(format!("{what} at {at:#x} is not in the image's code"));
+        }
+    }
+    check_version_needs(space, &value, &string)
+}
+
+/// The number of dynamic symbols, from the hash tables the loader will search (both checked
+/// when both are present): every bucket and chain must stay inside its table and the symbols.
+fn symbol_count(space: &Space<'_>, value: &dyn Fn(u32) -> Option<u64>) -> Result<u64> {
+    let e = LE;
+    let mut count = None;
+    if let Some(at) = value(elf::DT_GNU_HASH) {
+        let head = space.file_bytes(at, 16, "the GNU hash table")?;
+        let word = |i: usize| u32::from_le_bytes(head[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+        let (nbuckets, symbase, bloom) = (u64::from(word(0)), u64::from(word(1)), u64::from(word(2)));
+        if nbuckets == 0 || bloom == 0 || !bloom.is_power_of_two() {
+            return bad(format!("GNU hash table: {nbuckets} buckets, {bloom} bloom words"));
+        }
+        // The table's values run to the end of its segment's file part at most.
+        let fixed = 16 + 8 * bloom + 4 * nbuckets;
+        let available = space
+            .segments
+            .iter()
+            .find(|s| at >= s.vaddr && at < s.vaddr + s.filesz)
+            .map_or(0, |s| s.vaddr + s.filesz - at);
+        if fixed > available {
+            return bad("GNU hash table: truncated");
+        }
+        let bytes = space.file_bytes(at, available, "the GNU hash table")?;
+        let hash = GnuHashTable::<Header>::parse(e, bytes)
+            .map_err(|e| PluginError::InvalidImage(format!("GNU hash table: {e}")))?;
+        let buckets: &[object::U32<LE>] =
+            table(&bytes[(16 + 8 * bloom) as usize..], nbuckets as usize, "GNU hash buckets")?;
+        let n = match hash.symbol_table_length(e) {
+            Some(n) => u64::from(n),
+            None if buckets.iter().all(|b| b.get(e) == 0) => symbase,
+            None => return bad("GNU hash table: a chain runs past the table"),
+        };
+        if buckets.iter().map(|b| u64::from(b.get(e))).any(|b| b != 0 && (b < symbase || b >= n)) {
+            return bad("GNU hash table: a bucket names no symbol of the table");
+        }
+        count = Some(n);
+    }
+    if let Some(at) = value(elf::DT_HASH) {
+        let head = space.file_bytes(at, 8, "the hash table")?;
+        let nbucket = u64::from(u32::from_le_bytes(head[..4].try_into().expect("4 bytes")));
+        let nchain = u64::from(u32::from_le_bytes(head[4..].try_into().expect("4 bytes")));
+        let bytes = space.file_bytes(at, 8 + 4 * (nbucket + nchain), "the hash table")?;
+        let hash = HashTable::<Header>::parse(e, bytes)
+            .map_err(|e| PluginError::InvalidImage(format!("hash table: {e}")))?;
+        let words: &[object::U32<LE>] = table(&bytes[8..], (nbucket + nchain) as usize, "the hash table")?;
+        if nbucket == 0 || words.iter().any(|w| u64::from(w.get(e)) >= nchain) {
+            return bad("hash table: a bucket or chain names no symbol of the table");
+        }
+        let n = u64::from(hash.symbol_table_length());
+        if count.is_some_and(|c| c > n) {
+            return bad("the GNU hash table names more symbols than the hash table");
+        }
+        count = Some(count.unwrap_or(n));
+    }
+    count.ok_or_else(|| PluginError::InvalidImage("no hash table (DT_GNU_HASH or DT_HASH)".into()))
+}
+
+/// `DT_VERNEED`: the loader walks its records and their auxiliary entries by offsets.
+fn check_version_needs(
+    space: &Space<'_>,
+    value: &dyn Fn(u32) -> Option<u64>,
+    string: &dyn Fn(u64, &str) -> Result<()>,
+) -> Result<()> {
+    let (Some(mut at), Some(count)) = (value(elf::DT_VERNEED), value(elf::DT_VERNEEDNUM)) else {
+        return Ok(());
+    };
+    if count > 1024 {
+        return bad(format!("{count} version requirements"));
+    }
+    for _ in 0..count {
+        let need = space.file_bytes(at, 16, "a version requirement")?;
+        let half =
+            |b: &[u8], i: usize| u64::from(u16::from_le_bytes(b[i..i + 2].try_into().expect("2 bytes")));
+        let word =
+            |b: &[u8], i: usize| u64::from(u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes")));
+        string(word(need, 4), "a version requirement's file")?;
+        let (mut aux, entries, next) = (at + word(need, 8), half(need, 2), word(need, 12));
+        for _ in 0..entries {
+            let entry = space.file_bytes(aux, 16, "a version requirement entry")?;
+            string(word(entry, 8), "a version name")?;
+            let step = word(entry, 12);
+            if step == 0 {
+                break;
+            }
+            aux += step;
+        }
+        if next == 0 {
+            break;
+        }
+        at += next;
+    }
+    Ok(())
+}
