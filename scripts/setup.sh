@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the build, tests and demo need on a fresh Debian 12 machine:
 #   - the pinned Rust toolchain of rust-toolchain.toml (rustup; RUSTUP_AUTO_INSTALL=0 is honoured),
+#   - cargo-fuzz (built with the stable toolchain: it needs a newer rustc than the pinned one),
 #   - Debian packages: clang 19 and its tools, LLVM 19 (and its headers and llvm-config, for the pass
 #     plugin), lld 19, the OpenMP 19 runtime, ROCm device
 #     libraries (clang 19 needs them for AMDGPU OpenMP links), valgrind, libffi-dev (x86_64 plugin),
@@ -29,6 +30,13 @@ if ! rustup run "$toolchain" rustc --version >/dev/null 2>&1 \
    || ! rustup component list --toolchain "$toolchain" --installed 2>/dev/null | grep -q '^rust-src'; then
   say "installing Rust $toolchain with $components"
   rustup toolchain install "$toolchain" --profile minimal --component "$components"
+fi
+
+# --- cargo-fuzz (the fuzz targets of fuzz/; it needs a newer rustc than the pinned nightly) -------
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  say "installing cargo-fuzz (with the stable toolchain)"
+  rustup run stable rustc --version >/dev/null 2>&1 || rustup toolchain install stable --profile minimal
+  cargo +stable install cargo-fuzz --locked --quiet
 fi
 
 # --- Debian packages --------------------------------------------------------------------------

@@ -6,6 +6,7 @@ mod build;
 mod checks;
 mod cmd;
 mod e2e;
+mod fuzz;
 mod gpu_bundle;
 mod llvm;
 mod metrics;
@@ -38,6 +39,8 @@ commands:
   gpu-test [--require-gpu]                      build target/gpu-bundle/ and run it on this machine's
                                                 NVIDIA GPU (without one: \"built, not run\", exit 0)
   gpu-bench                                     the same bundle's translation benchmark (target/bench/)
+  fuzz [--seconds N]                            run each cargo-fuzz target of fuzz/ for N seconds (60),
+                                                seeded from the build's and the tests' real images
 
 Run scripts/test.sh or scripts/demo.sh on a fresh machine: they install the toolchain and tools.";
 
@@ -86,6 +89,17 @@ fn run(args: Vec<String>) -> Result<()> {
             let dist = build::build(&workspace, &tools, &Archs::default())?;
             let (bundle, _) = gpu_bundle::build(&workspace, &tools, &dist)?;
             gpu_bundle::run(&bundle, require_gpu, false, None).map(drop)
+        }
+        "fuzz" => {
+            let seconds = match rest {
+                [] => fuzz::SUITE_SECONDS,
+                [flag, n] if flag == "--seconds" => n.parse().context("--seconds takes a number")?,
+                _ => bail!("`fuzz` takes only --seconds N\n{USAGE}"),
+            };
+            let tools = Tools::locate(&workspace)?;
+            let dist = build::Dist::new(&workspace);
+            println!("{}", fuzz::run(&workspace, &tools, &dist, seconds)?);
+            Ok(())
         }
         "gpu-bench" => {
             no_options(command, rest)?;

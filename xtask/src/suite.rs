@@ -167,6 +167,14 @@ pub fn run(workspace: &Path) -> Result<()> {
             );
         }
     }
+    report.step(
+        format!(
+            "fuzzing: {} targets of fuzz/, {} s each (cargo fuzz)",
+            crate::fuzz::TARGETS.len(),
+            crate::fuzz::SUITE_SECONDS
+        ),
+        || crate::fuzz::run(workspace, &tools, &dist, crate::fuzz::SUITE_SECONDS),
+    );
     report.step("static metrics: registers and SASS of ours vs LLVM 19's lookup (target/bench/)", || {
         metrics::run(workspace, &tools, &dist, &archs.sms)
     });

@@ -1,0 +1,11 @@
+//! The GPU plugins' image readers: the CUDA plugin's cubin / PTX / fatbin classification and the
+//! AMDGPU code-object target ID and version.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = omptarget_rtl_cuda::image::classify(data);
+    let _ = amdgpu_hsa::code_object::target_id(data);
+    let _ = amdgpu_hsa::code_object::code_object_version(data);
+});

@@ -1,0 +1,159 @@
+//! `cargo xtask fuzz [--seconds N]` and the suite's bounded run: the cargo-fuzz targets of
+//! `fuzz/` (the readers of untrusted bytes), each seeded with real bytes the build and the tests
+//! made, each run for a bounded time. A crash fails the step and leaves its input in
+//! `target/fuzz/artifacts/<target>/`; such an input becomes a regression test.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, ensure, Context, Result};
+
+use crate::build::Dist;
+use crate::cmd;
+use crate::e2e::{self, PROGRAMS};
+use crate::offload::OffloadTarget;
+use crate::tools::Tools;
+
+/// The fuzz targets (`fuzz/fuzz_targets/<name>.rs`).
+pub const TARGETS: [&str; 4] = ["x86_64_image", "offload_binary", "offload_entries", "gpu_image"];
+
+/// Seconds each target runs in `scripts/test.sh`.
+pub const SUITE_SECONDS: u32 = 60;
+
+/// Seeds every target's corpus and runs each for `seconds`. Returns a summary line.
+pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, seconds: u32) -> Result<String> {
+    let version = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["fuzz", "--version"])
+        .output();
+    if !version.is_ok_and(|o| o.status.success()) {
+        bail!("cargo-fuzz is not installed: run scripts/setup.sh (it runs `cargo +stable install cargo-fuzz --locked`)");
+    }
+    let root = workspace.join("target/fuzz");
+    let seeds = seed(workspace, tools, dist, &root.join("seeds"))?;
+    let mut summary = Vec::new();
+    for target in TARGETS {
+        let corpus = root.join("corpus").join(target);
+        fs::create_dir_all(&corpus)?;
+        for seed in &seeds[target_index(target)] {
+            let name = seed.file_name().context("seed without a name")?;
+            fs::copy(seed, corpus.join(name))?;
+        }
+        let artifacts = root.join("artifacts").join(target);
+        fs::create_dir_all(&artifacts)?;
+        let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .current_dir(workspace.join("fuzz"))
+            .args(["fuzz", "run", "-O", "--target-dir"])
+            .arg(root.join("build"))
+            .arg(target)
+            .arg(&corpus)
+            .arg("--")
+            .arg(format!("-max_total_time={seconds}"))
+            .arg("-rss_limit_mb=2048")
+            .arg("-timeout=10")
+            .arg(format!("-artifact_prefix={}/", artifacts.display()))
+            .env_remove("RUSTFLAGS")
+            .output()
+            .context("cannot run cargo fuzz")?;
+        let log = String::from_utf8_lossy(&out.stderr);
+        ensure!(
+            out.status.success(),
+            "fuzz target {target} failed (input saved in {}):\n{}",
+            artifacts.display(),
+            log.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+        let runs = log
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix("Done ").and_then(|r| r.split_whitespace().next()))
+            .unwrap_or("?");
+        summary.push(format!("{target}: {runs} runs from {} seeds", seeds[target_index(target)].len()));
+    }
+    Ok(format!("{seconds} s each, no crash: {}", summary.join("; ")))
+}
+
+fn target_index(target: &str) -> usize {
+    TARGETS.iter().position(|t| *t == target).expect("a known target")
+}
+
+/// Writes the seed files under `dir` and returns them per target (in [`TARGETS`] order): the
+/// x86_64 images of the plugin tests and of the end-to-end programs, those wrapped in an
+/// OffloadBinary and the fat archive's OffloadBinary, the entry tables of the end-to-end programs
+/// (clang 19's and clang 22's layouts), and the GPU images of the dist tree and the programs.
+fn seed(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<[Vec<PathBuf>; 4]> {
+    fs::create_dir_all(dir)?;
+    let mut seeds: [Vec<PathBuf>; 4] = Default::default();
+    let [x86, wrapped, entries, gpu] = &mut seeds;
+    for name in ["indirect", "plain", "wrong_size"] {
+        let built = workspace.join("target/tmp").join(format!("{name}.so"));
+        if built.is_file() {
+            x86.push(built);
+        }
+    }
+    let x86_target = OffloadTarget::x86_64();
+    for (tree, section) in [("e2e", "omp_offloading_entries"), ("e2e-llvm22", "llvm_offload_entries")] {
+        for program in PROGRAMS {
+            let exe = workspace
+                .join("target/tests")
+                .join(tree)
+                .join("x86_64")
+                .join(program.name)
+                .join(program.name);
+            if !exe.is_file() {
+                continue;
+            }
+            let image = dir.join(format!("{tree}-{}.so", program.name));
+            // clang 19's packager may not read a newer OffloadBinary: those seeds are skipped.
+            if let Ok(extracted) =
+                e2e::extract_image(tools, &exe, &x86_target, exe.parent().context("no parent")?)
+            {
+                fs::copy(&extracted, &image)?;
+                x86.push(image);
+            }
+            if let Some(bytes) = section_bytes(&exe, section)? {
+                let table = dir.join(format!("{tree}-{}.entries", program.name));
+                fs::write(&table, bytes)?;
+                entries.push(table);
+            }
+        }
+    }
+    for (i, image) in x86.clone().iter().enumerate() {
+        let offload = dir.join(format!("wrapped-{i}.offload"));
+        cmd::output(
+            Command::new(&tools.packager).arg("-o").arg(&offload).arg(x86_target.image_selector(image)),
+        )?;
+        wrapped.push(offload);
+    }
+    let fat = workspace.join("target/device/fat/omptarget-indirect.offload");
+    if fat.is_file() {
+        wrapped.push(fat);
+    }
+    for entry in fs::read_dir(dist.lib_dir().parent().context("no dist root")?.join("device/nvptx64"))? {
+        let sm = entry?.path();
+        gpu.extend(
+            ["device_rtl.cubin", "device_rtl.ptx"].map(|f| sm.join(f)).into_iter().filter(|p| p.is_file()),
+        );
+    }
+    for entry in fs::read_dir(dist.lib_dir().parent().context("no dist root")?.join("device/amdgcn"))? {
+        let object = entry?.path().join("device_rtl.o");
+        if object.is_file() {
+            gpu.push(object);
+        }
+    }
+    ensure!(
+        seeds.iter().all(|s| !s.is_empty()),
+        "no seeds for some fuzz target: run the build and the tests first (cargo xtask test does)"
+    );
+    Ok(seeds)
+}
+
+/// The bytes of section `name` of the ELF file at `path`, if it has one.
+fn section_bytes(path: &Path, name: &str) -> Result<Option<Vec<u8>>> {
+    use object::{Object, ObjectSection};
+    let data = cmd::read(path)?;
+    let file = object::File::parse(&*data)?;
+    Ok(match file.section_by_name(name) {
+        Some(section) => Some(section.data()?.to_vec()),
+        None => None,
+    })
+}
