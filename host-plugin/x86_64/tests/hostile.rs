@@ -396,3 +396,74 @@ fn malformed_images_are_refused_not_crashed_on() {
     }
     assert!(refused > 1000, "{refused} refused, {loaded} loaded");
 }
+
+#[test]
+fn every_entry_point_refuses_bad_arguments() {
+    let _g = fresh();
+    let api = api();
+    let image = indirect_image();
+    let mut word = 0u64;
+    let word_ptr = (&mut word as *mut u64).cast::<c_void>();
+    // SAFETY: each call gets arguments it must refuse before touching them.
+    unsafe {
+        for device in [-1, 2, i32::MAX, i32::MIN] {
+            assert!((api.load_binary)(device, image.ptr()).is_null(), "load_binary({device})");
+            assert_eq!((api.unload_binary)(device, image.ptr()), OFFLOAD_FAIL);
+            assert_eq!((api.init_device)(device), OFFLOAD_FAIL);
+            assert_eq!((api.deinit_device)(device), OFFLOAD_FAIL);
+            assert!((api.data_alloc)(device, 8, std::ptr::null_mut(), 0).is_null());
+            assert_eq!((api.data_delete)(device, word_ptr, 0), OFFLOAD_FAIL);
+            assert_eq!((api.data_submit)(device, word_ptr, word_ptr, 8), OFFLOAD_FAIL);
+            assert_eq!((api.data_retrieve)(device, word_ptr, word_ptr, 8), OFFLOAD_FAIL);
+            assert_eq!((api.set_function_ptr_map)(device, 0, std::ptr::null()), OFFLOAD_FAIL);
+            assert_eq!(launch_on(device, word_ptr), OFFLOAD_FAIL);
+        }
+        assert!((api.load_binary)(0, std::ptr::null()).is_null());
+        assert_eq!((api.unload_binary)(0, std::ptr::null()), OFFLOAD_FAIL);
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_FAIL, "not loaded");
+        // Sizes: negative and absurd allocations, negative and huge copies, null pointers.
+        for size in [-1, i64::MIN, i64::MAX, 1 << 62] {
+            assert!((api.data_alloc)(0, size, std::ptr::null_mut(), 0).is_null(), "data_alloc({size})");
+        }
+        let p = alloc(8);
+        for size in [-1, i64::MIN, i64::MAX] {
+            assert_eq!((api.data_submit)(0, p, word_ptr, size), OFFLOAD_FAIL, "data_submit({size})");
+            assert_eq!((api.data_retrieve)(0, word_ptr, p, size), OFFLOAD_FAIL, "data_retrieve({size})");
+        }
+        assert_eq!((api.data_submit)(0, p, word_ptr, 0), OFFLOAD_SUCCESS, "size 0 copies nothing");
+        assert_eq!((api.data_submit)(0, std::ptr::null_mut(), word_ptr, 8), OFFLOAD_FAIL);
+        assert_eq!((api.data_submit)(0, p, std::ptr::null(), 8), OFFLOAD_FAIL);
+        assert_eq!((api.data_retrieve)(0, std::ptr::null_mut(), p, 8), OFFLOAD_FAIL);
+        assert_eq!((api.set_function_ptr_map)(0, 3, std::ptr::null()), OFFLOAD_FAIL);
+        assert_eq!((api.set_function_ptr_map)(0, u64::MAX, word_ptr.cast()), OFFLOAD_FAIL);
+        assert_eq!(launch_on(0, std::ptr::null_mut()), OFFLOAD_FAIL, "null kernel");
+        let rc = (api.launch_kernel)(
+            0,
+            word_ptr,
+            std::ptr::null(),
+            std::ptr::null(),
+            std::ptr::null(),
+            std::ptr::null_mut(),
+        );
+        assert_eq!(rc, OFFLOAD_FAIL, "null KernelArgs");
+        assert_eq!((api.data_delete)(0, p, 0), OFFLOAD_SUCCESS);
+        // Init twice, deinit twice, then everything works again.
+        assert_eq!((api.init_plugin)(), OFFLOAD_SUCCESS);
+        assert_eq!((api.init_plugin)(), OFFLOAD_SUCCESS);
+        assert_eq!((api.deinit_plugin)(), OFFLOAD_SUCCESS);
+        assert_eq!((api.deinit_plugin)(), OFFLOAD_SUCCESS);
+        assert_eq!((api.init_device)(0), OFFLOAD_SUCCESS);
+        let table = (api.load_binary)(0, image.ptr());
+        assert!(!table.is_null());
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+    }
+}
+
+/// A launch of `kernel` with no arguments on `device`.
+fn launch_on(device: i32, kernel: *mut c_void) -> i32 {
+    let ka = kernel_args(0, 3, 1);
+    // SAFETY: no arguments are read.
+    unsafe {
+        (api().launch_kernel)(device, kernel, std::ptr::null(), std::ptr::null(), &ka, std::ptr::null_mut())
+    }
+}
