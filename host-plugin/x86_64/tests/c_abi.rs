@@ -6,30 +6,13 @@
 mod support;
 
 use std::ffi::c_void;
-use std::sync::{Mutex, MutexGuard};
 
 use plugin_core::abi::{FptrMapEntry, TgtImageInfo, TgtTargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 use plugin_test_support::kernel_args;
 use support::{
-    api, compile_image, compile_indirect, host_not_indirect, host_square, host_twice, indirect_image,
+    api, compile_image, compile_indirect, fresh, host_not_indirect, host_square, host_twice, indirect_image,
     indirect_image_from, indirect_image_with, target_entries, OffloadImage,
 };
-
-/// Serialises tests (the plugin is process-wide state) and starts each from a clean plugin.
-fn fresh() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let api = api();
-    // SAFETY: plain calls into the plugin.
-    unsafe {
-        assert_eq!((api.init_plugin)(), OFFLOAD_SUCCESS);
-        for d in 0..(api.number_of_devices)() {
-            assert_eq!((api.deinit_device)(d), OFFLOAD_SUCCESS);
-            assert_eq!((api.init_device)(d), OFFLOAD_SUCCESS);
-        }
-    }
-    guard
-}
 
 /// Device buffers for `__omp_offloading_test_call` on one device.
 struct CallKernel {

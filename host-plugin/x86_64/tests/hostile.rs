@@ -7,27 +7,10 @@ mod support;
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
 
 use plugin_core::abi::{FptrMapEntry, TgtTargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 use plugin_test_support::kernel_args;
-use support::{api, compile_indirect, indirect_image, indirect_image_with, target_entries};
-
-/// Serialises tests (the plugin is process-wide state) and starts each from a clean plugin.
-fn fresh() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let api = api();
-    // SAFETY: plain calls into the plugin.
-    unsafe {
-        assert_eq!((api.init_plugin)(), OFFLOAD_SUCCESS);
-        for d in 0..(api.number_of_devices)() {
-            assert_eq!((api.deinit_device)(d), OFFLOAD_SUCCESS);
-            assert_eq!((api.init_device)(d), OFFLOAD_SUCCESS);
-        }
-    }
-    guard
-}
+use support::{api, compile_indirect, fresh, indirect_image, indirect_image_with, target_entries};
 
 fn alloc(bytes: i64) -> *mut c_void {
     // SAFETY: a plain allocation on device 0.

@@ -93,3 +93,20 @@ pub fn target_entries(table: *mut TgtTargetTable) -> Vec<TgtOffloadEntry> {
     // SAFETY: every caller passes a table load_binary just returned, image still loaded.
     unsafe { plugin_test_support::target_entries(table) }.expect("load_binary returned null")
 }
+
+/// Serialises the tests of one test binary (the plugin is process-wide state) and starts each
+/// from a clean plugin: every device deinitialised and initialised again.
+pub fn fresh() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let api = api();
+    // SAFETY: plain calls into the plugin.
+    unsafe {
+        assert_eq!((api.init_plugin)(), plugin_core::abi::OFFLOAD_SUCCESS);
+        for d in 0..(api.number_of_devices)() {
+            assert_eq!((api.deinit_device)(d), plugin_core::abi::OFFLOAD_SUCCESS);
+            assert_eq!((api.init_device)(d), plugin_core::abi::OFFLOAD_SUCCESS);
+        }
+    }
+    guard
+}
