@@ -481,3 +481,34 @@ fn check_version_needs(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(class: u8, e_type: u16, machine: u16) -> Vec<u8> {
+        let mut h = vec![0u8; 64];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = class;
+        h[5] = 1;
+        h[6] = 1;
+        h[16..18].copy_from_slice(&e_type.to_le_bytes());
+        h[18..20].copy_from_slice(&machine.to_le_bytes());
+        h
+    }
+
+    fn refusal(bytes: &[u8]) -> String {
+        check_shared_object(bytes).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn refuses_what_is_not_an_x86_64_shared_object() {
+        assert!(refusal(b"").contains("not an ELF file"));
+        assert!(refusal(b"\x7fELF").contains("64-bit"));
+        assert!(refusal(&header(1, elf::ET_DYN, elf::EM_X86_64)).contains("64-bit"));
+        assert!(refusal(&header(2, elf::ET_DYN, 224)).contains("224"));
+        assert!(refusal(&header(2, elf::ET_EXEC, elf::EM_X86_64)).contains("not a shared object"));
+        // A header with no program headers at all.
+        assert!(refusal(&header(2, elf::ET_DYN, elf::EM_X86_64)).contains("program header"));
+    }
+}
