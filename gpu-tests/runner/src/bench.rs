@@ -13,10 +13,9 @@ use plugin_core::abi::FptrMapEntry;
 use plugin_test_support::random::{sorted_pairs, splitmix};
 
 use crate::cuda::{Arg, Gpu, Result};
+use crate::measurements::{Install, Pattern, Row, IMPLEMENTATIONS, SIZES};
 use crate::plot;
 
-/// Table sizes of the issue.
-pub const SIZES: [usize; 5] = [16, 256, 4096, 65536, 1 << 20];
 /// Keys in the pool the kernels draw from (a power of two; 768 KiB with the indices: in L2).
 const POOL: usize = 1 << 16;
 /// Translations per thread in a throughput launch.
@@ -25,115 +24,6 @@ const THROUGHPUT_ITERS: u32 = 256;
 const LATENCY_ITERS: u32 = 2048;
 /// Timed launches per measurement (after one warm-up); the median is reported.
 const REPS: usize = 5;
-/// The key patterns.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Pattern {
-    /// Every lane of a warp translates the same pointer.
-    UniformHit,
-    /// Every lane a different random key of the table.
-    DivergentHit,
-    /// Pointers below or above the table's range (a device pointer passing through).
-    MissOutside,
-    /// Pointers between two keys: LLVM's lookup never returns on these.
-    MissInside,
-}
-
-impl Pattern {
-    /// All four, in report order.
-    pub const ALL: [Pattern; 4] =
-        [Pattern::UniformHit, Pattern::DivergentHit, Pattern::MissOutside, Pattern::MissInside];
-
-    /// Name in the report and the CSV.
-    pub fn name(self) -> &'static str {
-        match self {
-            Pattern::UniformHit => "uniform-hit",
-            Pattern::DivergentHit => "divergent-hit",
-            Pattern::MissOutside => "miss-outside",
-            Pattern::MissInside => "miss-inside",
-        }
-    }
-}
-
-/// How an implementation's module gets the table.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Install {
-    /// As the plugin installs it: table and hash index.
-    Indexed,
-    /// The table and the two map globals alone.
-    TableOnly,
-    /// In LLVM 19's device environment.
-    LlvmEnvironment,
-}
-
-/// One implementation measured.
-pub struct Implementation {
-    /// Name in the report, the CSV and the plot.
-    pub name: &'static str,
-    /// Kernel module of the bundle.
-    pub module: &'static str,
-    /// Kernel name prefix (`<prefix>_throughput`, `<prefix>_latency`).
-    pub prefix: &'static str,
-    /// How its module gets the table.
-    pub install: Install,
-}
-
-/// The implementations, each with a module of its own.
-pub const IMPLEMENTATIONS: [Implementation; 5] = [
-    Implementation {
-        name: "ours-inlined",
-        module: "lookup_inlined",
-        prefix: "bench_ours",
-        install: Install::Indexed,
-    },
-    Implementation {
-        name: "ours-called",
-        module: "lookup_called",
-        prefix: "bench_ours",
-        install: Install::Indexed,
-    },
-    Implementation {
-        name: "ours-searched",
-        module: "lookup_inlined",
-        prefix: "bench_ours",
-        install: Install::TableOnly,
-    },
-    Implementation {
-        name: "llvm19",
-        module: "llvm_lookup",
-        prefix: "bench_llvm",
-        install: Install::LlvmEnvironment,
-    },
-    Implementation {
-        name: "baseline",
-        module: "lookup_inlined",
-        prefix: "bench_baseline",
-        install: Install::TableOnly,
-    },
-];
-
-/// One measurement.
-pub struct Row {
-    /// Implementation name.
-    pub implementation: &'static str,
-    /// Key pattern.
-    pub pattern: Pattern,
-    /// "throughput" or "latency".
-    pub mode: &'static str,
-    /// Table entries.
-    pub entries: usize,
-    /// Translations per launch.
-    pub translations: u64,
-    /// Median launch time.
-    pub median: Duration,
-}
-
-impl Row {
-    /// Translations per second.
-    pub fn rate(&self) -> f64 {
-        self.translations as f64 / self.median.as_secs_f64()
-    }
-}
-
 /// Pool keys for `pattern` over `table`, and for the baseline an entry index per key.
 fn pool(table: &[FptrMapEntry], pattern: Pattern, seed: u64) -> (Vec<u64>, Vec<u32>) {
     let mut state = seed;
@@ -329,6 +219,7 @@ pub fn write(rows: &[Row], dir: &Path) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measurements::Implementation;
 
     /// Rows as a GPU run gives them, with made-up times: ours 3x LLVM, baseline 1.25x ours.
     fn rows() -> Vec<Row> {

@@ -13,6 +13,7 @@
 mod bench;
 mod cuda;
 mod lookup;
+mod measurements;
 mod plot;
 mod plugin_abi;
 

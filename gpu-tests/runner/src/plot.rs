@@ -2,7 +2,7 @@
 //! key pattern, one line per implementation, as a PNG written without any library (a 3x5 pixel
 //! font, lines, and an uncompressed PNG stream), so the bundle needs nothing on the GPU machine.
 
-use crate::bench::{Pattern, Row, IMPLEMENTATIONS, SIZES};
+use crate::measurements::{Pattern, Row, IMPLEMENTATIONS, SIZES};
 
 const WIDTH: usize = 1200;
 const HEIGHT: usize = 900;
