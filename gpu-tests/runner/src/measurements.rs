@@ -114,4 +114,3 @@ impl Row {
         self.translations as f64 / self.median.as_secs_f64()
     }
 }
-

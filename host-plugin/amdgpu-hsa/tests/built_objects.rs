@@ -1,17 +1,13 @@
 //! The code-object checks on what clang and rustc really write: the device runtime's amdgcn
 //! objects from `cargo xtask build` (`target/dist/device/amdgcn/<gfx>/device_rtl.o`).
 
-use std::path::Path;
-
 use amdgpu_hsa::code_object::{target_id, Feature, TargetId};
 
 #[test]
 fn built_objects_carry_their_processor_and_any_features() {
-    let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/dist/device/amdgcn");
     for gfx in ["gfx90a", "gfx942", "gfx1100"] {
-        let path = dist.join(gfx).join("device_rtl.o");
-        let bytes = std::fs::read(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}: run `cargo xtask build` first", path.display()));
+        let path = plugin_test_support::dist(&format!("device/amdgcn/{gfx}/device_rtl.o"));
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let id = target_id(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!(id.processor, gfx);
         // gfx1100 has no xnack/sramecc; the others leave both to the agent.

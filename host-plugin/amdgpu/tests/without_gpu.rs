@@ -40,11 +40,9 @@ fn no_gpu_means_no_devices_and_clean_failures() {
         eprintln!("/dev/kfd is present: this test covers machines without an AMD GPU");
         return;
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/dist");
-    let path = root.join("lib/libomptarget.rtl.amdgpu.so");
-    assert!(path.is_file(), "{} is missing: run `cargo xtask build`", path.display());
-    let code_object =
-        std::fs::read(root.join("device/amdgcn/gfx90a/device_rtl.o")).expect("cargo xtask build");
+    let path = plugin_test_support::dist("lib/libomptarget.rtl.amdgpu.so");
+    let code_object = std::fs::read(plugin_test_support::dist("device/amdgcn/gfx90a/device_rtl.o"))
+        .expect("a readable device_rtl.o");
     let api = Api::load(&path).unwrap_or_else(|e| panic!("{e}"));
     let image = OffloadImage::new(code_object, &[]);
     // SAFETY: a plugin built by `cargo xtask build` for libomptarget 16's ABI.

@@ -1,8 +1,6 @@
 //! The installed `libomptarget.rtl.cuda.so` on a machine without the NVIDIA driver (CI): it
 //! loads, reports 0 devices, and every entry point fails cleanly instead of crashing.
 
-use std::path::Path;
-
 use plugin_test_support::{assert_no_devices, Api, OffloadImage};
 
 #[test]
@@ -17,8 +15,7 @@ fn no_driver_means_no_devices_and_clean_failures() {
         );
         return;
     }
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/dist/lib/libomptarget.rtl.cuda.so");
-    assert!(path.is_file(), "{} is missing: run `cargo xtask build`", path.display());
+    let path = plugin_test_support::dist("lib/libomptarget.rtl.cuda.so");
     let api = Api::load(&path).unwrap_or_else(|e| panic!("{e}"));
     let image = OffloadImage::new(vec![0u8; 32], &[]);
     // SAFETY: a plugin built by `cargo xtask build` for libomptarget 16's ABI.

@@ -7,11 +7,34 @@
 pub mod random;
 
 use std::ffi::{c_char, c_void, CString};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use plugin_core::abi::{
     FptrMapEntry, KernelArgs, TgtDeviceImage, TgtImageInfo, TgtOffloadEntry, TgtTargetTable, OFFLOAD_FAIL,
 };
+
+/// `target/dist/<relative>`, the dist tree `cargo xtask build` writes (plugins, device
+/// libraries). Where it is missing, as in a fresh clone where `cargo test --workspace` runs before
+/// any build, the test binary stops at once with one line saying what to run first (no panic, no
+/// backtrace, no further test of it).
+pub fn dist(relative: &str) -> PathBuf {
+    let workspace =
+        Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("host-plugin/test-support");
+    let path = workspace.join("target/dist").join(relative);
+    if !path.exists() {
+        // Straight to the stream: the test harness captures eprintln!, and exiting drops it.
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!(
+                "{} is missing: run `cargo xtask build` (or scripts/test.sh) before `cargo test --workspace`\n",
+                path.display()
+            )
+            .as_bytes(),
+        );
+        std::process::exit(1);
+    }
+    path
+}
 
 /// `__tgt_rtl_init_plugin`, `deinit_plugin`, `number_of_devices`.
 pub type NoArgs = unsafe extern "C" fn() -> i32;

@@ -18,12 +18,7 @@ pub fn workspace() -> PathBuf {
 pub fn api() -> &'static Api {
     static API: OnceLock<Api> = OnceLock::new();
     API.get_or_init(|| {
-        let path = workspace().join("target/dist/lib/libomptarget.rtl.x86_64.so");
-        assert!(
-            path.is_file(),
-            "{} is missing: run `cargo xtask build` (or `cargo xtask test`)",
-            path.display()
-        );
+        let path = plugin_test_support::dist("lib/libomptarget.rtl.x86_64.so");
         Api::load(&path).unwrap_or_else(|e| panic!("{e}"))
     })
 }
@@ -35,13 +30,7 @@ pub fn compile_image(name: &str, with_runtime: bool) -> Vec<u8> {
     cc.args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror"])
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/images/{name}.c")));
     if with_runtime {
-        let archive = workspace().join("target/dist/device/x86_64/libdevice_rtl.a");
-        assert!(
-            archive.is_file(),
-            "{} is missing: run `cargo xtask build` (or `cargo xtask test`)",
-            archive.display()
-        );
-        cc.arg(archive);
+        cc.arg(plugin_test_support::dist("device/x86_64/libdevice_rtl.a"));
     }
     let status = cc.arg("-o").arg(&out).status().expect("cannot run cc");
     assert!(status.success(), "cc failed for {name}.c");
