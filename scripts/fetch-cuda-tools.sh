@@ -12,8 +12,17 @@ fi
 apt_dir=$tools/apt
 rm -rf "$apt_dir"
 mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/debs"
-# The package is in the non-free component, which the system's sources usually leave out.
-echo "deb http://deb.debian.org/debian bookworm main contrib non-free" > "$apt_dir/sources.list"
+# The package is in the non-free component, which the system's sources usually leave out: take
+# the Debian mirror this machine's apt already uses for the release (sites with local mirrors or
+# proxies need theirs) and ask it for non-free too.
+codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+mirror=$(apt-cache policy 2>/dev/null \
+  | awk -v suite="$codename/main" '$3 == suite && $2 ~ /^(https?|file):/ { print $2; exit }')
+if [ -z "$codename" ] || [ -z "$mirror" ]; then
+  echo "fetch-cuda-tools: no Debian mirror for '${codename:-unknown release}' main in this machine's apt sources (apt-cache policy); configure one, then run again" >&2
+  exit 1
+fi
+echo "deb $mirror $codename main contrib non-free" > "$apt_dir/sources.list"
 opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
       -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o Debug::NoLocking=1
       -o APT::Sandbox::User=root)
