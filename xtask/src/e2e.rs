@@ -296,12 +296,17 @@ pub enum MapSetup {
 /// the run used libomptarget 22 and loaded no library of the project's dist tree: the stock
 /// runtime and the device library did the work alone.
 pub fn run(toolchain: &Toolchain, exe: &Path, setup: MapSetup) -> Result<(i32, String)> {
+    run_with(toolchain, exe, setup, false)
+}
+
+/// [`run`], with `LIBOMPTARGET_INFO=1` where `info`.
+fn run_with(toolchain: &Toolchain, exe: &Path, setup: MapSetup, info: bool) -> Result<(i32, String)> {
     let mut c = Command::new(exe);
-    c.env_remove("LD_LIBRARY_PATH")
-        .envs(toolchain.run_env())
-        .env_remove("LIBOMPTARGET_INFO")
-        .env_remove("OMPTARGET_INDIRECT_MAP")
-        .env_remove("OMPTARGET_INDIRECT_INDEX");
+    c.env_remove("LD_LIBRARY_PATH").envs(toolchain.run_env()).env_remove("LIBOMPTARGET_INFO");
+    if info {
+        c.env("LIBOMPTARGET_INFO", "1");
+    }
+    c.env_remove("OMPTARGET_INDIRECT_MAP").env_remove("OMPTARGET_INDIRECT_INDEX");
     match setup {
         MapSetup::Indexed => {}
         MapSetup::SearchOnly => {
@@ -392,11 +397,47 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
     if program.needs_map && ours {
         let failed = expect_failure(toolchain, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
         detail.push_str(&format!("; without the map: {failed} checks fail (negative control)"));
+        detail.push_str(&format!("; {}", check_diagnostics(toolchain, &exe, program)?));
     }
     if !ours {
         detail.push_str(&format!("; loaded {} and nothing of target/dist", toolchain.libomptarget_soname()));
     }
     Ok(detail)
+}
+
+/// What our plugins print around a passing run of `exe` (LLVM 19): nothing by default (the CUDA
+/// and AMDGPU plugins, which find no device here, included); with `LIBOMPTARGET_INFO=1` the
+/// summary of the map the x86_64 plugin installed, and the GPU plugins' reasons for having no
+/// device; with `OMPTARGET_INDIRECT_MAP=0`, its notice once.
+fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<String> {
+    let ours = |text: &str| -> Vec<String> {
+        text.lines().filter(|l| l.starts_with("omptarget-indirect (")).map(str::to_string).collect()
+    };
+    let (_, quiet) = run_with(toolchain, exe, MapSetup::Indexed, false)?;
+    ensure!(ours(&quiet).is_empty(), "{}: a passing run printed {:?}", exe.display(), ours(&quiet));
+    let (code, informed) = run_with(toolchain, exe, MapSetup::Indexed, true)?;
+    let lines = ours(&informed);
+    ensure!(code == 0, "{} with LIBOMPTARGET_INFO=1 exited with {code}", exe.display());
+    let summary = lines
+        .iter()
+        .find(|l| {
+            l.starts_with("omptarget-indirect (x86_64) info: device 0: ")
+                && l.contains(" indirect functions, table ")
+        })
+        .with_context(|| {
+            format!("{} printed no map summary with LIBOMPTARGET_INFO=1: {lines:?}", program.name)
+        })?;
+    ensure!(
+        lines.iter().all(|l| !l.contains(") error: ")),
+        "{}: error lines in a passing run: {lines:?}",
+        program.name
+    );
+    let (_, unmapped) = run_with(toolchain, exe, MapSetup::None, false)?;
+    let notices =
+        ours(&unmapped).into_iter().filter(|l| l.contains(") notice: OMPTARGET_INDIRECT_MAP=0")).count();
+    ensure!(notices == 1, "{}: {notices} OMPTARGET_INDIRECT_MAP=0 notices, expected 1", program.name);
+    let summary = summary.split(": ").last().unwrap_or(summary);
+    Ok(format!("silent by default; LIBOMPTARGET_INFO=1: `{summary}`; OMPTARGET_INDIRECT_MAP=0: one notice"))
 }
 
 /// Runs `exe` and requires it to pass; returns its summary line.
@@ -490,7 +531,7 @@ fn run_amdgcn(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<St
     }
     let reason = text
         .lines()
-        .find(|l| l.starts_with("omptarget-indirect (amdgpu): __tgt_rtl_init_plugin failed: "))
+        .find(|l| l.starts_with("omptarget-indirect (amdgpu) info: __tgt_rtl_init_plugin failed: "))
         .with_context(|| {
             format!("libomptarget did not load our AMDGPU plugin, or it gave no reason:\n{text}")
         })?;
@@ -499,6 +540,7 @@ fn run_amdgcn(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<St
         "without a device the mandatory offload must fail (exit {code}):\n{text}"
     );
     let why = reason.split_once("failed: ").map_or(reason, |(_, why)| why);
+    let why = why.strip_prefix("no usable device: ").unwrap_or(why);
     let why = why.split_once(':').map_or(why, |(head, _)| head);
     Ok(format!("no AMD GPU: libomptarget 16 loaded the plugin, which refused with `{why}`"))
 }

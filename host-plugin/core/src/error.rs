@@ -18,6 +18,9 @@ pub enum PluginError {
     MissingSymbol(String),
     /// The backend (driver, loader, allocator) failed.
     Backend(String),
+    /// The plugin has no usable device: its driver or runtime is missing, or finds no device.
+    /// Not an error of the program: reported only as information.
+    Unavailable(String),
 }
 
 /// Result of a plugin operation.
@@ -32,6 +35,7 @@ impl fmt::Display for PluginError {
             PluginError::InvalidTable(why) => write!(f, "invalid function-pointer table: {why}"),
             PluginError::MissingSymbol(name) => write!(f, "symbol {name} not found in the image"),
             PluginError::Backend(why) => write!(f, "{why}"),
+            PluginError::Unavailable(why) => write!(f, "no usable device: {why}"),
         }
     }
 }

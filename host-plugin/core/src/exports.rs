@@ -1,6 +1,6 @@
 //! The `__tgt_rtl_*` C entry points, written once. [`export_plugin!`](crate::export_plugin) instantiates them for a
 //! backend; each shim calls one generic function here, which catches panics, reports failures
-//! through [`crate::info`], and returns `OFFLOAD_FAIL` / null instead of unwinding into C.
+//! through [`crate::diagnostics`], and returns `OFFLOAD_FAIL` / null instead of unwinding into C.
 
 use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -12,7 +12,7 @@ use crate::abi::{
 use crate::backend::{Backend, LaunchParams};
 use crate::error::{PluginError, Result};
 use crate::plugin::Plugin;
-use crate::{entries, image, info};
+use crate::{diagnostics, entries, image};
 
 /// The process-wide plugin instance of one backend, created on first use.
 pub struct PluginCell<B: Backend> {
@@ -31,22 +31,43 @@ impl<B: Backend> PluginCell<B> {
         PluginCell { plugin: OnceLock::new() }
     }
 
-    /// The plugin, initialising it on first call; the error of a failed initialisation is kept.
+    /// The plugin, initialising it on first call. A failed initialisation is kept, and every
+    /// call answers it as [`PluginError::Unavailable`]: the backend has no usable device.
     pub fn get(&self) -> Result<&Plugin<B>> {
-        self.plugin.get_or_init(Plugin::new).as_ref().map_err(Clone::clone)
+        self.plugin.get_or_init(Plugin::new).as_ref().map_err(|err| match err {
+            PluginError::Unavailable(_) => err.clone(),
+            other => PluginError::Unavailable(other.to_string()),
+        })
     }
 }
 
 /// Runs `body`, turning an error or a panic into `fail` plus one diagnostic line.
 fn guard<T>(call: &str, device: Option<i32>, plugin: &str, fail: T, body: impl FnOnce() -> Result<T>) -> T {
+    guarded(call, device, plugin, fail, false, body)
+}
+
+/// [`guard`] for a call whose failure is an answer ("not an image of mine"): reported only as
+/// information.
+fn guard_question<T>(call: &str, plugin: &str, fail: T, body: impl FnOnce() -> Result<T>) -> T {
+    guarded(call, None, plugin, fail, true, body)
+}
+
+fn guarded<T>(
+    call: &str,
+    device: Option<i32>,
+    plugin: &str,
+    fail: T,
+    quiet: bool,
+    body: impl FnOnce() -> Result<T>,
+) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(value)) => value,
         Ok(Err(err)) => {
-            info::report(plugin, call, device, &err);
+            diagnostics::failed(plugin, call, device, &err, quiet);
             fail
         }
         Err(_) => {
-            info::report(plugin, call, device, &"internal error (panic caught)");
+            diagnostics::panicked(plugin, call, device);
             fail
         }
     }
@@ -97,7 +118,7 @@ pub unsafe fn is_valid_binary<B: Backend>(
     image: *const TgtDeviceImage,
     info: *const TgtImageInfo,
 ) -> i32 {
-    guard("__tgt_rtl_is_valid_binary", None, B::NAME, 0, || {
+    guard_question("__tgt_rtl_is_valid_binary", B::NAME, 0, || {
         // SAFETY: forwarded contract.
         let (_, bytes) = unsafe { image_bytes(image)? };
         // SAFETY: forwarded contract.

@@ -8,13 +8,13 @@
 
 pub mod abi;
 pub mod backend;
+pub mod diagnostics;
 pub mod entries;
 pub mod environment;
 pub mod error;
 pub mod exports;
 pub mod fptr_map;
 pub mod image;
-pub mod info;
 pub mod plugin;
 pub mod registry;
 pub mod vendor_library;

@@ -2,12 +2,14 @@
 //! over any [`Backend`].
 
 use std::ffi::{c_void, CString};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard, RwLock};
 
 use crate::abi::{
     FptrIndex, FptrMapEntry, TgtOffloadEntry, TgtTargetTable, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE,
 };
 use crate::backend::{Backend, DeviceSymbol, LaunchParams};
+use crate::diagnostics::{self, MapSummary};
 use crate::entries::OffloadEntry;
 use crate::error::{PluginError, Result};
 use crate::fptr_map::{header_bytes, slot_bytes, FptrTable, HashIndex};
@@ -42,6 +44,9 @@ struct DeviceTable {
     /// What `__omp_offloading_fptr_index` holds for this table: `slots` is device memory owned
     /// here, or 0 (and the header all zero) without an index.
     index: FptrIndex,
+    /// Bytes of the index's slots (0 without an index) and the longest probe in them.
+    index_bytes: u64,
+    longest_probe: Option<u32>,
 }
 
 /// The globals of one image that describe the installed map.
@@ -359,6 +364,15 @@ impl<B: Backend> Plugin<B> {
 
     fn install_images_map(&self, device: i32, state: &mut DeviceState<B>) -> Result<()> {
         if !self.map_on_load {
+            static NOTICED: AtomicBool = AtomicBool::new(false);
+            diagnostics::notice_once(
+                &NOTICED,
+                B::NAME,
+                format_args!(
+                    "{MAP_ON_LOAD_ENV}=0: loading an image installs no function-pointer map \
+                     (translation returns pointers unchanged)"
+                ),
+            );
             return Ok(());
         }
         let pairs: Vec<FptrMapEntry> = state.images.iter().flat_map(|i| i.indirect.iter().copied()).collect();
@@ -408,6 +422,15 @@ impl<B: Backend> Plugin<B> {
             }
             return Err(err);
         }
+        if let Some(t) = new {
+            let summary = MapSummary {
+                functions: t.len,
+                table_bytes: t.len * 16,
+                index_bytes: t.index_bytes,
+                longest_probe: t.longest_probe,
+            };
+            diagnostics::info(B::NAME, format_args!("device {device}: {summary}"));
+        }
         match std::mem::replace(&mut state.table, new) {
             Some(old) => self.free_table(device, old),
             None => Ok(()),
@@ -418,7 +441,13 @@ impl<B: Backend> Plugin<B> {
     fn upload(&self, device: i32, table: &FptrTable<'_>) -> Result<DeviceTable> {
         let bytes = table.as_bytes();
         let ptr = self.backend.alloc(device, bytes.len(), TARGET_ALLOC_DEVICE)?;
-        let mut uploaded = DeviceTable { ptr, len: table.len() as u64, index: FptrIndex::NONE };
+        let mut uploaded = DeviceTable {
+            ptr,
+            len: table.len() as u64,
+            index: FptrIndex::NONE,
+            index_bytes: 0,
+            longest_probe: None,
+        };
         let capacity = if self.hash_index { HashIndex::capacity(table) } else { None };
         let result = self.backend.write(device, ptr, bytes).and_then(|()| {
             let Some(capacity) = capacity else { return Ok(()) };
@@ -437,10 +466,12 @@ impl<B: Backend> Plugin<B> {
                     let slots = unsafe { std::slice::from_raw_parts_mut(host.cast::<[u64; 2]>(), capacity) };
                     slots.fill([0, 0]);
                     HashIndex::build_into(table, slots)
+                        .inspect(|index| uploaded.longest_probe = Some(index.max_probe(slots)))
                 }
                 None => match HashIndex::build(table) {
                     Some((index, slots)) => {
                         self.backend.write(device, slots_ptr, slot_bytes(&slots))?;
+                        uploaded.longest_probe = Some(index.max_probe(&slots));
                         Some(index)
                     }
                     None => None,
@@ -449,6 +480,7 @@ impl<B: Backend> Plugin<B> {
             let index =
                 built.ok_or_else(|| PluginError::Backend("the hash index could not be built".into()))?;
             uploaded.index = index.header_at(ptr, slots_ptr);
+            uploaded.index_bytes = capacity as u64 * 16;
             Ok(())
         });
         match result {

@@ -368,7 +368,8 @@ fn deinit_plugin_releases_everything() {
     }
 }
 
-/// Set by [`libomptarget_info_prints_one_line_per_failure`] for the child process it starts.
+/// Set by [`failures_print_one_error_line_each_and_info_adds_the_map_summary`] for the child
+/// process it starts.
 const INFO_CHILD: &str = "C_ABI_INFO_CHILD";
 
 /// In the child process only (a no-op otherwise): failing calls whose diagnostics the parent
@@ -395,7 +396,7 @@ fn info_child_makes_failing_calls() {
 }
 
 #[test]
-fn libomptarget_info_prints_one_line_per_failure() {
+fn failures_print_one_error_line_each_and_info_adds_the_map_summary() {
     let run_child = |info: Option<&str>| {
         let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
         cmd.args(["--exact", "info_child_makes_failing_calls", "--nocapture", "--test-threads=1"])
@@ -413,19 +414,27 @@ fn libomptarget_info_prints_one_line_per_failure() {
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
-    let expected = [
-        "omptarget-indirect (x86_64): __tgt_rtl_set_function_ptr_map(device 0) failed: invalid \
+    let errors = [
+        "omptarget-indirect (x86_64) error: __tgt_rtl_set_function_ptr_map(device 0): invalid \
          function-pointer table: not sorted by host_ptr: entry 1 (0x1000) comes after entry 0 (0x2000)",
-        "omptarget-indirect (x86_64): __tgt_rtl_set_function_ptr_map(device 7) failed: invalid device id 7",
-        "omptarget-indirect (x86_64): __tgt_rtl_set_function_ptr_map(device 1) failed: invalid argument: \
+        "omptarget-indirect (x86_64) error: __tgt_rtl_set_function_ptr_map(device 7): invalid device id 7",
+        "omptarget-indirect (x86_64) error: __tgt_rtl_set_function_ptr_map(device 1): invalid argument: \
          null table with size 3",
-        "omptarget-indirect (x86_64): __tgt_rtl_load_binary(device 0) failed: invalid argument: null device \
+        "omptarget-indirect (x86_64) error: __tgt_rtl_load_binary(device 0): invalid argument: null device \
          image",
     ];
-    assert_eq!(run_child(Some("1")), expected);
-    assert_eq!(run_child(Some("-1")), expected, "any non-zero value enables the lines");
-    assert!(run_child(None).is_empty(), "silent without LIBOMPTARGET_INFO");
-    assert!(run_child(Some("0")).is_empty(), "silent with LIBOMPTARGET_INFO=0");
+    // By default, and with LIBOMPTARGET_INFO=0: the error lines and nothing else.
+    assert_eq!(run_child(None), errors);
+    assert_eq!(run_child(Some("0")), errors);
+    // With LIBOMPTARGET_INFO (any non-zero value): the same, plus the summary of each installed map
+    // (the load installs the image's 2 indirect functions, the unload clears them).
+    let summary = "omptarget-indirect (x86_64) info: device 0: 2 indirect functions, table 32 B, index ";
+    for value in ["1", "-1"] {
+        let lines = run_child(Some(value));
+        assert!(lines[0].starts_with(summary), "{lines:?}");
+        assert!(lines[0].contains(" longest probe "), "{lines:?}");
+        assert_eq!(lines[1..], errors, "LIBOMPTARGET_INFO={value}");
+    }
 }
 
 /// Reads `N` bytes of device memory at `addr`.
