@@ -70,7 +70,7 @@ pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<Row>> {
             let uniform = u32::from(pattern == Pattern::UniformHit);
             for (implementation, module) in IMPLEMENTATIONS.iter().zip(&modules) {
                 if implementation.install == Install::LlvmEnvironment && pattern == Pattern::MissInside {
-                    continue; // never returns (REFERENCE.md section 2)
+                    continue; // never returns (docs/llvm.md)
                 }
                 for (mode, grid, block, iters) in
                     [("throughput", blocks, threads, THROUGHPUT_ITERS), ("latency", 1, 32, LATENCY_ITERS)]
@@ -168,7 +168,7 @@ pub fn report(rows: &[Row]) -> (String, String) {
         "\nlatency rows: ns/transl is per translation of one lane's dependent chain (32 lanes run at once)\n",
     );
     text.push_str(
-        "llvm19 is not run on miss-inside: its lookup never returns there (REFERENCE.md section 2)\n\n",
+        "llvm19 is not run on miss-inside: its lookup never returns there (docs/llvm.md)\n\n",
     );
     text.push_str(&goals(rows));
     (text, csv)

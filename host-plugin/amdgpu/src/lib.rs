@@ -11,7 +11,7 @@
 //! function-pointer map is installed by the core (also into LLVM 18+'s device environment).
 //!
 //! Nothing here has run on AMD hardware: the project has no AMD GPU. What runs is listed in
-//! the README ("What has run where").
+//! docs/plugins.md ("What has run where").
 #![deny(missing_docs)]
 
 pub mod hsa;

@@ -103,7 +103,7 @@ macro_rules! api_table {
                             return Err(format!("{} does not export {}", path.display(), $symbol));
                         }
                         // SAFETY: the plugin exports this symbol with this C signature
-                        // (REFERENCE.md section 5).
+                        // (docs/llvm.md, "libomptarget 16: how it loads a plugin").
                         unsafe { std::mem::transmute::<*mut c_void, $ty>(f) }
                     },)*
                 })
