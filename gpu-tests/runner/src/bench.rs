@@ -167,9 +167,7 @@ pub fn report(rows: &[Row]) -> (String, String) {
     text.push_str(
         "\nlatency rows: ns/transl is per translation of one lane's dependent chain (32 lanes run at once)\n",
     );
-    text.push_str(
-        "llvm19 is not run on miss-inside: its lookup never returns there (docs/llvm.md)\n\n",
-    );
+    text.push_str("llvm19 is not run on miss-inside: its lookup never returns there (docs/llvm.md)\n\n");
     text.push_str(&goals(rows));
     (text, csv)
 }

@@ -210,28 +210,34 @@ impl fmt::Display for NotACodeObject {
 
 /// Reads the target ID of an AMDGPU HSA code object (v4 to v6) from its ELF header.
 pub fn target_id(image: &[u8]) -> Result<TargetId, NotACodeObject> {
+    use object::read::elf::FileHeader as _;
     let bad = |why: String| Err(NotACodeObject(why));
-    if image.len() < 64 || !image.starts_with(b"\x7fELF") {
+    if !image.starts_with(b"\x7fELF") {
         return bad("not an ELF file".into());
     }
-    if image[4] != 2 || image[5] != 1 {
+    if image.len() < 6 || image[4] != object::elf::ELFCLASS64 || image[5] != object::elf::ELFDATA2LSB {
         return bad("not a 64-bit little-endian ELF file".into());
     }
-    let machine = u16::from_le_bytes([image[18], image[19]]);
+    let e = object::LittleEndian;
+    let Ok(header) = object::elf::FileHeader64::<object::LittleEndian>::parse(image) else {
+        return bad("a truncated ELF header".into());
+    };
+    let machine = header.e_machine(e);
     if machine != EM_AMDGPU {
         return bad(format!("e_machine {machine}, not EM_AMDGPU ({EM_AMDGPU})"));
     }
-    if image[7] != ELFOSABI_AMDGPU_HSA {
-        return bad(format!("OS/ABI {}, not AMDGPU HSA ({ELFOSABI_AMDGPU_HSA})", image[7]));
+    let ident = header.e_ident();
+    if ident.os_abi != ELFOSABI_AMDGPU_HSA {
+        return bad(format!("OS/ABI {}, not AMDGPU HSA ({ELFOSABI_AMDGPU_HSA})", ident.os_abi));
     }
-    if !ABI_VERSIONS.contains(&image[8]) {
+    if !ABI_VERSIONS.contains(&ident.abi_version) {
         return bad(format!(
             "ABI version {} (code object v{}): only v4 to v6 are loaded",
-            image[8],
-            image[8] + 2
+            ident.abi_version,
+            ident.abi_version + 2
         ));
     }
-    let flags = u32::from_le_bytes([image[48], image[49], image[50], image[51]]);
+    let flags = header.e_flags(e);
     let mach = flags & EF_AMDGPU_MACH;
     let Some(processor) = processor_of_mach(mach) else {
         return bad(format!("unknown processor EF_AMDGPU_MACH {mach:#x}"));

@@ -21,15 +21,18 @@ pub enum CudaImage {
 /// Classifies `bytes`, or says why they are not a CUDA image.
 pub fn classify(bytes: &[u8]) -> Result<CudaImage> {
     if bytes.starts_with(b"\x7fELF") {
-        if bytes.len() < 64 || bytes[4] != 2 || bytes[5] != 1 {
-            return Err(PluginError::InvalidImage("not a 64-bit little-endian ELF file".into()));
-        }
-        let machine = u16::from_le_bytes([bytes[18], bytes[19]]);
+        use object::read::elf::FileHeader as _;
+        let e = object::LittleEndian;
+        let header =
+            (bytes.len() >= 6 && bytes[4] == object::elf::ELFCLASS64 && bytes[5] == object::elf::ELFDATA2LSB)
+                .then(|| object::elf::FileHeader64::<object::LittleEndian>::parse(bytes).ok())
+                .flatten()
+                .ok_or_else(|| PluginError::InvalidImage("not a 64-bit little-endian ELF file".into()))?;
+        let machine = header.e_machine(e);
         if machine != EM_CUDA {
             return Err(PluginError::InvalidImage(format!("ELF machine {machine}, not EM_CUDA ({EM_CUDA})")));
         }
-        let flags = u32::from_le_bytes(bytes[48..52].try_into().expect("4 bytes"));
-        return Ok(CudaImage::Cubin { sm: flags & 0xff });
+        return Ok(CudaImage::Cubin { sm: header.e_flags(e) & 0xff });
     }
     let head = &bytes[..bytes.len().min(4096)];
     let text = String::from_utf8_lossy(head);
@@ -54,6 +57,7 @@ mod tests {
         b[..4].copy_from_slice(b"\x7fELF");
         b[4] = 2;
         b[5] = 1;
+        b[6] = 1; // EV_CURRENT, as every real cubin has
         b[18..20].copy_from_slice(&machine.to_le_bytes());
         b[48..52].copy_from_slice(&flags.to_le_bytes());
         b
