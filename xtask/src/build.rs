@@ -330,16 +330,7 @@ fn plugins(workspace: &Path, dist: &Dist) -> Result<()> {
         let config = dist.clang_config(llvm);
         fs::create_dir_all(config.parent().context("no parent")?)?;
         let fresh = config.with_extension("cfg.new");
-        fs::write(
-            &fresh,
-            format!(
-                "# Loads the omptarget-indirect pass plugin into clang {major}'s device compiles (every -O level,\n\
-                 # -foffload-lto too), so that indirect calls in device code reach the device copies.\n\
-                 -Xarch_device -fpass-plugin=<CFGDIR>/../../lib/{}\n",
-                llvm.pass_plugin_file(),
-                major = llvm.major(),
-            ),
-        )?;
+        fs::write(&fresh, llvm.clang_config())?;
         replace_if_changed(&fresh, &config)?;
     }
     Ok(())

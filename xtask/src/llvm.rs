@@ -38,6 +38,30 @@ impl Llvm {
         }
     }
 
+    /// The text of the clang configuration file (`--config=`), with paths relative to the file's
+    /// own directory (`<CFGDIR>`, clang 16+) in a tree laid out as `target/dist` and an install
+    /// prefix are: `share/omptarget-indirect/` beside `lib/`, so the tree works wherever it is.
+    /// It loads the pass plugin into the device compiles; clang 22's also links the device library
+    /// (`$`-prefixed lines apply only to links, LLVM 20+; `$-L` is ignored there, `$-Wl,-L` is not).
+    pub fn clang_config(self) -> String {
+        let mut text = format!(
+            "# omptarget-indirect for clang {major}: loads the pass plugin into the device compiles (every -O\n\
+             # level, -foffload-lto too), so that indirect calls in device code reach the device copies.\n\
+             -Xarch_device -fpass-plugin=<CFGDIR>/../../lib/{plugin}\n",
+            major = self.major(),
+            plugin = self.pass_plugin_file(),
+        );
+        match self {
+            Llvm::V19 => text.push_str(
+                "# clang 19 cannot hold link-only options here: link with -L<prefix>/lib -lomptarget-indirect.\n",
+            ),
+            Llvm::V22 => text.push_str(
+                "# Links the device library (link steps only).\n$-Wl,-L<CFGDIR>/../../lib\n$-lomptarget-indirect\n",
+            ),
+        }
+        text
+    }
+
     /// The clang configuration file's name in `target/dist/share/omptarget-indirect`.
     pub fn clang_config_file(self) -> String {
         format!("clang-{}.cfg", self.major())

@@ -8,6 +8,7 @@ mod cmd;
 mod e2e;
 mod fuzz;
 mod gpu_bundle;
+mod install;
 mod llvm;
 mod metrics;
 mod offload;
@@ -39,6 +40,12 @@ commands:
   gpu-test [--require-gpu]                      build target/gpu-bundle/ and run it on this machine's
                                                 NVIDIA GPU (without one: \"built, not run\", exit 0)
   gpu-bench                                     the same bundle's translation benchmark (target/bench/)
+  install --prefix DIR                          build, then install a relocatable tree under DIR
+                                                ($DESTDIR honoured): lib, include, share, cmake, pkgconfig
+  uninstall --prefix DIR                        remove exactly what install put there (its manifest)
+  install-check                                 build, then the install test of `test` alone
+  dist                                          build, then target/release-archive/omptarget-indirect-
+                                                <version>-x86_64-linux-gnu.tar.gz with SHA256SUMS
   fuzz [--seconds N]                            run each cargo-fuzz target of fuzz/ for N seconds (60),
                                                 seeded from the build's and the tests' real images
 
@@ -89,6 +96,38 @@ fn run(args: Vec<String>) -> Result<()> {
             let dist = build::build(&workspace, &tools, &Archs::default())?;
             let (bundle, _) = gpu_bundle::build(&workspace, &tools, &dist)?;
             gpu_bundle::run(&bundle, require_gpu, false, None).map(drop)
+        }
+        "install" | "uninstall" => {
+            let prefix = match rest {
+                [flag, dir] if flag == "--prefix" => PathBuf::from(dir),
+                _ => bail!("`{command}` takes --prefix DIR\n{USAGE}"),
+            };
+            let prefix = if prefix.is_absolute() { prefix } else { std::env::current_dir()?.join(prefix) };
+            let root = install::staged(&prefix);
+            if command == "uninstall" {
+                let removed = install::uninstall(&root)?;
+                println!("removed {removed} files from {}", root.display());
+                return Ok(());
+            }
+            let tools = Tools::locate(&workspace)?;
+            let dist = build::build(&workspace, &tools, &Archs::default())?;
+            let files = install::install(&workspace, &dist, &root)?;
+            println!("installed {} files under {}", files.len(), root.display());
+            Ok(())
+        }
+        "install-check" => {
+            no_options(command, rest)?;
+            let tools = Tools::locate(&workspace)?;
+            let dist = build::build(&workspace, &tools, &Archs::default())?;
+            println!("{}", install::check(&workspace, &tools, &dist)?);
+            Ok(())
+        }
+        "dist" => {
+            no_options(command, rest)?;
+            let tools = Tools::locate(&workspace)?;
+            let dist = build::build(&workspace, &tools, &Archs::default())?;
+            println!("{}", install::archive(&workspace, &dist)?.display());
+            Ok(())
         }
         "fuzz" => {
             let seconds = match rest {

@@ -171,6 +171,10 @@ pub fn run(workspace: &Path) -> Result<()> {
         }
     }
     report.step(
+        "install: a relocated prefix used through CMake, pkg-config and clang --config; the release archive; uninstall",
+        || crate::install::check(workspace, &tools, &dist),
+    );
+    report.step(
         format!(
             "fuzzing: {} targets of fuzz/, {} s each (cargo fuzz)",
             crate::fuzz::TARGETS.len(),

@@ -108,6 +108,10 @@ impl<B: Backend> Plugin<B> {
     pub fn new() -> Result<Self> {
         let backend = B::init()?;
         let count = backend.device_count().max(0);
+        diagnostics::info(
+            B::NAME,
+            format_args!("omptarget-indirect {}, {count} devices", env!("CARGO_PKG_VERSION")),
+        );
         let devices = (0..count)
             .map(|_| Device {
                 state: Mutex::new(DeviceState { images: Vec::new(), table: None }),

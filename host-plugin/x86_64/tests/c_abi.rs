@@ -431,6 +431,12 @@ fn failures_print_one_error_line_each_and_info_adds_the_map_summary() {
     let summary = "omptarget-indirect (x86_64) info: device 0: 2 indirect functions, table 32 B, index ";
     for value in ["1", "-1"] {
         let lines = run_child(Some(value));
+        let version = format!(
+            "omptarget-indirect (x86_64) info: omptarget-indirect {}, 2 devices",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert_eq!(lines[0], version, "the plugin reports its version first");
+        let lines = &lines[1..];
         assert!(lines[0].starts_with(summary), "{lines:?}");
         assert!(lines[0].contains(" longest probe "), "{lines:?}");
         assert_eq!(lines[1..], errors, "LIBOMPTARGET_INFO={value}");

@@ -1,0 +1,381 @@
+//! `cargo xtask install --prefix DIR`, `uninstall --prefix DIR` and `dist`: the dist tree laid out
+//! as an install prefix (relocatable: every path inside is relative to the file that holds it),
+//! with the header, the clang configuration files, a CMake package, a pkg-config file and a
+//! manifest; and the release archive of such a tree.
+//!
+//! ```text
+//! lib/libomptarget-indirect.a                     the fat device library
+//! lib/libomptarget-indirect-pass.so, ...-llvm22.so  the pass plugins
+//! lib/omptarget-indirect/libomptarget.rtl.*.so    the libomptarget 16 plugins, alone in their directory
+//! include/omptarget-indirect.h                    the C API
+//! share/omptarget-indirect/clang-{19,22}.cfg      clang --config= files
+//! share/omptarget-indirect/install-manifest.txt   every installed file, for uninstall
+//! lib/cmake/OmptargetIndirect/                    find_package(OmptargetIndirect)
+//! lib/pkgconfig/omptarget-indirect.pc             pkg-config
+//! ```
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, ensure, Context, Result};
+
+use crate::build::{Dist, PLUGINS};
+use crate::cmd;
+use crate::llvm::Llvm;
+
+/// The manifest, relative to the prefix.
+const MANIFEST: &str = "share/omptarget-indirect/install-manifest.txt";
+
+/// The workspace version (`Cargo.toml`'s `[workspace.package] version`), as `(major, minor,
+/// patch)` and text.
+pub fn version(workspace: &Path) -> Result<(u32, u32, u32, String)> {
+    let manifest = fs::read_to_string(workspace.join("Cargo.toml"))?;
+    let text = manifest
+        .lines()
+        .skip_while(|l| l.trim() != "[workspace.package]")
+        .find_map(|l| l.trim().strip_prefix("version = \"")?.strip_suffix('"').map(str::to_string))
+        .context("no version in [workspace.package] of Cargo.toml")?;
+    let parts: Vec<u32> = text.split('.').map(str::parse).collect::<std::result::Result<_, _>>()?;
+    let [major, minor, patch] = parts[..] else { bail!("version {text} is not major.minor.patch") };
+    Ok((major, minor, patch, text))
+}
+
+/// Fills a template of `install/` with the version.
+fn template(workspace: &Path, name: &str) -> Result<String> {
+    let (major, minor, patch, version) = version(workspace)?;
+    let text = fs::read_to_string(workspace.join("install").join(name))
+        .with_context(|| format!("install/{name} is missing"))?;
+    Ok(text
+        .replace("@VERSION@", &version)
+        .replace("@MAJOR@", &major.to_string())
+        .replace("@MINOR@", &minor.to_string())
+        .replace("@PATCH@", &patch.to_string()))
+}
+
+/// Where installed files go: `$DESTDIR` (for packagers) in front of `prefix`, as make does.
+pub fn staged(prefix: &Path) -> PathBuf {
+    match std::env::var_os("DESTDIR").filter(|d| !d.is_empty()) {
+        Some(destdir) => Path::new(&destdir).join(prefix.strip_prefix("/").unwrap_or(prefix)),
+        None => prefix.to_path_buf(),
+    }
+}
+
+/// Installs the built `dist` tree under `root` (the prefix, with any `DESTDIR` applied), over
+/// an earlier install of the same tree; returns the installed files, relative to `root`.
+pub fn install(workspace: &Path, dist: &Dist, root: &Path) -> Result<Vec<PathBuf>> {
+    let copy = |from: PathBuf, to: &str| -> Result<(PathBuf, Vec<u8>)> {
+        let bytes = fs::read(&from)
+            .with_context(|| format!("{} is missing: run cargo xtask build", from.display()))?;
+        Ok((PathBuf::from(to), bytes))
+    };
+    let mut files: Vec<(PathBuf, Vec<u8>)> = vec![copy(dist.fat_lib(), "lib/libomptarget-indirect.a")?];
+    for llvm in Llvm::ALL {
+        files.push(copy(dist.pass_plugin(llvm), &format!("lib/{}", llvm.pass_plugin_file()))?);
+        files.push((
+            PathBuf::from("share/omptarget-indirect").join(llvm.clang_config_file()),
+            llvm.clang_config().into_bytes(),
+        ));
+    }
+    for (_, _, name) in PLUGINS {
+        files.push(copy(dist.lib_dir().join(name), &format!("lib/omptarget-indirect/{name}"))?);
+    }
+    for (name, to) in [
+        ("omptarget-indirect.h.in", "include/omptarget-indirect.h"),
+        ("OmptargetIndirectConfig.cmake.in", "lib/cmake/OmptargetIndirect/OmptargetIndirectConfig.cmake"),
+        (
+            "OmptargetIndirectConfigVersion.cmake.in",
+            "lib/cmake/OmptargetIndirect/OmptargetIndirectConfigVersion.cmake",
+        ),
+        ("omptarget-indirect.pc.in", "lib/pkgconfig/omptarget-indirect.pc"),
+    ] {
+        files.push((PathBuf::from(to), template(workspace, name)?.into_bytes()));
+    }
+    let mut installed: Vec<PathBuf> = files.iter().map(|(p, _)| p.clone()).collect();
+    installed.push(PathBuf::from(MANIFEST));
+    for (relative, bytes) in &files {
+        let dest = root.join(relative);
+        fs::create_dir_all(dest.parent().context("no parent")?)?;
+        // Replace, never write through: a running program may have the old file mapped.
+        let fresh = dest.with_extension("install-new");
+        fs::write(&fresh, bytes)?;
+        if relative.extension().is_some_and(|e| e == "so") {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&fresh, fs::Permissions::from_mode(0o755))?;
+        }
+        fs::rename(&fresh, &dest).with_context(|| format!("cannot write {}", dest.display()))?;
+    }
+    let manifest: String = installed.iter().map(|p| format!("{}\n", p.display())).collect();
+    fs::write(root.join(MANIFEST), manifest)?;
+    Ok(installed)
+}
+
+/// Removes exactly what the manifest under `root` lists, then the directories that emptied
+/// (the prefix itself included).
+pub fn uninstall(root: &Path) -> Result<usize> {
+    let manifest = root.join(MANIFEST);
+    let text = fs::read_to_string(&manifest).with_context(|| {
+        format!("{} is missing: nothing of omptarget-indirect is installed there", manifest.display())
+    })?;
+    let mut removed = 0;
+    let mut dirs = Vec::new();
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        let relative = Path::new(line);
+        ensure!(
+            relative.is_relative() && !relative.components().any(|c| c == std::path::Component::ParentDir),
+            "{}: unexpected entry {line}",
+            manifest.display()
+        );
+        let path = root.join(relative);
+        match fs::remove_file(&path) {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot remove {}", path.display())),
+        }
+        dirs.extend(relative.ancestors().skip(1).filter(|a| !a.as_os_str().is_empty()).map(|a| root.join(a)));
+    }
+    dirs.sort();
+    dirs.dedup();
+    // Deepest first; a directory that still holds something else stays.
+    for dir in dirs.iter().rev() {
+        let _ = fs::remove_dir(dir);
+    }
+    // The prefix too, if the install was all it held.
+    let _ = fs::remove_dir(root);
+    Ok(removed)
+}
+
+/// `cargo xtask dist`: `target/release/omptarget-indirect-<version>-x86_64-linux-gnu.tar.gz`, an
+/// install tree with the README, the LICENSE and a SHA256SUMS file of every file in it.
+pub fn archive(workspace: &Path, dist: &Dist) -> Result<PathBuf> {
+    let (_, _, _, version) = version(workspace)?;
+    let name = format!("omptarget-indirect-{version}-x86_64-linux-gnu");
+    let out = workspace.join("target/release-archive");
+    let tree = out.join(&name);
+    if tree.exists() {
+        fs::remove_dir_all(&tree)?;
+    }
+    let mut files = install(workspace, dist, &tree)?;
+    for doc in ["README.md", "LICENSE"] {
+        fs::copy(workspace.join(doc), tree.join(doc))?;
+        files.push(PathBuf::from(doc));
+    }
+    files.sort();
+    let mut sums = cmd::stdout(Command::new("sha256sum").current_dir(&tree).args(&files))?;
+    if !sums.ends_with('\n') {
+        sums.push('\n');
+    }
+    fs::write(tree.join("SHA256SUMS"), sums)?;
+    let archive = out.join(format!("{name}.tar.gz"));
+    cmd::output(
+        Command::new("tar")
+            .current_dir(&out)
+            .args(["--sort=name", "--owner=0", "--group=0", "--numeric-owner", "-czf"])
+            .arg(&archive)
+            .arg(&name),
+    )?;
+    Ok(archive)
+}
+
+/// The install test of `scripts/test.sh`: installs into a fresh prefix (twice: the second over
+/// the first), moves the prefix elsewhere, and builds `tests/install/consumer.c` outside the
+/// source tree three ways against it (CMake `find_package`, `pkg-config`, `clang-19 --config=`),
+/// plus once with clang 22 and once from the unpacked release archive; every build runs and must
+/// call the device copies. Then uninstalls and checks that nothing is left.
+pub fn check(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist) -> Result<String> {
+    let base = std::env::temp_dir().join(format!("omptarget-indirect-install-{}", std::process::id()));
+    if base.exists() {
+        fs::remove_dir_all(&base)?;
+    }
+    let result = check_in(workspace, tools, dist, &base);
+    let _ = fs::remove_dir_all(&base);
+    result
+}
+
+fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &Path) -> Result<String> {
+    let first = base.join("first/prefix");
+    let installed = install(workspace, dist, &first)?;
+    let again = install(workspace, dist, &first)?;
+    ensure!(installed == again, "a second install over the first installed other files");
+    let prefix = base.join("moved/elsewhere/prefix");
+    fs::create_dir_all(prefix.parent().context("no parent")?)?;
+    fs::rename(&first, &prefix)?;
+    let project = base.join("project");
+    fs::create_dir_all(&project)?;
+    for file in ["consumer.c", "CMakeLists.txt"] {
+        fs::copy(workspace.join("tests/install").join(file), project.join(file))?;
+    }
+    let header_checks = check_header(workspace, tools, &prefix.join("include"), &project)?;
+    let llvm16 = &tools.llvm16_lib;
+    let plugins = prefix.join("lib/omptarget-indirect");
+    let offload = ["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", "-Wall", "-Werror"];
+    let mut ways = Vec::new();
+
+    // CMake: find_package + target_link_libraries; the plugin directory from the target's property.
+    let build = project.join("build");
+    cmd::output(
+        Command::new("cmake")
+            .arg("-S")
+            .arg(&project)
+            .arg("-B")
+            .arg(&build)
+            .arg(format!("-DCMAKE_C_COMPILER={}", tools.clang.display()))
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
+            .arg(format!("-DLIBOMPTARGET_DIR={}", llvm16.display())),
+    )?;
+    cmd::output(Command::new("cmake").arg("--build").arg(&build))?;
+    let from_cmake = PathBuf::from(fs::read_to_string(build.join("plugin-dir.txt"))?.trim());
+    ensure!(
+        from_cmake.canonicalize()? == plugins.canonicalize()?,
+        "the CMake target names plugin directory {}, expected {}",
+        from_cmake.display(),
+        plugins.display()
+    );
+    ways.push(run_consumer(&build.join("consumer"), Some((&from_cmake, llvm16)), "CMake find_package")?);
+
+    // pkg-config.
+    let pkg = |what: &str| -> Result<Vec<String>> {
+        let out = cmd::stdout(
+            Command::new("pkg-config")
+                .arg(what)
+                .arg("omptarget-indirect")
+                .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig")),
+        )?;
+        Ok(out.split_whitespace().map(str::to_string).collect())
+    };
+    let exe = project.join("consumer-pkg-config");
+    cmd::output(
+        Command::new(&tools.clang)
+            .args(offload)
+            .args(pkg("--cflags")?)
+            .arg(project.join("consumer.c"))
+            .arg(format!("-L{}", llvm16.display()))
+            .args(pkg("--libs")?)
+            .arg("-o")
+            .arg(&exe),
+    )?;
+    ways.push(run_consumer(&exe, Some((&plugins, llvm16)), "pkg-config")?);
+
+    // clang 19 with the configuration file, and clang 22 with its own (which also links).
+    ways.push(build_with_config(tools, &prefix, &project, Llvm::V19, "clang-19 --config")?);
+    ways.push(build_with_config(tools, &prefix, &project, Llvm::V22, "clang-22 --config")?);
+
+    // The release archive, unpacked on a clean path.
+    let archive = archive(workspace, dist)?;
+    let unpacked = base.join("unpacked");
+    fs::create_dir_all(&unpacked)?;
+    cmd::output(Command::new("tar").arg("-xzf").arg(&archive).arg("-C").arg(&unpacked))?;
+    let tree = unpacked.join(
+        archive
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".tar.gz"))
+            .context("archive name")?,
+    );
+    cmd::output(Command::new("sha256sum").arg("--quiet").arg("-c").arg("SHA256SUMS").current_dir(&tree))?;
+    ways.push(build_with_config(tools, &tree, &project, Llvm::V19, "the unpacked release archive")?);
+
+    let removed = uninstall(&prefix)?;
+    ensure!(!prefix.exists(), "{} still exists after uninstall", prefix.display());
+    ensure!(removed == installed.len(), "uninstall removed {removed} files of {}", installed.len());
+    Ok(format!(
+        "{} files installed twice, moved, used by {}; the header compiles warning-free in {header_checks} \
+         configurations; the archive's SHA256SUMS verify; uninstall removed all {removed}",
+        installed.len(),
+        ways.join(", ")
+    ))
+}
+
+/// The installed header compiles with `-Wall -Wextra -pedantic -Werror` as C and C++, with gcc
+/// and clang, with and without `-fopenmp` (clang), and its version macros match the workspace's.
+fn check_header(workspace: &Path, tools: &crate::tools::Tools, include: &Path, dir: &Path) -> Result<usize> {
+    let (major, minor, patch, version) = version(workspace)?;
+    let source = format!(
+        "#include <omptarget-indirect.h>\n\
+         #if OMPTARGET_INDIRECT_VERSION_MAJOR != {major} || OMPTARGET_INDIRECT_VERSION_MINOR != {minor} || \
+         OMPTARGET_INDIRECT_VERSION_PATCH != {patch}\n#error version macros\n#endif\n\
+         static const char *version = OMPTARGET_INDIRECT_VERSION;\n\
+         int main(void) {{ __omp_offloading_fptr_map_ty e = {{0, 0}}; \
+         return (int)e.host_ptr + (version[0] != '{first}'); }}\n",
+        first = version.chars().next().unwrap_or('0'),
+    );
+    let mut checked = 0;
+    for (file, compilers) in [
+        ("header.c", vec![PathBuf::from("cc"), tools.clang.clone()]),
+        ("header.cpp", vec![PathBuf::from("c++"), tools.clangxx.clone()]),
+    ] {
+        let path = dir.join(file);
+        fs::write(&path, &source)?;
+        for compiler in compilers {
+            let clang = compiler.to_string_lossy().contains("clang");
+            let openmp: &[&[&str]] = if clang { &[&[], &["-fopenmp"]] } else { &[&[]] };
+            for extra in openmp {
+                cmd::output(
+                    Command::new(&compiler)
+                        .args(["-Wall", "-Wextra", "-pedantic", "-Werror", "-fsyntax-only"])
+                        .args(*extra)
+                        .arg(format!("-I{}", include.display()))
+                        .arg(&path),
+                )?;
+                checked += 1;
+            }
+        }
+    }
+    Ok(checked)
+}
+
+/// Builds the consumer with `clang-NN --config=<tree>/share/omptarget-indirect/clang-NN.cfg` and
+/// runs it (clang 19: through LLVM 16's libomptarget and the tree's plugins; clang 22: through
+/// its own libomptarget, with the configuration file also linking the device library).
+fn build_with_config(
+    tools: &crate::tools::Tools,
+    tree: &Path,
+    project: &Path,
+    llvm: Llvm,
+    what: &str,
+) -> Result<String> {
+    let exe = project.join(format!("consumer-{}", what.replace([' ', '-'], "_")));
+    let config = tree.join("share/omptarget-indirect").join(llvm.clang_config_file());
+    let mut c = Command::new(if llvm == Llvm::V19 { &tools.clang } else { &tools.clang22 });
+    c.arg(format!("--config={}", config.display()))
+        .args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", "-Wall", "-Werror"])
+        .arg(format!("-I{}", tree.join("include").display()));
+    let plugins = tree.join("lib/omptarget-indirect");
+    let runtime = match llvm {
+        Llvm::V19 => {
+            c.arg(project.join("consumer.c"))
+                .arg(format!("-L{}", tools.llvm16_lib.display()))
+                .arg(format!("-L{}", tree.join("lib").display()))
+                .arg("-lomptarget-indirect");
+            Some((plugins.as_path(), tools.llvm16_lib.as_path()))
+        }
+        Llvm::V22 => {
+            c.arg("-isystem")
+                .arg(tools.llvm22_openmp.join("include"))
+                .arg(project.join("consumer.c"))
+                .arg(format!("-L{}", tools.llvm22_openmp.join("lib").display()));
+            None
+        }
+    };
+    cmd::output(c.arg("-o").arg(&exe))?;
+    run_consumer(&exe, runtime, what)
+}
+
+/// Runs a consumer build (with `LD_LIBRARY_PATH` = plugin directory, then libomptarget 16's, where
+/// given) and requires its "ok".
+fn run_consumer(exe: &Path, library_path: Option<(&Path, &Path)>, what: &str) -> Result<String> {
+    let mut c = Command::new(exe);
+    c.env_remove("LD_LIBRARY_PATH").env_remove("LIBOMPTARGET_INFO").env("OMP_TARGET_OFFLOAD", "MANDATORY");
+    if let Some((plugins, runtime)) = library_path {
+        c.env("LD_LIBRARY_PATH", format!("{}:{}", plugins.display(), runtime.display()));
+    }
+    let out = c.output().with_context(|| format!("cannot run {}", exe.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    ensure!(
+        out.status.success() && text.contains(": ok"),
+        "the consumer built with {what} failed ({}):\n{text}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(what.to_string())
+}
