@@ -379,3 +379,27 @@ fn run_consumer(exe: &Path, library_path: Option<(&Path, &Path)>, what: &str) ->
     );
     Ok(what.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destdir_goes_in_front_of_the_prefix() {
+        // The only test of this binary that touches DESTDIR.
+        std::env::set_var("DESTDIR", "/tmp/stage");
+        assert_eq!(staged(Path::new("/opt/oi")), Path::new("/tmp/stage/opt/oi"));
+        std::env::set_var("DESTDIR", "");
+        assert_eq!(staged(Path::new("/opt/oi")), Path::new("/opt/oi"));
+        std::env::remove_var("DESTDIR");
+        assert_eq!(staged(Path::new("/opt/oi")), Path::new("/opt/oi"));
+    }
+
+    #[test]
+    fn the_workspace_version_is_read() {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let (major, minor, patch, text) = version(workspace).unwrap();
+        assert_eq!(format!("{major}.{minor}.{patch}"), text);
+        assert_eq!(text, env!("CARGO_PKG_VERSION"));
+    }
+}
