@@ -16,7 +16,6 @@
 
 pub mod hsa;
 
-use std::collections::HashSet;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -80,14 +79,12 @@ pub struct Amdgpu {
     host: Option<HostPools>,
     /// The pinned staging buffer (address), allocated on first copy.
     staging: Mutex<Option<u64>>,
-    /// Kernel handles given out and not yet unloaded: a launch with any other value is refused.
-    live_kernels: Mutex<HashSet<u64>>,
     /// Last: every HSA object above is destroyed (in `Drop`) before the runtime shuts down.
     hsa: Runtime,
 }
 
-/// A kernel handle: its descriptor's segments and its OpenMP configuration.
-struct Kernel {
+/// A kernel: its descriptor's segments and its OpenMP configuration.
+pub struct Kernel {
     segments: KernelSegments,
     config: KernelConfig,
     code_object_version: u8,
@@ -100,9 +97,6 @@ pub struct LoadedImage {
     code_object_version: u8,
     /// `(address, size)` of the DeviceRTL's device environment, if the image has one.
     environment: Option<(u64, usize)>,
-    /// Boxed: a kernel's handle is its address, which must not move when the vector grows.
-    #[allow(clippy::vec_box)]
-    kernels: Mutex<Vec<Box<Kernel>>>,
 }
 
 // SAFETY: the queue pointer is used only under its device's mutex; HSA objects may be used from
@@ -315,6 +309,7 @@ impl Amdgpu {
 
 impl Backend for Amdgpu {
     type Image = LoadedImage;
+    type Kernel = Kernel;
     const NAME: &'static str = "amdgpu";
 
     fn init() -> Result<Self> {
@@ -339,7 +334,6 @@ impl Backend for Amdgpu {
             gpus,
             host,
             staging: Mutex::new(None),
-            live_kernels: Mutex::new(HashSet::new()),
             hsa,
         })
     }
@@ -377,13 +371,7 @@ impl Backend for Amdgpu {
         let code_object_version =
             code_object::code_object_version(bytes).map_err(|e| PluginError::InvalidImage(e.0))?;
         let executable = self.hsa.load_executable(gpu.agent, bytes)?;
-        let mut image = LoadedImage {
-            executable,
-            device,
-            code_object_version,
-            environment: None,
-            kernels: Mutex::new(Vec::new()),
-        };
+        let mut image = LoadedImage { executable, device, code_object_version, environment: None };
         if let Err(err) = self.init_environment(&mut image) {
             // SAFETY: loaded above; nothing of it ran or is referenced yet.
             let _ = unsafe { self.hsa.destroy_executable(executable) };
@@ -393,27 +381,17 @@ impl Backend for Amdgpu {
     }
 
     fn unload_image(&self, _device: i32, image: LoadedImage) -> Result<()> {
-        let kernels = image.kernels.into_inner().unwrap_or_else(|e| e.into_inner());
-        let mut live = self.live_kernels.lock().unwrap_or_else(|e| e.into_inner());
-        for k in &kernels {
-            live.remove(&(&**k as *const Kernel as u64));
-        }
-        drop(live);
-        // SAFETY: launches are synchronous, so none of its kernels runs; its handles were just
-        // withdrawn and the core drops its globals with the image.
+        // SAFETY: the core unloads under the device's launch gate after withdrawing the image's
+        // kernel handles and globals, so none of its kernels runs or can be launched.
         unsafe { self.hsa.destroy_executable(image.executable) }
     }
 
-    fn kernel(&self, image: &LoadedImage, kernel: &str) -> Result<Option<u64>> {
+    fn kernel(&self, image: &LoadedImage, kernel: &str) -> Result<Option<Kernel>> {
         let Some(segments) = self.kernel_segments(image, kernel)? else {
             return Ok(None);
         };
         let config = read_kernel_config(self, image.device, image, kernel)?;
-        let boxed = Box::new(Kernel { segments, config, code_object_version: image.code_object_version });
-        let id = &*boxed as *const Kernel as u64;
-        image.kernels.lock().unwrap_or_else(|e| e.into_inner()).push(boxed);
-        self.live_kernels.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
-        Ok(Some(id))
+        Ok(Some(Kernel { segments, config, code_object_version: image.code_object_version }))
     }
 
     fn global(&self, image: &LoadedImage, name: &str) -> Result<Option<DeviceSymbol>> {
@@ -480,12 +458,7 @@ impl Backend for Amdgpu {
         })
     }
 
-    fn launch(&self, device: i32, launch: &LaunchParams<'_>) -> Result<()> {
-        if !self.live_kernels.lock().unwrap_or_else(|e| e.into_inner()).contains(&launch.kernel) {
-            return Err(PluginError::InvalidArgument(format!("{:#x} is not a loaded kernel", launch.kernel)));
-        }
-        // SAFETY: a live handle from `kernel`, boxed in an image that is still loaded.
-        let kernel = unsafe { &*(launch.kernel as *const Kernel) };
+    fn launch(&self, device: i32, kernel: &Kernel, launch: &LaunchParams<'_>) -> Result<()> {
         let gpu = &self.gpus[device as usize];
         let ka = launch.kernel_args;
         let (blocks, threads) =

@@ -19,7 +19,8 @@ pub struct DeviceSymbol {
 /// A kernel launch as libomptarget asked for it.
 #[derive(Debug)]
 pub struct LaunchParams<'a> {
-    /// The kernel handle the target table gave libomptarget.
+    /// The kernel handle the target table gave libomptarget (the address of the core's box of
+    /// the backend's [`Backend::Kernel`]).
     pub kernel: u64,
     /// The kernel's arguments, offsets applied, without clang 19's leading `dyn_ptr`.
     pub args: &'a [u64],
@@ -39,6 +40,12 @@ impl LaunchParams<'_> {
 pub trait Backend: Sized + Send + Sync + 'static {
     /// A loaded image (module, executable, shared object).
     type Image: Send;
+
+    /// What the backend needs to launch one kernel of a loaded image (its function, its launch
+    /// configuration). The core owns it, boxed, for as long as its image is loaded, gives
+    /// libomptarget the box's address as the kernel's handle, and hands it back to
+    /// [`Backend::launch`] only for a handle of a loaded image. Must not be zero-sized.
+    type Kernel: Send + Sync;
 
     /// Short name used in diagnostics, e.g. `x86_64`.
     const NAME: &'static str;
@@ -63,8 +70,8 @@ pub trait Backend: Sized + Send + Sync + 'static {
     /// Unloads an image loaded by [`Backend::load_image`].
     fn unload_image(&self, device: i32, image: Self::Image) -> Result<()>;
 
-    /// The handle of kernel `name`, as `launch` takes it back.
-    fn kernel(&self, image: &Self::Image, name: &str) -> Result<Option<u64>>;
+    /// Kernel `name` of `image`, or `None` if the image has no such kernel.
+    fn kernel(&self, image: &Self::Image, name: &str) -> Result<Option<Self::Kernel>>;
 
     /// Global `name` of `image`, or `None` if the image does not define it.
     fn global(&self, image: &Self::Image, name: &str) -> Result<Option<DeviceSymbol>>;
@@ -87,8 +94,8 @@ pub trait Backend: Sized + Send + Sync + 'static {
     /// Copies device memory to host bytes.
     fn read(&self, device: i32, dst: &mut [u8], src: u64) -> Result<()>;
 
-    /// Runs a kernel to completion.
-    fn launch(&self, device: i32, launch: &LaunchParams<'_>) -> Result<()>;
+    /// Runs `kernel` (of an image loaded on `device`) to completion.
+    fn launch(&self, device: i32, kernel: &Self::Kernel, launch: &LaunchParams<'_>) -> Result<()>;
 
     /// Where the host can write the device memory at `ptr` directly, when the device's memory
     /// is the host's (host offload): large structures are then built in place instead of built

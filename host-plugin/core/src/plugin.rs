@@ -30,6 +30,9 @@ struct LoadedImage<B: Backend> {
     globals: Vec<(u64, u64)>,
     /// The kernel handles of its target table: what launches may name.
     kernels: Vec<u64>,
+    /// The backend's kernels, each boxed at the address its handle is.
+    #[allow(clippy::vec_box)]
+    kernel_boxes: Vec<Box<B::Kernel>>,
 }
 
 // SAFETY: the raw pointers in `table` and `entries` point into this struct's own heap storage
@@ -106,6 +109,8 @@ fn switch_from_env(name: &str) -> bool {
 impl<B: Backend> Plugin<B> {
     /// Initialises the backend and the per-device state.
     pub fn new() -> Result<Self> {
+        // Kernel handles are box addresses: a zero-sized kernel would give every one the same.
+        assert!(std::mem::size_of::<B::Kernel>() > 0, "Backend::Kernel must not be zero-sized");
         let backend = B::init()?;
         let count = backend.device_count().max(0);
         diagnostics::info(
@@ -255,6 +260,7 @@ impl<B: Backend> Plugin<B> {
         let mut indirect = Vec::new();
         let mut globals = Vec::new();
         let mut kernels = Vec::new();
+        let mut kernel_boxes = Vec::new();
         for entry in entries {
             let resolved = (|| -> Result<u64> {
                 if entry.size == 0 {
@@ -262,8 +268,11 @@ impl<B: Backend> Plugin<B> {
                         .backend
                         .kernel(&image, &entry.name)?
                         .ok_or_else(|| PluginError::MissingSymbol(entry.name.clone()))?;
-                    kernels.push(kernel);
-                    return Ok(kernel);
+                    let boxed = Box::new(kernel);
+                    let handle = &*boxed as *const B::Kernel as u64;
+                    kernel_boxes.push(boxed);
+                    kernels.push(handle);
+                    return Ok(handle);
                 }
                 let global = self
                     .backend
@@ -318,7 +327,17 @@ impl<B: Backend> Plugin<B> {
         let mut entries: Box<[TgtOffloadEntry]> = table.into_boxed_slice();
         let range = entries.as_mut_ptr_range();
         let table = Box::new(TgtTargetTable { entries_begin: range.start, entries_end: range.end });
-        Ok(LoadedImage { key, image, table, entries, _names: names, indirect, globals, kernels })
+        Ok(LoadedImage {
+            key,
+            image,
+            table,
+            entries,
+            _names: names,
+            indirect,
+            globals,
+            kernels,
+            kernel_boxes,
+        })
     }
 
     /// Unloads the image registered under `key` and reinstalls the map of the remaining ones.
@@ -328,9 +347,12 @@ impl<B: Backend> Plugin<B> {
             PluginError::InvalidArgument(format!("no image at {key:#x} is loaded on this device"))
         })?;
         let img = state.images.remove(index);
-        self.registry(device)?.remove_image(&img.globals, &img.kernels);
         let result = self.install_images_map(device, &mut state);
+        // No kernel of the device runs while the image's handles are withdrawn and it unloads.
+        let _no_launches = self.devices[device as usize].launches.write().unwrap_or_else(|e| e.into_inner());
+        self.registry(device)?.remove_image(&img.globals, &img.kernels);
         drop(img.entries);
+        drop(img.kernel_boxes);
         self.backend.unload_image(device, img.image)?;
         result
     }
@@ -339,8 +361,10 @@ impl<B: Backend> Plugin<B> {
     pub fn deinit_device(&self, device: i32) -> Result<()> {
         let mut state = self.lock(device)?;
         let mut first_error = self.install(device, &mut state, &FptrTable::from_sorted(&[])?).err();
+        let _no_launches = self.devices[device as usize].launches.write().unwrap_or_else(|e| e.into_inner());
         self.registry(device)?.clear_images();
         for img in state.images.drain(..) {
+            drop(img.kernel_boxes);
             if let Err(err) = self.backend.unload_image(device, img.image) {
                 first_error.get_or_insert(err);
             }
@@ -555,9 +579,15 @@ impl<B: Backend> Plugin<B> {
     /// `__tgt_rtl_launch_kernel`: runs a kernel of a loaded image, with the map installed when
     /// it starts in force until it ends.
     pub fn launch(&self, device: i32, launch: &LaunchParams<'_>) -> Result<()> {
-        self.registry(device)?.check_kernel(launch.kernel)?;
+        self.check_device(device)?;
+        // Held before the handle is checked: an image is unloaded only under the gate, so a
+        // handle found live stays live until the kernel ends.
         let _map_in_force = self.devices[device as usize].launches.read().unwrap_or_else(|e| e.into_inner());
-        self.backend.launch(device, launch)
+        self.registry(device)?.check_kernel(launch.kernel)?;
+        // SAFETY: the registry holds exactly the handles of loaded images' kernels, each the
+        // address of a `Box<B::Kernel>` owned by its `LoadedImage`, which the gate keeps loaded.
+        let kernel = unsafe { &*(launch.kernel as *const B::Kernel) };
+        self.backend.launch(device, kernel, launch)
     }
 }
 

@@ -9,7 +9,6 @@
 pub mod driver;
 pub mod image;
 
-use std::collections::HashSet;
 use std::ffi::c_void;
 use std::sync::Mutex;
 
@@ -42,12 +41,10 @@ struct Gpu {
 pub struct Cuda {
     driver: Driver,
     gpus: Vec<Gpu>,
-    /// Kernel handles given out and not yet unloaded: a launch with any other value is refused.
-    live_kernels: Mutex<HashSet<u64>>,
 }
 
-/// A kernel handle: the function and what its environment says about launching it.
-struct Kernel {
+/// A kernel: the function and what its environment says about launching it.
+pub struct Kernel {
     function: usize,
     config: KernelConfig,
 }
@@ -58,9 +55,6 @@ pub struct Module {
     device: i32,
     /// `(address, size)` of the DeviceRTL's device environment, if the image has one.
     environment: Option<(u64, usize)>,
-    /// Boxed: a kernel's handle is its address, which must not move when the vector grows.
-    #[allow(clippy::vec_box)]
-    kernels: Mutex<Vec<Box<Kernel>>>,
 }
 
 impl Cuda {
@@ -84,6 +78,7 @@ impl Cuda {
 
 impl Backend for Cuda {
     type Image = Module;
+    type Kernel = Kernel;
     const NAME: &'static str = "cuda";
 
     fn init() -> Result<Self> {
@@ -110,7 +105,7 @@ impl Backend for Cuda {
                 context: Mutex::new(None),
             });
         }
-        Ok(Cuda { driver, gpus, live_kernels: Mutex::new(HashSet::new()) })
+        Ok(Cuda { driver, gpus })
     }
 
     fn device_count(&self) -> i32 {
@@ -154,8 +149,7 @@ impl Backend for Cuda {
             // The driver reads PTX up to its NUL.
             CudaImage::Ptx => self.driver.load_module(&[bytes, &[0]].concat())?,
         };
-        let mut module =
-            Module { handle: handle as usize, device, environment: None, kernels: Mutex::new(Vec::new()) };
+        let mut module = Module { handle: handle as usize, device, environment: None };
         if let Err(err) = self.init_environment(gpu, &mut module) {
             // SAFETY: loaded above, unloaded once on this failure path.
             let _ = unsafe { self.driver.unload_module(handle) };
@@ -166,17 +160,11 @@ impl Backend for Cuda {
 
     fn unload_image(&self, device: i32, module: Module) -> Result<()> {
         self.enter(device)?;
-        let kernels = module.kernels.into_inner().unwrap_or_else(|e| e.into_inner());
-        let mut live = self.live_kernels.lock().unwrap_or_else(|e| e.into_inner());
-        for k in &kernels {
-            live.remove(&(&**k as *const Kernel as u64));
-        }
-        drop(live);
         // SAFETY: a `Module` owns its loaded handle; the core unloads each module once.
         unsafe { self.driver.unload_module(module.handle as CuHandle) }
     }
 
-    fn kernel(&self, module: &Module, kernel: &str) -> Result<Option<u64>> {
+    fn kernel(&self, module: &Module, kernel: &str) -> Result<Option<Kernel>> {
         self.enter(module.device)?;
         // SAFETY: a `Module` holds a loaded handle until unloaded.
         let Some(function) =
@@ -185,11 +173,7 @@ impl Backend for Cuda {
             return Ok(None);
         };
         let config = read_kernel_config(self, module.device, module, kernel)?;
-        let boxed = Box::new(Kernel { function: function as usize, config });
-        let id = &*boxed as *const Kernel as u64;
-        module.kernels.lock().unwrap_or_else(|e| e.into_inner()).push(boxed);
-        self.live_kernels.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
-        Ok(Some(id))
+        Ok(Some(Kernel { function: function as usize, config }))
     }
 
     fn global(&self, module: &Module, symbol: &str) -> Result<Option<DeviceSymbol>> {
@@ -226,12 +210,7 @@ impl Backend for Cuda {
         self.driver.read(dst, src)
     }
 
-    fn launch(&self, device: i32, launch: &LaunchParams<'_>) -> Result<()> {
-        if !self.live_kernels.lock().unwrap_or_else(|e| e.into_inner()).contains(&launch.kernel) {
-            return Err(PluginError::InvalidArgument(format!("{:#x} is not a loaded kernel", launch.kernel)));
-        }
-        // SAFETY: a live handle from `kernel`, boxed in a module that is still loaded.
-        let kernel = unsafe { &*(launch.kernel as *const Kernel) };
+    fn launch(&self, device: i32, kernel: &Kernel, launch: &LaunchParams<'_>) -> Result<()> {
         let gpu = self.enter(device)?;
         let ka = launch.kernel_args;
         let (blocks, threads) =
@@ -239,8 +218,8 @@ impl Backend for Cuda {
         with_kernel_arguments(self, device, launch, &kernel.config, |args| {
             let mut values = args.to_vec();
             let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
-            // SAFETY: a live kernel handle (checked against `live_kernels`) with one parameter
-            // pointer per kernel argument, as libomptarget passes them.
+            // SAFETY: a kernel of a loaded module (the core's registry says so) with one
+            // parameter pointer per kernel argument, as libomptarget passes them.
             unsafe {
                 self.driver.launch(
                     kernel.function as CuHandle,

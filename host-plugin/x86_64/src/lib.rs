@@ -149,8 +149,14 @@ impl Library {
     }
 }
 
+/// A kernel: the address of its function in the loaded image.
+pub struct Kernel {
+    function: usize,
+}
+
 impl Backend for HostOffload {
     type Image = Library;
+    type Kernel = Kernel;
     const NAME: &'static str = "x86_64";
 
     fn init() -> Result<Self> {
@@ -180,8 +186,8 @@ impl Backend for HostOffload {
         image.close()
     }
 
-    fn kernel(&self, image: &Library, name: &str) -> Result<Option<u64>> {
-        Ok(image.own_symbol(name, elf::STT_FUNC)?.map(|(addr, _)| addr as u64))
+    fn kernel(&self, image: &Library, name: &str) -> Result<Option<Kernel>> {
+        Ok(image.own_symbol(name, elf::STT_FUNC)?.map(|(addr, _)| Kernel { function: addr as usize }))
     }
 
     fn global(&self, image: &Library, name: &str) -> Result<Option<DeviceSymbol>> {
@@ -245,7 +251,7 @@ impl Backend for HostOffload {
         Ok(())
     }
 
-    fn launch(&self, _device: i32, launch: &LaunchParams<'_>) -> Result<()> {
+    fn launch(&self, _device: i32, kernel: &Kernel, launch: &LaunchParams<'_>) -> Result<()> {
         let mut values: Vec<u64> = Vec::with_capacity(launch.args.len() + 1);
         if launch.wants_dyn_ptr() {
             values.push(0);
@@ -253,9 +259,9 @@ impl Backend for HostOffload {
         values.extend_from_slice(launch.args);
         let cif = Cif::new(values.iter().map(|_| Type::pointer()), Type::void());
         let args: Vec<_> = values.iter().map(arg).collect();
-        // SAFETY: `kernel` is a function of this image taking `values.len()` pointer arguments
-        // (clang's outlined kernel signature); libomptarget guarantees it came from our table.
-        unsafe { cif.call::<()>(CodePtr(launch.kernel as *mut c_void), &args) };
+        // SAFETY: `kernel` is a function of a loaded image (the core's registry says so) taking
+        // `values.len()` pointer arguments (clang's outlined kernel signature).
+        unsafe { cif.call::<()>(CodePtr(kernel.function as *mut c_void), &args) };
         Ok(())
     }
 }

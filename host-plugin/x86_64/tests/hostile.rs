@@ -450,3 +450,58 @@ fn launch_on(device: i32, kernel: *mut c_void) -> i32 {
         (api().launch_kernel)(device, kernel, std::ptr::null(), std::ptr::null(), &ka, std::ptr::null_mut())
     }
 }
+
+#[test]
+fn unloading_waits_for_the_kernels_that_run() {
+    let _g = fresh();
+    let api = api();
+    static ID: u8 = 0;
+    let id = &ID as *const u8 as *mut c_void;
+    let image =
+        indirect_image_with(compile_indirect().clone(), &[(id, "__omp_offloading_test_translate_all", 0, 0)]);
+    // SAFETY: a valid image; reloaded by one thread while another launches its kernel.
+    let table = unsafe { (api.load_binary)(0, image.ptr()) };
+    let kernel = target_entries(table)[4].addr as usize;
+    let keys: Vec<u64> = (0..64 * 1024).map(|i| 0x10_0000 + 16 * i).collect();
+    let (mut ran, mut refused) = (0, 0);
+    std::thread::scope(|s| {
+        // As an integer: the descriptor (raw pointers) is not Sync; it outlives the scope.
+        let descriptor = image.ptr() as usize;
+        let reloader = s.spawn(move || {
+            let descriptor = descriptor as *const plugin_core::abi::TgtDeviceImage;
+            for _ in 0..20 {
+                // SAFETY: as above.
+                unsafe {
+                    assert_eq!((api.unload_binary)(0, descriptor), OFFLOAD_SUCCESS);
+                    assert!(!(api.load_binary)(0, descriptor).is_null());
+                }
+            }
+        });
+        let bytes = (keys.len() * 8) as i64;
+        let (keys_d, out_d, n_d) = (alloc(bytes), alloc(bytes), alloc(8));
+        // SAFETY: buffers of the sizes given.
+        unsafe {
+            assert_eq!((api.data_submit)(0, keys_d, keys.as_ptr().cast(), bytes), OFFLOAD_SUCCESS);
+            assert_eq!(
+                (api.data_submit)(0, n_d, (&(keys.len() as u64) as *const u64).cast(), 8),
+                OFFLOAD_SUCCESS
+            );
+        }
+        while !reloader.is_finished() {
+            // The handle of the first load: refused while its image is unloaded, or (the
+            // allocator may give a reloaded kernel the same address) a launch of the same kernel.
+            match launch(kernel as *mut c_void, &[keys_d, out_d, n_d], 3) {
+                OFFLOAD_SUCCESS => ran += 1,
+                _ => refused += 1,
+            }
+        }
+        reloader.join().expect("the reloading thread failed");
+        for p in [keys_d, out_d, n_d] {
+            // SAFETY: allocations made above.
+            unsafe { assert_eq!((api.data_delete)(0, p, 0), OFFLOAD_SUCCESS) };
+        }
+    });
+    assert!(ran + refused > 0);
+    // SAFETY: the image is loaded (the reloader ends with a load).
+    unsafe { assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS) };
+}
