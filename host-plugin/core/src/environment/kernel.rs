@@ -1,0 +1,121 @@
+//! Each kernel's configuration, read from the image: its execution mode and its
+//! `KernelEnvironmentTy` (clang 19) or `_exec_mode` global (clang 16).
+
+use crate::backend::Backend;
+use crate::{PluginError, Result};
+
+/// `OMPTgtExecModeFlags`: how the DeviceRTL runs a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecMode {
+    /// `OMP_TGT_EXEC_MODE_GENERIC` (1): one main thread, workers wait in a state machine; the
+    /// main thread lives in an extra warp.
+    Generic,
+    /// `OMP_TGT_EXEC_MODE_SPMD` (2): every thread runs the region.
+    Spmd,
+    /// `OMP_TGT_EXEC_MODE_GENERIC_SPMD` (3): generic code the compiler made SPMD.
+    GenericSpmd,
+}
+
+impl ExecMode {
+    /// Decodes the flag byte.
+    pub fn from_flags(flags: u8) -> Result<ExecMode> {
+        match flags {
+            1 => Ok(ExecMode::Generic),
+            2 => Ok(ExecMode::Spmd),
+            3 => Ok(ExecMode::GenericSpmd),
+            other => Err(PluginError::InvalidImage(format!("unknown kernel execution mode {other}"))),
+        }
+    }
+}
+
+/// Suffix of clang 18+'s per-kernel `KernelEnvironmentTy` global.
+pub const KERNEL_ENVIRONMENT_SUFFIX: &str = "_kernel_environment";
+/// Suffix of clang 16's per-kernel `i8` execution-mode global.
+pub const EXEC_MODE_SUFFIX: &str = "_exec_mode";
+/// `sizeof(KernelEnvironmentTy)`: `ConfigurationEnvironmentTy {u8 UseGenericStateMachine,
+/// u8 MayUseNestedParallelism, u8 ExecMode, i32 MinThreads, MaxThreads, MinTeams, MaxTeams,
+/// ReductionDataSize, ReductionBufferLength}` (28 bytes), then `IdentTy *`, `DynamicEnvironmentTy *`.
+pub const KERNEL_ENVIRONMENT_SIZE: usize = 48;
+
+/// What the launch needs from a kernel's environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelConfig {
+    /// Execution mode.
+    pub mode: ExecMode,
+    /// `MaxThreads` (> 0: the kernel was compiled for at most that many threads per block).
+    pub max_threads: i32,
+    /// `MaxTeams` (> 0: at most that many blocks).
+    pub max_teams: i32,
+    /// `ReductionDataSize`: bytes of one team's reduction data (0: no cross-team reduction).
+    pub reduction_data_size: u32,
+    /// `ReductionBufferLength`: teams the reduction buffer holds.
+    pub reduction_buffer_length: u32,
+}
+
+impl KernelConfig {
+    /// Reads a `KernelEnvironmentTy` copied from the device.
+    pub fn from_kernel_environment(bytes: &[u8]) -> Result<KernelConfig> {
+        if bytes.len() != KERNEL_ENVIRONMENT_SIZE {
+            return Err(PluginError::InvalidImage(format!(
+                "kernel environment has {} bytes, expected {KERNEL_ENVIRONMENT_SIZE}",
+                bytes.len()
+            )));
+        }
+        let i32_at = |o: usize| i32::from_le_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
+        Ok(KernelConfig {
+            mode: ExecMode::from_flags(bytes[2])?,
+            max_threads: i32_at(8),
+            max_teams: i32_at(16),
+            reduction_data_size: i32_at(20) as u32,
+            reduction_buffer_length: i32_at(24) as u32,
+        })
+    }
+
+    /// clang 16's kernels carry only the mode.
+    pub fn from_exec_mode(flags: u8) -> Result<KernelConfig> {
+        Ok(KernelConfig { mode: ExecMode::from_flags(flags)?, ..KernelConfig::NOT_OPENMP })
+    }
+
+    /// A kernel without an OpenMP environment (a CUDA, HIP or Rust kernel): every thread runs it.
+    pub const NOT_OPENMP: KernelConfig = KernelConfig {
+        mode: ExecMode::Spmd,
+        max_threads: -1,
+        max_teams: -1,
+        reduction_data_size: 0,
+        reduction_buffer_length: 0,
+    };
+
+    /// Bytes of the cross-team reduction buffer the launch must provide, if any.
+    pub fn reduction_buffer_size(&self) -> Option<u64> {
+        let size = self.reduction_data_size as u64 * self.reduction_buffer_length as u64;
+        (size > 0).then_some(size)
+    }
+}
+
+/// Reads kernel `kernel`'s configuration from `image`: clang 18+'s `<kernel>_kernel_environment`,
+/// else clang 16's `<kernel>_exec_mode`, else [`KernelConfig::NOT_OPENMP`].
+pub fn read_kernel_config<B: Backend>(
+    backend: &B,
+    device: i32,
+    image: &B::Image,
+    kernel: &str,
+) -> Result<KernelConfig> {
+    let name = format!("{kernel}{KERNEL_ENVIRONMENT_SUFFIX}");
+    if let Some(global) = backend.global(image, &name)? {
+        if global.size.is_some_and(|size| size != KERNEL_ENVIRONMENT_SIZE as u64) {
+            return Err(PluginError::InvalidImage(format!(
+                "{name} has {} bytes, expected {KERNEL_ENVIRONMENT_SIZE}",
+                global.size.unwrap_or(0)
+            )));
+        }
+        let mut bytes = [0u8; KERNEL_ENVIRONMENT_SIZE];
+        backend.read(device, &mut bytes, global.addr)?;
+        return KernelConfig::from_kernel_environment(&bytes);
+    }
+    if let Some(global) = backend.global(image, &format!("{kernel}{EXEC_MODE_SUFFIX}"))? {
+        let mut mode = [0u8; 1];
+        backend.read(device, &mut mode, global.addr)?;
+        return KernelConfig::from_exec_mode(mode[0]);
+    }
+    Ok(KernelConfig::NOT_OPENMP)
+}

@@ -1,0 +1,120 @@
+//! A launch: the geometry (teams and threads within the device's limits) and the kernel launch
+//! environment a clang 19 kernel's leading `dyn_ptr` argument points to.
+
+use crate::backend::{Backend, LaunchParams};
+use crate::{PluginError, Result};
+
+use super::kernel::{ExecMode, KernelConfig};
+
+/// `sizeof(KernelLaunchEnvironmentTy)` in LLVM 19: `{u32 ReductionCnt, u32 ReductionIterCnt,
+/// void *ReductionBuffer}`.
+pub const KERNEL_LAUNCH_ENVIRONMENT_SIZE: usize = 16;
+
+/// The `dyn_ptr` LLVM 19's plugins pass to a kernel that needs no launch environment
+/// (`reinterpret_cast<KernelLaunchEnvironmentTy *>(~0)`): the DeviceRTL never reads it then.
+pub const NO_LAUNCH_ENVIRONMENT: u64 = u64::MAX;
+
+/// A fresh `KernelLaunchEnvironmentTy` (counters 0) pointing at `reduction_buffer`.
+pub fn kernel_launch_environment(reduction_buffer: u64) -> [u8; KERNEL_LAUNCH_ENVIRONMENT_SIZE] {
+    let mut bytes = [0u8; KERNEL_LAUNCH_ENVIRONMENT_SIZE];
+    bytes[8..].copy_from_slice(&reduction_buffer.to_le_bytes());
+    bytes
+}
+
+/// `TARGET_ALLOC_DEVICE`: the allocation kind of the launch's own buffers.
+const TARGET_ALLOC_DEVICE: i32 = 0;
+
+/// Runs `run` with the kernel's complete argument list: for clang 19 kernels first `dyn_ptr`,
+/// then `launch.args`. As LLVM 19's `GenericKernelTy::getKernelLaunchEnvironment` does, a kernel
+/// with a cross-team reduction gets a launch environment and a reduction buffer in device memory
+/// (freed once `run`, which must complete the kernel, returns); any other gets
+/// [`NO_LAUNCH_ENVIRONMENT`].
+pub fn with_kernel_arguments<B: Backend>(
+    backend: &B,
+    device: i32,
+    launch: &LaunchParams<'_>,
+    config: &KernelConfig,
+    run: impl FnOnce(&[u64]) -> Result<()>,
+) -> Result<()> {
+    let mut args = Vec::with_capacity(launch.args.len() + 1);
+    let reduction = config.reduction_buffer_size().filter(|_| launch.wants_dyn_ptr());
+    let Some(buffer_size) = reduction else {
+        if launch.wants_dyn_ptr() {
+            args.push(NO_LAUNCH_ENVIRONMENT);
+        }
+        args.extend_from_slice(launch.args);
+        return run(&args);
+    };
+    let size = usize::try_from(buffer_size)
+        .map_err(|_| PluginError::InvalidImage(format!("reduction buffer of {buffer_size} bytes")))?;
+    let buffer = backend.alloc(device, size, TARGET_ALLOC_DEVICE)?;
+    let result = (|| {
+        let environment = backend.alloc(device, KERNEL_LAUNCH_ENVIRONMENT_SIZE, TARGET_ALLOC_DEVICE)?;
+        let result = backend.write(device, environment, &kernel_launch_environment(buffer)).and_then(|()| {
+            args.push(environment);
+            args.extend_from_slice(launch.args);
+            run(&args)
+        });
+        backend.free(device, environment, TARGET_ALLOC_DEVICE).and(result)
+    })();
+    backend.free(device, buffer, TARGET_ALLOC_DEVICE).and(result)
+}
+
+/// Device limits the launch geometry respects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceLimits {
+    /// `MAX_THREADS_PER_BLOCK`.
+    pub max_threads_per_block: u32,
+    /// `MAX_GRID_DIM_X`.
+    pub max_blocks: u32,
+    /// `WARP_SIZE`.
+    pub warp_size: u32,
+    /// Multiprocessors (CUDA) or compute units (AMDGPU).
+    pub multiprocessors: u32,
+    /// Threads per block when the program gives no `thread_limit` (LLVM's `GV_Default_WG_Size`:
+    /// 128 on CUDA, 256 on AMDGPU).
+    pub default_threads: u32,
+}
+
+/// (blocks, threads per block) for a launch, following LLVM's generic plugin
+/// (`GenericKernelTy::getNumThreads` / `getNumBlocks`): an explicit `thread_limit` gains one warp
+/// in generic mode (the main thread's); `num_teams` is honoured up to the device limit; otherwise
+/// the loop trip count sizes the grid, capped at a default of blocks per multiprocessor.
+pub fn launch_geometry(
+    config: &KernelConfig,
+    limits: &DeviceLimits,
+    num_teams: u32,
+    thread_limit: u32,
+    tripcount: u64,
+) -> (u32, u32) {
+    let mut max_threads = limits.max_threads_per_block.max(1);
+    if config.max_threads > 0 {
+        max_threads = max_threads.min(config.max_threads as u32);
+    }
+    let requested = if thread_limit > 0 {
+        let extra = if config.mode == ExecMode::Generic { limits.warp_size } else { 0 };
+        thread_limit.saturating_add(extra)
+    } else {
+        limits.default_threads.max(1)
+    };
+    let threads = requested.min(max_threads).max(1);
+
+    let mut block_limit = limits.max_blocks.max(1);
+    if config.max_teams > 0 {
+        block_limit = block_limit.min(config.max_teams as u32);
+    }
+    if num_teams > 0 {
+        return (num_teams.min(block_limit), threads);
+    }
+    let default_blocks = limits.multiprocessors.max(1).saturating_mul(4);
+    let from_tripcount = if tripcount == 0 {
+        u64::MAX
+    } else {
+        match config.mode {
+            ExecMode::Generic => tripcount,
+            ExecMode::Spmd | ExecMode::GenericSpmd => tripcount.div_ceil(threads as u64),
+        }
+    };
+    let blocks = from_tripcount.min(default_blocks as u64).min(block_limit as u64).max(1);
+    (blocks as u32, threads)
+}
