@@ -112,7 +112,7 @@ pub fn number_of_devices<B: Backend>(cell: &PluginCell<B>) -> i32 {
 /// plugin can run the image.
 ///
 /// # Safety
-/// As [`image_bytes`]; `info` null or valid with a null or NUL-terminated `arch`.
+/// As `image_bytes`: a null or valid image whose range is readable; `info` null or valid with a null or NUL-terminated `arch`.
 pub unsafe fn is_valid_binary<B: Backend>(
     cell: &PluginCell<B>,
     image: *const TgtDeviceImage,

@@ -80,7 +80,8 @@ struct Device<B: Backend> {
     launches: RwLock<()>,
 }
 
-/// The plugin state over backend `B`, per device ([`Device`]).
+/// The plugin state over backend `B`, per device: what is loaded and installed, the registry
+/// of what libomptarget may name, and the launch gate.
 pub struct Plugin<B: Backend> {
     backend: B,
     devices: Vec<Device<B>>,
