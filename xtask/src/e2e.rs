@@ -215,7 +215,8 @@ pub fn build_as(
     std::fs::create_dir_all(&out)?;
     let mut flags: Vec<OsString> = toolchain.offload_args(target);
     flags.extend(how.flags().iter().map(OsString::from));
-    if program.unmodified && how != Build::WithoutPassPlugin {
+    let with_plugin = program.unmodified && how != Build::WithoutPassPlugin;
+    if with_plugin {
         flags.extend(toolchain.pass_plugin_args());
     }
     let compile = |u: &Unit| -> Result<PathBuf> {
@@ -241,7 +242,8 @@ pub fn build_as(
         cmd::output(Command::new(&toolchain.tools().llvm_ar).arg("rcs").arg(&archive).args(&members))?;
         link.arg("-L").arg(&out).arg(format!("-l{}", program.name));
     }
-    cmd::output(link.args(toolchain.link_args()).arg("-o").arg(&exe))?;
+    let link_args = if with_plugin { toolchain.link_args_with_config() } else { toolchain.link_args() };
+    cmd::output(link.args(link_args).arg("-o").arg(&exe))?;
     check_needs(&exe, toolchain.libomptarget_soname())?;
     Ok(exe)
 }

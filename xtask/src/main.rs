@@ -282,12 +282,17 @@ fn print_env(workspace: &Path) -> Result<()> {
     println!("# `cargo xtask build` makes {}.", dist.fat_lib().display());
     for llvm in Llvm::ALL {
         let toolchain = Toolchain::new(llvm, &tools, &dist);
-        let link = shell(toolchain.link_args());
+        let config = shell(toolchain.pass_plugin_args());
+        let link = shell(toolchain.link_args_with_config());
         println!("# {}:", toolchain.describe());
-        println!(
-            "#   unmodified programs: add {} (loads the pass plugin into device compiles)",
-            shell(toolchain.pass_plugin_args())
-        );
+        if llvm == Llvm::V22 {
+            println!(
+                "#   ({config} loads the pass plugin and links the device library; without it, link with {})",
+                shell(toolchain.link_args())
+            );
+        } else {
+            println!("#   ({config} loads the pass plugin into device compiles)");
+        }
         let mut targets = vec![("x86_64 host offload", offload::OffloadTarget::x86_64())];
         if llvm == Llvm::V19 {
             // Debian ships no GPU DeviceRTL for LLVM 22: GPU programs need a user-built LLVM 22.
@@ -296,7 +301,10 @@ fn print_env(workspace: &Path) -> Result<()> {
         }
         for (what, target) in targets {
             let compiler = toolchain.compiler("prog.c").display();
-            println!("#   {what}: {compiler} {} prog.c {link}", shell(toolchain.offload_args(&target)));
+            println!(
+                "#   {what}: {compiler} {config} {} prog.c {link}",
+                shell(toolchain.offload_args(&target))
+            );
         }
         match llvm {
             Llvm::V19 => {

@@ -118,11 +118,28 @@ impl<'a> Toolchain<'a> {
     /// The link flags after the program's objects: where libomptarget (16, or 22 from clang-22's
     /// own library directory) and libomp are, then the device library.
     pub fn link_args(&self) -> Vec<OsString> {
+        let mut args = self.runtime_link_args();
+        args.extend([prefixed("-L", &self.dist.lib_dir()), "-lomptarget-indirect".into()]);
+        args
+    }
+
+    /// The link flags of a link that passes [`Toolchain::pass_plugin_args`] too: clang 22's
+    /// configuration file links the device library itself, and naming the archive twice would
+    /// put its device code in the image twice (duplicate symbols); clang 19's cannot.
+    pub fn link_args_with_config(&self) -> Vec<OsString> {
+        match self.llvm {
+            Llvm::V19 => self.link_args(),
+            Llvm::V22 => self.runtime_link_args(),
+        }
+    }
+
+    /// Where libomptarget (16) or libomp (22's link) is found.
+    fn runtime_link_args(&self) -> Vec<OsString> {
         let runtime = match self.llvm {
             Llvm::V19 => self.tools.llvm16_lib.clone(),
             Llvm::V22 => self.tools.llvm22_openmp.join("lib"),
         };
-        vec![prefixed("-L", &runtime), prefixed("-L", &self.dist.lib_dir()), "-lomptarget-indirect".into()]
+        vec![prefixed("-L", &runtime)]
     }
 
     /// The environment a program needs to run: LLVM 19, our plugin directory first, then LLVM 16's
