@@ -150,8 +150,7 @@ impl DeviceBuild<'_> {
             .iter()
             .map(|(kind, name)| format!("{kind}={}", out_dir.join(name).display()))
             .collect();
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut build = Command::new(cargo);
+        let mut build = cmd::cargo();
         build
             .current_dir(workspace)
             .args(["rustc", "--quiet", "-p", self.package, "--profile", "device", "--target"])
@@ -293,10 +292,9 @@ pub const PASS_PLUGIN: (&str, &str) = ("pass-plugin", "libomptarget_indirect_pas
 /// installs them in `target/dist/lib` (the libomptarget plugins under the names libomptarget 16
 /// looks for), and writes the clang configuration file of each release that loads its pass plugin.
 fn plugins(workspace: &Path, dist: &Dist) -> Result<()> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut installs: Vec<(PathBuf, &str)> = Vec::new();
     for llvm in Llvm::ALL {
-        let mut build = Command::new(&cargo);
+        let mut build = cmd::cargo();
         build.current_dir(workspace).args(["build", "--quiet", "--release"]);
         let release = if llvm == Llvm::V19 {
             // The default features are LLVM 19's: these share the workspace's target dir.

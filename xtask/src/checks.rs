@@ -27,6 +27,8 @@ pub const SYMBOLS: [&str; 4] = [TRANSLATE, MAP_P, MAP_SIZE, INDEX];
 /// DeviceRTL on the GPU targets (the device library only refers to it), weakly by the device
 /// library on x86_64.
 pub const DEVICE_ENVIRONMENT: &str = "__omp_rtl_device_environment";
+/// Every symbol of the device library an image holds: [`SYMBOLS`] and the device environment.
+pub const IMAGE_SYMBOLS: [&str; 5] = [TRANSLATE, MAP_P, MAP_SIZE, INDEX, DEVICE_ENVIRONMENT];
 
 const EF_AMDGPU_MACH: u32 = 0x0ff;
 const ELFOSABI_AMDGPU_HSA: u8 = 64;
@@ -169,7 +171,7 @@ pub fn elf_summary(data: &[u8], names: &[&str]) -> Result<ElfSummary> {
 /// globals weak and not hidden, the function global, and code with no calls and no stack.
 pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<String> {
     let what = path.display();
-    let elf = elf_summary(&cmd::read(path)?, &[TRANSLATE, MAP_P, MAP_SIZE, INDEX, DEVICE_ENVIRONMENT])?;
+    let elf = elf_summary(&cmd::read(path)?, &IMAGE_SYMBOLS)?;
     ensure!(elf.machine == elf::EM_AMDGPU, "{what}: e_machine {} is not EM_AMDGPU (224)", elf.machine);
     ensure!(elf.os_abi == ELFOSABI_AMDGPU_HSA, "{what}: OS/ABI {} is not AMDGPU_HSA", elf.os_abi);
     ensure!(

@@ -5,6 +5,12 @@ use std::process::{Command, Output};
 
 use anyhow::{bail, Context, Result};
 
+/// A `cargo` command: the cargo that runs xtask (`$CARGO`), so that the pinned toolchain builds
+/// what xtask builds.
+pub fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
 /// Runs `cmd` to completion, capturing its output; fails unless it exits 0.
 pub fn output(cmd: &mut Command) -> Result<Output> {
     let line = describe(cmd);

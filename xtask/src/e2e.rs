@@ -13,7 +13,7 @@ use std::process::Command;
 
 use anyhow::{ensure, Context, Result};
 
-use crate::checks::{self, DEVICE_ENVIRONMENT, SYMBOLS, TRANSLATE};
+use crate::checks::{self, IMAGE_SYMBOLS, TRANSLATE};
 use crate::cmd;
 use crate::offload::OffloadTarget;
 use crate::toolchain::{Llvm, Toolchain};
@@ -475,7 +475,7 @@ fn expect_failure(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: &str
 pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Result<String> {
     let tools = toolchain.tools();
     // The DeviceRTL's device environment too: the device library's reference resolved to it.
-    let names = [SYMBOLS.as_slice(), &[DEVICE_ENVIRONMENT]].concat();
+    let names = IMAGE_SYMBOLS;
     let mut registers = None;
     let mut reductions = 0;
     for program in PROGRAMS {

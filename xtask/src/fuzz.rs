@@ -23,9 +23,7 @@ pub const SUITE_SECONDS: u32 = 60;
 
 /// Seeds every target's corpus and runs each for `seconds`. Returns a summary line.
 pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, seconds: u32) -> Result<String> {
-    let version = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["fuzz", "--version"])
-        .output();
+    let version = cmd::cargo().args(["fuzz", "--version"]).output();
     if !version.is_ok_and(|o| o.status.success()) {
         bail!("cargo-fuzz is not installed: run scripts/setup.sh (it runs `cargo +stable install cargo-fuzz --locked`)");
     }
@@ -41,7 +39,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, seconds: u32) -> Result
         }
         let artifacts = root.join("artifacts").join(target);
         fs::create_dir_all(&artifacts)?;
-        let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        let out = cmd::cargo()
             .current_dir(workspace.join("fuzz"))
             .args(["fuzz", "run", "-O", "--target-dir"])
             .arg(root.join("build"))
@@ -128,18 +126,13 @@ fn seed(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<[Vec
     if fat.is_file() {
         wrapped.push(fat);
     }
-    for entry in fs::read_dir(dist.lib_dir().parent().context("no dist root")?.join("device/nvptx64"))? {
-        let sm = entry?.path();
-        gpu.extend(
-            ["device_rtl.cubin", "device_rtl.ptx"].map(|f| sm.join(f)).into_iter().filter(|p| p.is_file()),
-        );
+    // What `cargo xtask build` makes by default (the suite's build).
+    let archs = crate::build::Archs::default();
+    for sm in &archs.sms {
+        gpu.extend(["device_rtl.cubin", "device_rtl.ptx"].map(|f| dist.nvptx_dir(sm).join(f)));
     }
-    for entry in fs::read_dir(dist.lib_dir().parent().context("no dist root")?.join("device/amdgcn"))? {
-        let object = entry?.path().join("device_rtl.o");
-        if object.is_file() {
-            gpu.push(object);
-        }
-    }
+    gpu.extend(archs.gfxs.iter().map(|gfx| dist.amdgcn_dir(gfx).join("device_rtl.o")));
+    gpu.retain(|p| p.is_file());
     ensure!(
         seeds.iter().all(|s| !s.is_empty()),
         "no seeds for some fuzz target: run the build and the tests first (cargo xtask test does)"

@@ -57,8 +57,7 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, S
         let exe = e2e::build(workspace, &Toolchain::llvm19(tools, dist), &target, program)?;
         copy(&exe, &root.join("e2e").join(program.name))?;
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    cmd::status(Command::new(cargo).current_dir(workspace).args([
+    cmd::status(cmd::cargo().current_dir(workspace).args([
         "build",
         "--quiet",
         "--release",

@@ -57,9 +57,8 @@ impl Report {
 /// Runs the whole suite; fails if any step failed (after running all of them).
 pub fn run(workspace: &Path) -> Result<()> {
     let mut report = Report::default();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let cargo_step = |args: &[&str]| {
-        let mut c = Command::new(&cargo);
+        let mut c = cmd::cargo();
         c.current_dir(workspace).args(args);
         cmd::status(&mut c).map(|()| String::new())
     };
@@ -84,7 +83,7 @@ pub fn run(workspace: &Path) -> Result<()> {
         cargo_step(&["test", "--workspace"])
     });
     report.step("plugin C-ABI and hostile-input tests under valgrind (leaks, invalid accesses)", || {
-        let mut c = Command::new(&cargo);
+        let mut c = cmd::cargo();
         c.current_dir(workspace)
             .args(["test", "--quiet", "-p", "plugin-x86_64", "--test", "c_abi", "--test", "hostile", "--"])
             // The 3470 malformed images and the replacement stress run take minutes under
@@ -127,7 +126,7 @@ pub fn run(workspace: &Path) -> Result<()> {
         checks::check_bitcode(&tools, &dist.x86_64_dir().join("device_rtl.bc"), true).map(|()| String::new())
     });
     report.step("pass plugin built for LLVM 22: in-process rewrite tests", || {
-        let mut c = Command::new(&cargo);
+        let mut c = cmd::cargo();
         c.current_dir(workspace)
             .args(["test", "--quiet", "--release", "-p", "pass-plugin", "--no-default-features"])
             .args(["--features", Llvm::V22.pass_plugin_feature()])

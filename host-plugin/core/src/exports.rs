@@ -268,10 +268,8 @@ pub unsafe fn data_submit<B: Backend>(
         if host.is_null() || target.is_null() {
             return Err(PluginError::InvalidArgument("null pointer".into()));
         }
-        plugin.check_range(device, target as u64, len)?;
         // SAFETY: the caller's contract.
-        let src = unsafe { std::slice::from_raw_parts(host.cast::<u8>(), len) };
-        status(plugin.write(device, target as u64, src))
+        status(unsafe { plugin.write(device, target as u64, host.cast::<u8>(), len) })
     })
 }
 
@@ -297,10 +295,8 @@ pub unsafe fn data_retrieve<B: Backend>(
         if host.is_null() || target.is_null() {
             return Err(PluginError::InvalidArgument("null pointer".into()));
         }
-        plugin.check_range(device, target as u64, len)?;
         // SAFETY: the caller's contract.
-        let dst = unsafe { std::slice::from_raw_parts_mut(host.cast::<u8>(), len) };
-        status(plugin.read(device, dst, target as u64))
+        status(unsafe { plugin.read(device, host.cast::<u8>(), target as u64, len) })
     })
 }
 

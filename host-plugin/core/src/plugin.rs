@@ -3,7 +3,7 @@
 
 use std::ffi::{c_void, CString};
 use std::sync::atomic::AtomicBool;
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::abi::{
     FptrIndex, FptrMapEntry, TgtOffloadEntry, TgtTargetTable, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE,
@@ -158,6 +158,17 @@ impl<B: Backend> Plugin<B> {
         Ok(self.devices[device as usize].state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// The launch gate of `device` (a valid id), held exclusively: no kernel of it runs until the
+    /// guard drops. The gate guards no data, so a poisoned lock is usable.
+    fn no_launches(&self, device: i32) -> RwLockWriteGuard<'_, ()> {
+        self.devices[device as usize].launches.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The launch gate of `device` (a valid id), held shared for one kernel's run.
+    fn launching(&self, device: i32) -> RwLockReadGuard<'_, ()> {
+        self.devices[device as usize].launches.read().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The registry of `device` (a valid id), locked. Every change to it is one map operation,
     /// so a poisoned lock is usable.
     fn registry(&self, device: i32) -> Result<MutexGuard<'_, DeviceRegistry>> {
@@ -183,23 +194,28 @@ impl<B: Backend> Plugin<B> {
         self.backend.free(device, ptr, kind)
     }
 
-    /// Succeeds if `len` bytes at `addr` lie inside one allocation of libomptarget's or one global
-    /// of a loaded image on `device`: checked before a copy's host buffer is even looked at.
-    pub fn check_range(&self, device: i32, addr: u64, len: usize) -> Result<()> {
-        self.registry(device)?.check_range(addr, len as u64)
-    }
-
-    /// `__tgt_rtl_data_submit`: copies `src` to device memory that lies inside one allocation or
-    /// image global.
-    pub fn write(&self, device: i32, dst: u64, src: &[u8]) -> Result<()> {
-        self.registry(device)?.check_range(dst, src.len() as u64)?;
+    /// `__tgt_rtl_data_submit`: copies the `len` bytes at `src` to device memory at `dst`, which
+    /// must lie inside one allocation of libomptarget's or one global of a loaded image on
+    /// `device`; checked before the host bytes are looked at.
+    ///
+    /// # Safety
+    /// `src` must be readable for `len` bytes.
+    pub unsafe fn write(&self, device: i32, dst: u64, src: *const u8, len: usize) -> Result<()> {
+        self.registry(device)?.check_range(dst, len as u64)?;
+        // SAFETY: the caller's contract.
+        let src = unsafe { std::slice::from_raw_parts(src, len) };
         self.backend.write(device, dst, src)
     }
 
-    /// `__tgt_rtl_data_retrieve`: copies device memory that lies inside one allocation or image
-    /// global to `dst`.
-    pub fn read(&self, device: i32, dst: &mut [u8], src: u64) -> Result<()> {
-        self.registry(device)?.check_range(src, dst.len() as u64)?;
+    /// `__tgt_rtl_data_retrieve`: copies `len` bytes of device memory at `src`, which must lie as
+    /// for [`Plugin::write`], to `dst`; checked before the host bytes are looked at.
+    ///
+    /// # Safety
+    /// `dst` must be writable for `len` bytes.
+    pub unsafe fn read(&self, device: i32, dst: *mut u8, src: u64, len: usize) -> Result<()> {
+        self.registry(device)?.check_range(src, len as u64)?;
+        // SAFETY: the caller's contract.
+        let dst = unsafe { std::slice::from_raw_parts_mut(dst, len) };
         self.backend.read(device, dst, src)
     }
 
@@ -350,7 +366,7 @@ impl<B: Backend> Plugin<B> {
         let img = state.images.remove(index);
         let result = self.install_images_map(device, &mut state);
         // No kernel of the device runs while the image's handles are withdrawn and it unloads.
-        let _no_launches = self.devices[device as usize].launches.write().unwrap_or_else(|e| e.into_inner());
+        let _no_launches = self.no_launches(device);
         self.registry(device)?.remove_image(&img.globals, &img.kernels);
         drop(img.entries);
         drop(img.kernel_boxes);
@@ -362,7 +378,7 @@ impl<B: Backend> Plugin<B> {
     pub fn deinit_device(&self, device: i32) -> Result<()> {
         let mut state = self.lock(device)?;
         let mut first_error = self.install(device, &mut state, &FptrTable::from_sorted(&[])?).err();
-        let _no_launches = self.devices[device as usize].launches.write().unwrap_or_else(|e| e.into_inner());
+        let _no_launches = self.no_launches(device);
         self.registry(device)?.clear_images();
         for img in state.images.drain(..) {
             drop(img.kernel_boxes);
@@ -422,7 +438,7 @@ impl<B: Backend> Plugin<B> {
         }
         let new = if table.is_empty() { None } else { Some(self.upload(device, table)?) };
         // From here to the old table's release, no kernel of this device runs.
-        let _no_launches = self.devices[device as usize].launches.write().unwrap_or_else(|e| e.into_inner());
+        let _no_launches = self.no_launches(device);
         let as_pair = |t: Option<DeviceTable>| t.map(|t| (t.ptr, t.len));
         let mut failure = None;
         for (done, globals) in targets.iter().enumerate() {
@@ -583,7 +599,7 @@ impl<B: Backend> Plugin<B> {
         self.check_device(device)?;
         // Held before the handle is checked: an image is unloaded only under the gate, so a
         // handle found live stays live until the kernel ends.
-        let _map_in_force = self.devices[device as usize].launches.read().unwrap_or_else(|e| e.into_inner());
+        let _map_in_force = self.launching(device);
         self.registry(device)?.check_kernel(launch.kernel)?;
         // SAFETY: the registry holds exactly the handles of loaded images' kernels, each the
         // address of a `Box<B::Kernel>` owned by its `LoadedImage`, which the gate keeps loaded.

@@ -176,6 +176,14 @@ fn entries_must_name_symbols_of_the_right_kind_in_the_image() {
     }
 }
 
+/// The indirect image with `__omp_offloading_test_translate_all` as a fifth entry (target table
+/// index 4): a kernel that translates many keys in one launch.
+fn translate_all_image() -> Box<plugin_test_support::OffloadImage> {
+    static ID: u8 = 0;
+    let id = &ID as *const u8 as *mut c_void;
+    indirect_image_with(compile_indirect().clone(), &[(id, "__omp_offloading_test_translate_all", 0, 0)])
+}
+
 /// Runs `__omp_offloading_test_translate_all` over `keys` on device 0 and returns the results.
 fn translate_all(kernel: *mut c_void, keys: &[u64]) -> Vec<u64> {
     let api = api();
@@ -202,10 +210,7 @@ fn translate_all(kernel: *mut c_void, keys: &[u64]) -> Vec<u64> {
 fn a_launch_sees_one_whole_map_while_maps_are_replaced() {
     let _g = fresh();
     let api = api();
-    static ID: u8 = 0;
-    let id = &ID as *const u8 as *mut c_void;
-    let image =
-        indirect_image_with(compile_indirect().clone(), &[(id, "__omp_offloading_test_translate_all", 0, 0)]);
+    let image = translate_all_image();
     // SAFETY: a valid image, loaded for the whole test.
     let table = unsafe { (api.load_binary)(0, image.ptr()) };
     // As an integer: the launching threads share it.
@@ -459,10 +464,7 @@ fn launch_on(device: i32, kernel: *mut c_void) -> i32 {
 fn unloading_waits_for_the_kernels_that_run() {
     let _g = fresh();
     let api = api();
-    static ID: u8 = 0;
-    let id = &ID as *const u8 as *mut c_void;
-    let image =
-        indirect_image_with(compile_indirect().clone(), &[(id, "__omp_offloading_test_translate_all", 0, 0)]);
+    let image = translate_all_image();
     // SAFETY: a valid image; reloaded by one thread while another launches its kernel.
     let table = unsafe { (api.load_binary)(0, image.ptr()) };
     let kernel = target_entries(table)[4].addr as usize;
