@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # The GPU bundle's driver (built by `cargo xtask gpu-test` into target/gpu-bundle/). Needs only
 # an x86_64 Linux machine with an NVIDIA driver: the LLVM 16 runtime comes as Debian packages in
-# debs/, unpacked here into .runtime/ (never into /).
+# debs/, unpacked once into a cache outside the bundle ($XDG_CACHE_HOME or ~/.cache, keyed by the
+# packages' checksum; never into / and never into the bundle, which must stay small to travel).
 #
 #   ./run.sh [--require-gpu] [--bench] [--out DIR]
 #
 # 1. gpu-test lookup       the device lookup (Rust kernels + our device runtime) on random tables
 # 2. gpu-test plugin-abi   libomptarget.rtl.cuda.so through its C ABI, cuMemGetInfo before/after
 # 3. e2e/*                 clang 19 sm_90 programs through libomptarget 16 + our CUDA plugin
-# 4. compute-sanitizer memcheck on 1 and 2, where the machine has it
-# --bench: then the translation benchmark (table, CSV and PNG in --out, default ./results).
+# --bench: then the translation benchmark (table, CSV and PNG)
+# 4. compute-sanitizer memcheck on 1 and 2, where the machine has it (last: it is the slowest)
+# --out DIR (default ./results) receives everything the run makes: run.log (this whole output),
+# one log per step, nvidia-smi.txt, the benchmark's table, CSV and plot.
 # Without a GPU: unpacks and checks the runtime, prints "no NVIDIA GPU: built, not run" and exits
 # 0 (1 with --require-gpu).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 require_gpu=0
 bench=0
-out=$here/results
+out=$PWD/results
 while [ $# -gt 0 ]; do
   case $1 in
     --require-gpu) require_gpu=1 ;;
@@ -29,7 +32,11 @@ done
 
 # The LLVM 16 runtime: libomptarget.so.16, libomp.so.5, libLLVM-16.so.1, and the libraries
 # libLLVM needs, each used only where the system lacks that soname.
-runtime=$here/.runtime
+mkdir -p "$out" || { echo "cannot create $out" >&2; exit 2; }
+out=$(cd "$out" && pwd)
+exec > >(tee "$out/run.log") 2>&1
+debs_sum=$(cat "$here"/debs/*.deb | cksum | cut -d' ' -f1)
+runtime=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/omptarget-indirect-gpu-bundle/$debs_sum
 unpack() { # deb dest
   if command -v dpkg-deb >/dev/null; then
     dpkg-deb -x "$1" "$2"
@@ -49,7 +56,7 @@ PY
 }
 if [ ! -e "$runtime/lib/libomptarget.so.16" ]; then
   rm -rf "$runtime"
-  mkdir -p "$runtime/root" "$runtime/lib" "$runtime/deps"
+  mkdir -p "$runtime/root" "$runtime/lib" "$runtime/deps" || exit 1
   for deb in "$here"/debs/*.deb; do
     unpack "$deb" "$runtime/root" || { echo "cannot unpack $deb" >&2; exit 1; }
   done
@@ -85,6 +92,11 @@ if [ $rc -ne 0 ]; then
 fi
 echo "$probe"
 gpus=${probe%% *}
+if [ -z "$gpus" ] || [ "$gpus" -lt 1 ] 2>/dev/null; then
+  echo "gpu-test probe found no device although it did not say so: $probe" >&2
+  exit 1
+fi
+command -v nvidia-smi >/dev/null && nvidia-smi >"$out/nvidia-smi.txt" 2>&1
 
 passed=0
 failed=0
@@ -93,7 +105,9 @@ step() { # name command...
   local name=$1
   shift
   echo "== $name"
-  if "$@"; then
+  local log
+  log=$out/$(echo "$name" | tr -c 'A-Za-z0-9.\n-' '_').log
+  if "$@" > >(tee "$log") 2>&1; then
     echo "-- passed: $name"
     passed=$((passed + 1))
   else
@@ -126,6 +140,10 @@ for program in "$here"/e2e/*; do
   step "3. e2e $name" run_e2e "$program"
 done
 
+if [ $bench -eq 1 ]; then
+  step "bench" "$here/bin/gpu-test" bench --bundle "$here" --out "$out"
+fi
+
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 if [ -n "$sanitizer" ]; then
   step "4. memcheck: device lookup" "$sanitizer" --tool memcheck --error-exitcode 1 --leak-check full \
@@ -134,10 +152,6 @@ if [ -n "$sanitizer" ]; then
     "$here/bin/gpu-test" plugin-abi --bundle "$here"
 else
   skip "4. memcheck" "compute-sanitizer not found"
-fi
-
-if [ $bench -eq 1 ]; then
-  step "bench" "$here/bin/gpu-test" bench --bundle "$here" --out "$out"
 fi
 
 echo "gpu bundle: $passed passed, $failed failed, $skipped skipped"

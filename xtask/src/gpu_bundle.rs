@@ -271,9 +271,9 @@ pub fn run(root: &Path, require_gpu: bool, bench: bool, out: Option<&Path>) -> R
     if bench {
         script.arg("--bench");
     }
-    if let Some(out) = out {
-        script.arg("--out").arg(out);
-    }
+    // Results go beside the bundle, never into it: it must stay small enough to carry.
+    let default_out = root.with_file_name("gpu-bundle-results");
+    script.arg("--out").arg(out.unwrap_or(&default_out));
     let line = cmd::describe(&script);
     let mut child = script
         .stdout(std::process::Stdio::piped())
@@ -287,5 +287,12 @@ pub fn run(root: &Path, require_gpu: bool, bench: bool, out: Option<&Path>) -> R
     }
     let status = child.wait()?;
     ensure!(status.success(), "`{line}` failed ({status}): {last}");
+    let bytes = size(root)?;
+    ensure!(
+        bytes <= MAX_BYTES,
+        "after its run the bundle is {:.1} MiB, over the {} MiB limit: run.sh wrote into it",
+        mib(bytes),
+        MAX_BYTES >> 20
+    );
     Ok(last)
 }

@@ -24,13 +24,11 @@ use amdgpu_hsa::code_object::{self, TargetId};
 use amdgpu_hsa::dispatch::{self, Geometry, KernelSegments};
 use amdgpu_hsa::sys::{self as hsa_sys, Agent, Executable, MemoryPool, Signal};
 use hsa::Runtime;
-use plugin_core::environment::{
-    launch_geometry, read_kernel_config, with_kernel_arguments, write_device_environment,
-    write_indirect_call_table, DeviceEnvironment, DeviceLimits, KernelConfig,
-};
+use plugin_core::abi::AllocKind;
+use plugin_core::environment::DeviceLimits;
 use plugin_core::image::DeviceImage;
 use plugin_core::vendor_library::symbol_name;
-use plugin_core::{Backend, DeviceSymbol, LaunchParams, PluginError, Result};
+use plugin_core::{Backend, DeviceInfo, DeviceSymbol, Launch, PluginError, Result};
 
 /// Threads per workgroup without a `thread_limit` (LLVM's AMDGPU `GV_Default_WG_Size`).
 const DEFAULT_THREADS: u32 = 256;
@@ -42,17 +40,16 @@ const STAGING_SIZE: usize = 8 << 20;
 /// How long one wait on a completion signal blocks before the queue's error flag is looked at
 /// (a hint in the system timestamp's unit, nanoseconds on ROCm).
 const WAIT_SLICE: u64 = 100_000_000;
-/// `TARGET_ALLOC_HOST` and `TARGET_ALLOC_SHARED`: host memory the devices can access.
-const HOST_ALLOCATION_KINDS: [i32; 2] = [1, 2];
+/// Bytes of the DeviceRTL's global memory pool (`__omp_rtl_device_memory_pool`, device
+/// `malloc`) an image gets when it has one: LLVM's AMDGPU plugin's default heap size.
+const MEMORY_POOL_BYTES: u64 = 512 << 20;
 
 /// One GPU agent.
 struct Gpu {
     agent: Agent,
     target: TargetId,
     device_pool: MemoryPool,
-    limits: DeviceLimits,
-    clock_hz: u64,
-    hardware_parallelism: u64,
+    info: DeviceInfo,
     queue_size: u32,
     /// Created by `init_device` (or the first launch); dropped after a queue error.
     queue: Mutex<Option<GpuQueue>>,
@@ -83,10 +80,9 @@ pub struct Amdgpu {
     hsa: Runtime,
 }
 
-/// A kernel: its descriptor's segments and its OpenMP configuration.
+/// A kernel: its descriptor's segments and its image's code object version.
 pub struct Kernel {
     segments: KernelSegments,
-    config: KernelConfig,
     code_object_version: u8,
 }
 
@@ -95,8 +91,6 @@ pub struct LoadedImage {
     executable: Executable,
     device: i32,
     code_object_version: u8,
-    /// `(address, size)` of the DeviceRTL's device environment, if the image has one.
-    environment: Option<(u64, usize)>,
 }
 
 // SAFETY: the queue pointer is used only under its device's mutex; HSA objects may be used from
@@ -144,17 +138,20 @@ impl Amdgpu {
             agent,
             target,
             device_pool,
-            limits: DeviceLimits {
-                max_threads_per_block,
-                // The grid limit counts work-items; LLVM's `GV_Max_Teams` divides it by the
-                // largest workgroup.
-                max_blocks: u32_info(info::GRID_MAX_SIZE)? / max_threads_per_block,
-                warp_size: u32_info(info::WAVEFRONT_SIZE)?,
-                multiprocessors: compute_units,
-                default_threads: DEFAULT_THREADS,
+            info: DeviceInfo {
+                limits: DeviceLimits {
+                    max_threads_per_block,
+                    // The grid limit counts work-items; LLVM's `GV_Max_Teams` divides it by the
+                    // largest workgroup.
+                    max_blocks: u32_info(info::GRID_MAX_SIZE)? / max_threads_per_block,
+                    warp_size: u32_info(info::WAVEFRONT_SIZE)?,
+                    multiprocessors: compute_units,
+                    default_threads: DEFAULT_THREADS,
+                },
+                clock_hz,
+                hardware_parallelism: compute_units as u64 * u32_info(info::MAX_WAVES_PER_CU)? as u64,
+                memory_pool_bytes: MEMORY_POOL_BYTES,
             },
-            clock_hz,
-            hardware_parallelism: compute_units as u64 * u32_info(info::MAX_WAVES_PER_CU)? as u64,
             queue_size: QUEUE_SIZE.clamp(queue_min.max(1), queue_max.max(1)).next_power_of_two(),
             queue: Mutex::new(None),
         })
@@ -293,18 +290,6 @@ impl Amdgpu {
             }))
         }
     }
-
-    fn init_environment(&self, image: &mut LoadedImage) -> Result<()> {
-        let gpu = &self.gpus[image.device as usize];
-        let env = DeviceEnvironment::at_load(
-            self.gpus.len() as u32,
-            image.device as u32,
-            gpu.clock_hz,
-            gpu.hardware_parallelism,
-        );
-        image.environment = write_device_environment(self, image.device, image, &env)?;
-        Ok(())
-    }
 }
 
 impl Backend for Amdgpu {
@@ -364,6 +349,10 @@ impl Backend for Amdgpu {
         self.with_queue(device, |_| Ok(()))
     }
 
+    fn device_info(&self, device: i32) -> Option<DeviceInfo> {
+        Some(self.gpus[device as usize].info)
+    }
+
     fn load_image(&self, device: i32, bytes: &[u8]) -> Result<LoadedImage> {
         let gpu = &self.gpus[device as usize];
         let target = code_object::target_id(bytes).map_err(|e| PluginError::InvalidImage(e.0))?;
@@ -371,13 +360,7 @@ impl Backend for Amdgpu {
         let code_object_version =
             code_object::code_object_version(bytes).map_err(|e| PluginError::InvalidImage(e.0))?;
         let executable = self.hsa.load_executable(gpu.agent, bytes)?;
-        let mut image = LoadedImage { executable, device, code_object_version, environment: None };
-        if let Err(err) = self.init_environment(&mut image) {
-            // SAFETY: loaded above; nothing of it ran or is referenced yet.
-            let _ = unsafe { self.hsa.destroy_executable(executable) };
-            return Err(err);
-        }
-        Ok(image)
+        Ok(LoadedImage { executable, device, code_object_version })
     }
 
     fn unload_image(&self, _device: i32, image: LoadedImage) -> Result<()> {
@@ -390,8 +373,7 @@ impl Backend for Amdgpu {
         let Some(segments) = self.kernel_segments(image, kernel)? else {
             return Ok(None);
         };
-        let config = read_kernel_config(self, image.device, image, kernel)?;
-        Ok(Some(Kernel { segments, config, code_object_version: image.code_object_version }))
+        Ok(Some(Kernel { segments, code_object_version: image.code_object_version }))
     }
 
     fn global(&self, image: &LoadedImage, name: &str) -> Result<Option<DeviceSymbol>> {
@@ -410,17 +392,21 @@ impl Backend for Amdgpu {
         Ok(Some(DeviceSymbol { addr, size: Some(size as u64), writable: true }))
     }
 
-    fn alloc(&self, device: i32, size: usize, kind: i32) -> Result<u64> {
-        // A 0-byte request still gets a unique pointer.
+    fn alloc(&self, device: i32, size: usize, kind: AllocKind) -> Result<u64> {
         let size = size.max(1);
-        if HOST_ALLOCATION_KINDS.contains(&kind) {
-            return self.hsa.allocate(self.host()?.fine_grained, size, &self.gpu_agents);
+        match kind {
+            // Host memory every GPU can access, as LLVM's plugin gives both kinds.
+            AllocKind::Host | AllocKind::Shared => {
+                self.hsa.allocate(self.host()?.fine_grained, size, &self.gpu_agents)
+            }
+            AllocKind::Device => {
+                let gpu = &self.gpus[device as usize];
+                self.hsa.allocate(gpu.device_pool, size, &[gpu.agent])
+            }
         }
-        let gpu = &self.gpus[device as usize];
-        self.hsa.allocate(gpu.device_pool, size, &[gpu.agent])
     }
 
-    fn free(&self, _device: i32, ptr: u64, _kind: i32) -> Result<()> {
+    fn free(&self, _device: i32, ptr: u64, _kind: AllocKind) -> Result<()> {
         // SAFETY: libomptarget frees only what `alloc` returned, once.
         unsafe { self.hsa.free(ptr) }
     }
@@ -458,40 +444,34 @@ impl Backend for Amdgpu {
         })
     }
 
-    fn launch(&self, device: i32, kernel: &Kernel, launch: &LaunchParams<'_>) -> Result<()> {
-        let gpu = &self.gpus[device as usize];
-        let ka = launch.kernel_args;
-        let (blocks, threads) =
-            launch_geometry(&kernel.config, &gpu.limits, ka.num_teams[0], ka.thread_limit[0], ka.tripcount);
-        let geometry = Geometry { blocks, threads, dynamic_lds: ka.dyn_cgroup_mem };
-        with_kernel_arguments(self, device, launch, &kernel.config, |args| {
-            let segment = dispatch::kernarg_segment(
-                args,
-                kernel.segments.kernarg_size,
-                kernel.code_object_version,
+    fn launch(&self, device: i32, kernel: &Kernel, launch: &Launch<'_>) -> Result<()> {
+        let geometry = Geometry {
+            blocks: launch.blocks,
+            threads: launch.threads,
+            dynamic_lds: launch.dynamic_shared_bytes,
+        };
+        let segment = dispatch::kernarg_segment(
+            launch.args,
+            kernel.segments.kernarg_size,
+            kernel.code_object_version,
+            &geometry,
+        )?;
+        let kernargs = self.hsa.allocate(self.host()?.kernarg, segment.len().max(1), &self.gpu_agents)?;
+        // SAFETY: kernarg memory is host memory of at least `segment.len()` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(segment.as_ptr(), kernargs as *mut u8, segment.len()) };
+        let result = self.with_queue(device, |queue| {
+            let packet = dispatch::dispatch_packet(
+                &kernel.segments,
                 &geometry,
+                kernargs,
+                dispatch::DEFAULT_STACK_SIZE,
+                queue.completion,
             )?;
-            let kernargs = self.hsa.allocate(self.host()?.kernarg, segment.len().max(1), &self.gpu_agents)?;
-            // SAFETY: kernarg memory is host memory of at least `segment.len()` bytes.
-            unsafe { std::ptr::copy_nonoverlapping(segment.as_ptr(), kernargs as *mut u8, segment.len()) };
-            let result = self.with_queue(device, |queue| {
-                let packet = dispatch::dispatch_packet(
-                    &kernel.segments,
-                    &geometry,
-                    kernargs,
-                    dispatch::DEFAULT_STACK_SIZE,
-                    queue.completion,
-                )?;
-                self.dispatch(queue, &packet)
-            });
-            // SAFETY: the dispatch completed (or never started); nothing reads the arguments now.
-            let freed = unsafe { self.hsa.free(kernargs) };
-            result.and(freed)
-        })
-    }
-
-    fn map_installed(&self, device: i32, image: &LoadedImage, table: Option<(u64, u64)>) -> Result<()> {
-        write_indirect_call_table(self, device, image.environment, table)
+            self.dispatch(queue, &packet)
+        });
+        // SAFETY: the dispatch completed (or never started); nothing reads the arguments now.
+        let freed = unsafe { self.hsa.free(kernargs) };
+        result.and(freed)
     }
 }
 

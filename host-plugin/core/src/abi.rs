@@ -9,6 +9,30 @@ pub const OFFLOAD_SUCCESS: i32 = 0;
 /// Return value of a failed `__tgt_rtl_*` call.
 pub const OFFLOAD_FAIL: i32 = !0;
 
+/// What memory `__tgt_rtl_data_alloc` is asked for (libomptarget's `TargetAllocTy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocKind {
+    /// `TARGET_ALLOC_DEVICE` (0), `TARGET_ALLOC_DEFAULT` (3) and LLVM 19's
+    /// `TARGET_ALLOC_DEVICE_NON_BLOCKING` (4): device memory.
+    Device,
+    /// `TARGET_ALLOC_HOST` (1): page-locked host memory the device can access.
+    Host,
+    /// `TARGET_ALLOC_SHARED` (2): memory host and device both address (managed).
+    Shared,
+}
+
+impl AllocKind {
+    /// Decodes libomptarget's kind; an error for a value no libomptarget passes.
+    pub fn from_raw(kind: i32) -> Result<AllocKind, String> {
+        match kind {
+            0 | 3 | 4 => Ok(AllocKind::Device),
+            1 => Ok(AllocKind::Host),
+            2 => Ok(AllocKind::Shared),
+            other => Err(format!("unknown allocation kind {other}")),
+        }
+    }
+}
+
 /// Entry flag of `declare target indirect` functions (LLVM's `OMP_DECLARE_TARGET_INDIRECT`,
 /// Intel's `OMP_DECLARE_TARGET_FPTR`).
 pub const OMP_DECLARE_TARGET_INDIRECT: u32 = 0x08;

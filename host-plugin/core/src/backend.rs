@@ -1,6 +1,7 @@
 //! What a backend (x86_64 host offload, CUDA, HSA) implements; everything else is generic.
 
-use crate::abi::KernelArgs;
+use crate::abi::{AllocKind, KernelArgs};
+use crate::environment::DeviceLimits;
 use crate::error::Result;
 use crate::image::DeviceImage;
 
@@ -14,6 +15,37 @@ pub struct DeviceSymbol {
     /// Whether the plugin may write it: false for read-only memory of the image (on host
     /// offload, a read-only segment or RELRO), where a write would crash the process.
     pub writable: bool,
+}
+
+/// What the core needs to know about a device whose images run LLVM's DeviceRTL (the GPUs):
+/// the values of the device environment it writes into every image, and the limits it computes
+/// each launch's geometry within.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Block and grid limits, warp size, multiprocessors, default block size.
+    pub limits: DeviceLimits,
+    /// `ClockFrequency` of the device environment, in Hz.
+    pub clock_hz: u64,
+    /// `HardwareParallelism` of the device environment: what LLVM's plugin for this kind of
+    /// device reports (CUDA: multiprocessors x warps per multiprocessor).
+    pub hardware_parallelism: u64,
+    /// Bytes of device memory an image whose DeviceRTL has `__omp_rtl_device_memory_pool` gets
+    /// for it (device `malloc`); 0: the device's DeviceRTL allocates elsewhere (CUDA's heap).
+    pub memory_pool_bytes: u64,
+}
+
+/// A launch as the core prepared it for the backend: geometry within the device's and the
+/// kernel's limits, and the complete argument list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Launch<'a> {
+    /// Every kernel argument in order: for clang 19 kernels the leading `dyn_ptr` first.
+    pub args: &'a [u64],
+    /// Blocks (teams) in the grid.
+    pub blocks: u32,
+    /// Threads per block.
+    pub threads: u32,
+    /// Bytes of dynamic shared (group) memory per block.
+    pub dynamic_shared_bytes: u32,
 }
 
 /// A kernel launch as libomptarget asked for it.
@@ -64,6 +96,13 @@ pub trait Backend: Sized + Send + Sync + 'static {
     /// Prepares a device for use.
     fn init_device(&self, device: i32) -> Result<()>;
 
+    /// The device's facts for LLVM's DeviceRTL, or `None` where no DeviceRTL runs (host
+    /// offload, the default): the core then writes no device environment, reads no kernel
+    /// configuration and launches with the requested geometry.
+    fn device_info(&self, _device: i32) -> Option<DeviceInfo> {
+        None
+    }
+
     /// Loads an image onto a device.
     fn load_image(&self, device: i32, image: &[u8]) -> Result<Self::Image>;
 
@@ -72,6 +111,12 @@ pub trait Backend: Sized + Send + Sync + 'static {
 
     /// Kernel `name` of `image`, or `None` if the image has no such kernel.
     fn kernel(&self, image: &Self::Image, name: &str) -> Result<Option<Self::Kernel>>;
+
+    /// The most threads per block `kernel` can run with, where the compiled code limits it
+    /// (CUDA's `maxntid`, register use); `None` (the default) where only the device limits.
+    fn kernel_max_threads(&self, _kernel: &Self::Kernel) -> Option<u32> {
+        None
+    }
 
     /// Global `name` of `image`, or `None` if the image does not define it.
     fn global(&self, image: &Self::Image, name: &str) -> Result<Option<DeviceSymbol>>;
@@ -82,11 +127,12 @@ pub trait Backend: Sized + Send + Sync + 'static {
         Ok(())
     }
 
-    /// Allocates `size` bytes of device memory of libomptarget's allocation `kind`.
-    fn alloc(&self, device: i32, size: usize, kind: i32) -> Result<u64>;
+    /// Allocates `size` bytes (at least one: a 0-byte request still gets a unique pointer) of
+    /// memory of `kind` for `device`.
+    fn alloc(&self, device: i32, size: usize, kind: AllocKind) -> Result<u64>;
 
-    /// Frees memory from [`Backend::alloc`].
-    fn free(&self, device: i32, ptr: u64, kind: i32) -> Result<()>;
+    /// Frees memory [`Backend::alloc`] returned for `kind`.
+    fn free(&self, device: i32, ptr: u64, kind: AllocKind) -> Result<()>;
 
     /// Copies host bytes to device memory.
     fn write(&self, device: i32, dst: u64, src: &[u8]) -> Result<()>;
@@ -94,21 +140,14 @@ pub trait Backend: Sized + Send + Sync + 'static {
     /// Copies device memory to host bytes.
     fn read(&self, device: i32, dst: &mut [u8], src: u64) -> Result<()>;
 
-    /// Runs `kernel` (of an image loaded on `device`) to completion.
-    fn launch(&self, device: i32, kernel: &Self::Kernel, launch: &LaunchParams<'_>) -> Result<()>;
+    /// Runs `kernel` (of an image loaded on `device`) to completion with the geometry and
+    /// arguments of `launch`.
+    fn launch(&self, device: i32, kernel: &Self::Kernel, launch: &Launch<'_>) -> Result<()>;
 
     /// Where the host can write the device memory at `ptr` directly, when the device's memory
     /// is the host's (host offload): large structures are then built in place instead of built
     /// and copied. `None` (the default) for memory the host cannot address.
     fn host_address(&self, _device: i32, _ptr: u64) -> Option<*mut u8> {
         None
-    }
-
-    /// Called for every image on `device` once a new map is in place (`table` is `(device
-    /// address, entries)`, `None` when cleared), before the previous one is freed: a backend
-    /// whose images keep another copy of the table pointer (LLVM 18+'s device environment)
-    /// updates it here. An error undoes the whole installation.
-    fn map_installed(&self, _device: i32, _image: &Self::Image, _table: Option<(u64, u64)>) -> Result<()> {
-        Ok(())
     }
 }

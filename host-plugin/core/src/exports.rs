@@ -7,7 +7,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
 use crate::abi::{
-    FptrMapEntry, KernelArgs, TgtDeviceImage, TgtImageInfo, TgtTargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS,
+    AllocKind, FptrMapEntry, KernelArgs, TgtDeviceImage, TgtImageInfo, TgtTargetTable, OFFLOAD_FAIL,
+    OFFLOAD_SUCCESS,
 };
 use crate::backend::{Backend, LaunchParams};
 use crate::error::{PluginError, Result};
@@ -229,16 +230,18 @@ pub fn data_alloc<B: Backend>(cell: &PluginCell<B>, device: i32, size: i64, kind
         let plugin = cell.get()?;
         plugin.check_device(device)?;
         let size = usize::try_from(size).map_err(|_| PluginError::InvalidArgument(format!("size {size}")))?;
+        let kind = AllocKind::from_raw(kind).map_err(PluginError::InvalidArgument)?;
         Ok(plugin.alloc(device, size, kind)? as *mut c_void)
     })
 }
 
-/// `int32_t __tgt_rtl_data_delete(int32_t, void *tgt_ptr, int32_t kind)`.
-pub fn data_delete<B: Backend>(cell: &PluginCell<B>, device: i32, ptr: *mut c_void, kind: i32) -> i32 {
+/// `int32_t __tgt_rtl_data_delete(int32_t, void *tgt_ptr, int32_t kind)`. The memory is freed
+/// as the kind it was allocated as, whatever `kind` says.
+pub fn data_delete<B: Backend>(cell: &PluginCell<B>, device: i32, ptr: *mut c_void, _kind: i32) -> i32 {
     guard("__tgt_rtl_data_delete", Some(device), B::NAME, OFFLOAD_FAIL, || {
         let plugin = cell.get()?;
         plugin.check_device(device)?;
-        status(plugin.free(device, ptr as u64, kind))
+        status(plugin.free(device, ptr as u64))
     })
 }
 

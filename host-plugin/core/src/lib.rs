@@ -19,6 +19,6 @@ pub mod plugin;
 pub mod registry;
 pub mod vendor_library;
 
-pub use backend::{Backend, DeviceSymbol, LaunchParams};
+pub use backend::{Backend, DeviceInfo, DeviceSymbol, Launch, LaunchParams};
 pub use error::{PluginError, Result};
 pub use plugin::Plugin;

@@ -6,11 +6,16 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::abi::{
-    FptrIndex, FptrMapEntry, TgtOffloadEntry, TgtTargetTable, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE,
+    AllocKind, FptrIndex, FptrMapEntry, TgtOffloadEntry, TgtTargetTable, FPTR_INDEX, FPTR_MAP_P,
+    FPTR_MAP_SIZE,
 };
-use crate::backend::{Backend, DeviceSymbol, LaunchParams};
+use crate::backend::{Backend, DeviceSymbol, Launch, LaunchParams};
 use crate::diagnostics::{self, MapSummary};
 use crate::entries::OffloadEntry;
+use crate::environment::{
+    give_memory_pool, launch_geometry, read_kernel_config, with_kernel_arguments, write_device_environment,
+    write_indirect_call_table, DeviceEnvironment, KernelConfig,
+};
 use crate::error::{PluginError, Result};
 use crate::fptr_map::{header_bytes, slot_bytes, FptrTable, HashIndex};
 use crate::registry::DeviceRegistry;
@@ -30,9 +35,24 @@ struct LoadedImage<B: Backend> {
     globals: Vec<(u64, u64)>,
     /// The kernel handles of its target table: what launches may name.
     kernels: Vec<u64>,
-    /// The backend's kernels, each boxed at the address its handle is.
+    /// The image's kernels, each boxed at the address its handle is.
     #[allow(clippy::vec_box)]
-    kernel_boxes: Vec<Box<B::Kernel>>,
+    kernel_boxes: Vec<Box<LoadedKernel<B>>>,
+    /// `(address, size)` of the DeviceRTL's device environment, where the image has one and
+    /// the device runs a DeviceRTL.
+    environment: Option<(u64, usize)>,
+    /// The image's own DeviceRTL memory pool (device memory), freed when it is unloaded.
+    memory_pool: Option<u64>,
+}
+
+/// A kernel of a loaded image: the backend's handle and what its launches are computed from.
+struct LoadedKernel<B: Backend> {
+    kernel: B::Kernel,
+    /// From the kernel's environment in the image ([`KernelConfig::NOT_OPENMP`] on devices
+    /// without a DeviceRTL).
+    config: KernelConfig,
+    /// The backend's limit for this kernel's blocks, if it has one.
+    max_threads: Option<u32>,
 }
 
 // SAFETY: the raw pointers in `table` and `entries` point into this struct's own heap storage
@@ -177,19 +197,20 @@ impl<B: Backend> Plugin<B> {
     }
 
     /// `__tgt_rtl_data_alloc`: allocates and records the allocation.
-    pub fn alloc(&self, device: i32, size: usize, kind: i32) -> Result<u64> {
+    pub fn alloc(&self, device: i32, size: usize, kind: AllocKind) -> Result<u64> {
         self.check_device(device)?;
         let ptr = self.backend.alloc(device, size, kind)?;
-        self.registry(device)?.add_allocation(ptr, size as u64);
+        self.registry(device)?.add_allocation(ptr, size as u64, kind);
         Ok(ptr)
     }
 
     /// `__tgt_rtl_data_delete`: frees an allocation `__tgt_rtl_data_alloc` returned and that was
     /// not freed yet; anything else (the plugin's own memory, an image global, an interior
-    /// pointer, a second free) is refused and nothing is freed.
-    pub fn free(&self, device: i32, ptr: u64, kind: i32) -> Result<()> {
+    /// pointer, a second free) is refused and nothing is freed. Freed as the kind it was
+    /// allocated as.
+    pub fn free(&self, device: i32, ptr: u64) -> Result<()> {
         let mut registry = self.registry(device)?;
-        registry.remove_allocation(ptr)?;
+        let (_, kind) = registry.remove_allocation(ptr)?;
         drop(registry);
         self.backend.free(device, ptr, kind)
     }
@@ -243,12 +264,21 @@ impl<B: Backend> Plugin<B> {
             )));
         }
         let loaded = self.backend.load_image(device, image)?;
+        let (environment, memory_pool) = match self.prepare_device_runtime(device, &loaded) {
+            Ok(prepared) => prepared,
+            Err(err) => {
+                let _ = self.backend.unload_image(device, loaded);
+                return Err(err);
+            }
+        };
         match self.resolve_entries(device, loaded, key, entries) {
-            Ok(resolved) => {
+            Ok(mut resolved) => {
+                resolved.environment = environment;
+                resolved.memory_pool = memory_pool;
                 state.images.push(resolved);
                 if let Err(err) = self.install_images_map(device, &mut state) {
                     let img = state.images.pop().expect("just pushed");
-                    let _ = self.backend.unload_image(device, img.image);
+                    let _ = self.unload(device, img);
                     return Err(err);
                 }
                 let img = state.images.last_mut().expect("just pushed");
@@ -256,10 +286,48 @@ impl<B: Backend> Plugin<B> {
                 Ok(&mut *img.table as *mut TgtTargetTable)
             }
             Err((err, loaded)) => {
+                if let Some(pool) = memory_pool {
+                    let _ = self.backend.free(device, pool, AllocKind::Device);
+                }
                 let _ = self.backend.unload_image(device, loaded);
                 Err(err)
             }
         }
+    }
+
+    /// On devices that run a DeviceRTL, writes a freshly loaded image's device environment and
+    /// gives it its memory pool, where the image has them; where the environment is, and the
+    /// pool. Nothing is left allocated on error.
+    #[allow(clippy::type_complexity)]
+    fn prepare_device_runtime(
+        &self,
+        device: i32,
+        image: &B::Image,
+    ) -> Result<(Option<(u64, usize)>, Option<u64>)> {
+        let Some(info) = self.backend.device_info(device) else {
+            return Ok((None, None));
+        };
+        let environment = DeviceEnvironment::at_load(
+            self.device_count() as u32,
+            device as u32,
+            info.clock_hz,
+            info.hardware_parallelism,
+        );
+        let environment = write_device_environment(&self.backend, device, image, &environment)?;
+        let pool = give_memory_pool(&self.backend, device, image, info.memory_pool_bytes)?;
+        Ok((environment, pool))
+    }
+
+    /// Unloads an image the device state no longer holds, and frees its memory pool.
+    fn unload(&self, device: i32, img: LoadedImage<B>) -> Result<()> {
+        drop(img.entries);
+        drop(img.kernel_boxes);
+        let unloaded = self.backend.unload_image(device, img.image);
+        let freed = match img.memory_pool {
+            Some(pool) => self.backend.free(device, pool, AllocKind::Device),
+            None => Ok(()),
+        };
+        unloaded.and(freed)
     }
 
     /// Builds the target table of a freshly loaded image. On error, hands the image back so
@@ -285,8 +353,13 @@ impl<B: Backend> Plugin<B> {
                         .backend
                         .kernel(&image, &entry.name)?
                         .ok_or_else(|| PluginError::MissingSymbol(entry.name.clone()))?;
-                    let boxed = Box::new(kernel);
-                    let handle = &*boxed as *const B::Kernel as u64;
+                    let config = match self.backend.device_info(device) {
+                        Some(_) => read_kernel_config(&self.backend, device, &image, &entry.name)?,
+                        None => KernelConfig::NOT_OPENMP,
+                    };
+                    let max_threads = self.backend.kernel_max_threads(&kernel);
+                    let boxed = Box::new(LoadedKernel { kernel, config, max_threads });
+                    let handle = &*boxed as *const LoadedKernel<B> as u64;
                     kernel_boxes.push(boxed);
                     kernels.push(handle);
                     return Ok(handle);
@@ -354,6 +427,8 @@ impl<B: Backend> Plugin<B> {
             globals,
             kernels,
             kernel_boxes,
+            environment: None,
+            memory_pool: None,
         })
     }
 
@@ -368,9 +443,7 @@ impl<B: Backend> Plugin<B> {
         // No kernel of the device runs while the image's handles are withdrawn and it unloads.
         let _no_launches = self.no_launches(device);
         self.registry(device)?.remove_image(&img.globals, &img.kernels);
-        drop(img.entries);
-        drop(img.kernel_boxes);
-        self.backend.unload_image(device, img.image)?;
+        self.unload(device, img)?;
         result
     }
 
@@ -381,8 +454,7 @@ impl<B: Backend> Plugin<B> {
         let _no_launches = self.no_launches(device);
         self.registry(device)?.clear_images();
         for img in state.images.drain(..) {
-            drop(img.kernel_boxes);
-            if let Err(err) = self.backend.unload_image(device, img.image) {
+            if let Err(err) = self.unload(device, img) {
                 first_error.get_or_insert(err);
             }
         }
@@ -449,7 +521,9 @@ impl<B: Backend> Plugin<B> {
         }
         if failure.is_none() {
             for (done, img) in state.images.iter().enumerate() {
-                if let Err(err) = self.backend.map_installed(device, &img.image, as_pair(new)) {
+                if let Err(err) =
+                    write_indirect_call_table(&self.backend, device, img.environment, as_pair(new))
+                {
                     failure = Some((err, targets.len(), done + 1));
                     break;
                 }
@@ -460,7 +534,8 @@ impl<B: Backend> Plugin<B> {
                 let _ = self.patch(device, globals, state.table);
             }
             for img in &state.images[..notified] {
-                let _ = self.backend.map_installed(device, &img.image, as_pair(state.table));
+                let _ =
+                    write_indirect_call_table(&self.backend, device, img.environment, as_pair(state.table));
             }
             if let Some(t) = new {
                 let _ = self.free_table(device, t);
@@ -485,7 +560,7 @@ impl<B: Backend> Plugin<B> {
     /// Copies a non-empty `table` and, unless switched off, its hash index to new device memory.
     fn upload(&self, device: i32, table: &FptrTable<'_>) -> Result<DeviceTable> {
         let bytes = table.as_bytes();
-        let ptr = self.backend.alloc(device, bytes.len(), TARGET_ALLOC_DEVICE)?;
+        let ptr = self.backend.alloc(device, bytes.len(), AllocKind::Device)?;
         let mut uploaded = DeviceTable {
             ptr,
             len: table.len() as u64,
@@ -496,7 +571,7 @@ impl<B: Backend> Plugin<B> {
         let capacity = if self.hash_index { HashIndex::capacity(table) } else { None };
         let result = self.backend.write(device, ptr, bytes).and_then(|()| {
             let Some(capacity) = capacity else { return Ok(()) };
-            let slots_ptr = self.backend.alloc(device, capacity * 16, TARGET_ALLOC_DEVICE)?;
+            let slots_ptr = self.backend.alloc(device, capacity * 16, AllocKind::Device)?;
             // Recorded before anything can fail, so that the error path frees the slots too.
             uploaded.index.slots = slots_ptr;
             if slots_ptr % 16 != 0 {
@@ -541,9 +616,9 @@ impl<B: Backend> Plugin<B> {
     fn free_table(&self, device: i32, table: DeviceTable) -> Result<()> {
         let index = match table.index.slots {
             0 => Ok(()),
-            slots => self.backend.free(device, slots, TARGET_ALLOC_DEVICE),
+            slots => self.backend.free(device, slots, AllocKind::Device),
         };
-        self.backend.free(device, table.ptr, TARGET_ALLOC_DEVICE).and(index)
+        self.backend.free(device, table.ptr, AllocKind::Device).and(index)
     }
 
     /// The map globals of `image`, size-checked; `None` if it defines neither map global.
@@ -602,11 +677,31 @@ impl<B: Backend> Plugin<B> {
         let _map_in_force = self.launching(device);
         self.registry(device)?.check_kernel(launch.kernel)?;
         // SAFETY: the registry holds exactly the handles of loaded images' kernels, each the
-        // address of a `Box<B::Kernel>` owned by its `LoadedImage`, which the gate keeps loaded.
-        let kernel = unsafe { &*(launch.kernel as *const B::Kernel) };
-        self.backend.launch(device, kernel, launch)
+        // address of a `Box<LoadedKernel<B>>` owned by its `LoadedImage`, which the gate keeps
+        // loaded.
+        let loaded = unsafe { &*(launch.kernel as *const LoadedKernel<B>) };
+        let ka = launch.kernel_args;
+        let Some(info) = self.backend.device_info(device) else {
+            // No DeviceRTL reads `dyn_ptr` or a launch environment here (host offload).
+            let mut args = Vec::with_capacity(launch.args.len() + 1);
+            if launch.wants_dyn_ptr() {
+                args.push(0);
+            }
+            args.extend_from_slice(launch.args);
+            let launch = Launch {
+                args: &args,
+                blocks: ka.num_teams[0].max(1),
+                threads: ka.thread_limit[0].max(1),
+                dynamic_shared_bytes: ka.dyn_cgroup_mem,
+            };
+            return self.backend.launch(device, &loaded.kernel, &launch);
+        };
+        let limits = info.limits.for_kernel(loaded.max_threads);
+        let (blocks, threads) =
+            launch_geometry(&loaded.config, &limits, ka.num_teams[0], ka.thread_limit[0], ka.tripcount);
+        with_kernel_arguments(&self.backend, device, launch, &loaded.config, |args| {
+            let launch = Launch { args, blocks, threads, dynamic_shared_bytes: ka.dyn_cgroup_mem };
+            self.backend.launch(device, &loaded.kernel, &launch)
+        })
     }
 }
-
-/// libomptarget's `TARGET_ALLOC_DEVICE`: plain device memory.
-pub const TARGET_ALLOC_DEVICE: i32 = 0;

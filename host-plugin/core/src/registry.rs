@@ -6,13 +6,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::abi::AllocKind;
 use crate::error::{PluginError, Result};
 
 /// What a region of device memory is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Region {
-    /// Memory `__tgt_rtl_data_alloc` returned: copies may touch it, `data_delete` frees it.
-    Allocation,
+    /// Memory `__tgt_rtl_data_alloc` returned, of that kind: copies may touch it,
+    /// `data_delete` frees it.
+    Allocation(AllocKind),
     /// A global of a loaded image (a `declare target` variable): copies may touch it, nothing
     /// frees it but unloading the image.
     ImageGlobal,
@@ -38,20 +40,20 @@ pub struct DeviceRegistry {
 }
 
 impl DeviceRegistry {
-    /// Records an allocation of `len` bytes at `start` (a 0-byte allocation still owns 1 byte).
-    pub fn add_allocation(&mut self, start: u64, len: u64) {
-        self.spans.insert(start, Span { len: len.max(1), region: Region::Allocation, holders: 1 });
+    /// Records an allocation of `len` bytes of `kind` at `start` (a 0-byte allocation still
+    /// owns 1 byte).
+    pub fn add_allocation(&mut self, start: u64, len: u64, kind: AllocKind) {
+        self.spans.insert(start, Span { len: len.max(1), region: Region::Allocation(kind), holders: 1 });
     }
 
-    /// Forgets the allocation that starts at `start` and returns its length; an error if no live
-    /// allocation of libomptarget's starts there (never allocated, freed already, an interior
-    /// pointer, an image global, or memory the plugin owns).
-    pub fn remove_allocation(&mut self, start: u64) -> Result<u64> {
+    /// Forgets the allocation that starts at `start` and returns its length and kind; an error
+    /// if no live allocation of libomptarget's starts there (never allocated, freed already, an
+    /// interior pointer, an image global, or memory the plugin owns).
+    pub fn remove_allocation(&mut self, start: u64) -> Result<(u64, AllocKind)> {
         match self.spans.get(&start) {
-            Some(span) if span.region == Region::Allocation => {
-                let len = span.len;
+            Some(&Span { len, region: Region::Allocation(kind), .. }) => {
                 self.spans.remove(&start);
-                Ok(len)
+                Ok((len, kind))
             }
             Some(_) => Err(PluginError::InvalidArgument(format!(
                 "{start:#x} is a global of a loaded image, not an allocation"
@@ -108,7 +110,7 @@ impl DeviceRegistry {
                 "{len} bytes at {start:#x} run past the end of the {}-byte {} at {base:#x}",
                 span.len,
                 match span.region {
-                    Region::Allocation => "allocation",
+                    Region::Allocation(_) => "allocation",
                     Region::ImageGlobal => "image global",
                 }
             ))),
@@ -131,7 +133,7 @@ impl DeviceRegistry {
 
     /// Forgets every image (the device is being deinitialised); allocations stay.
     pub fn clear_images(&mut self) {
-        self.spans.retain(|_, s| s.region == Region::Allocation);
+        self.spans.retain(|_, s| matches!(s.region, Region::Allocation(_)));
         self.kernels.clear();
     }
 }
@@ -143,17 +145,17 @@ mod tests {
     #[test]
     fn allocations_are_freed_once_and_only_from_their_start() {
         let mut r = DeviceRegistry::default();
-        r.add_allocation(0x1000, 16);
+        r.add_allocation(0x1000, 16, AllocKind::Host);
         assert!(r.remove_allocation(0x1008).is_err(), "interior pointer");
         assert!(r.remove_allocation(0x2000).is_err(), "never allocated");
-        assert_eq!(r.remove_allocation(0x1000), Ok(16));
+        assert_eq!(r.remove_allocation(0x1000), Ok((16, AllocKind::Host)), "freed as allocated");
         assert!(r.remove_allocation(0x1000).is_err(), "freed twice");
     }
 
     #[test]
     fn copies_stay_inside_one_region() {
         let mut r = DeviceRegistry::default();
-        r.add_allocation(0x1000, 16);
+        r.add_allocation(0x1000, 16, AllocKind::Device);
         r.add_image(&[(0x5000, 8)], &[0x9000]);
         assert!(r.check_range(0x1000, 16).is_ok());
         assert!(r.check_range(0x1008, 8).is_ok());
@@ -178,7 +180,7 @@ mod tests {
         assert!(r.check_kernel(0x9000).is_ok() && r.check_range(0x5000, 8).is_ok());
         r.remove_image(&[(0x5000, 8)], &[0x9000]);
         assert!(r.check_kernel(0x9000).is_err() && r.check_range(0x5000, 8).is_err());
-        r.add_allocation(0x1000, 4);
+        r.add_allocation(0x1000, 4, AllocKind::Shared);
         r.add_image(&[(0x5000, 8)], &[0x9000]);
         r.clear_images();
         assert!(r.check_kernel(0x9000).is_err() && r.check_range(0x1000, 4).is_ok());

@@ -12,7 +12,7 @@ use plugin_core::{PluginError, Result};
 type CuResult = c_int;
 /// `CUdevice`.
 pub type CuDevice = c_int;
-/// `CUcontext`, `CUmodule`, `CUfunction`, `CUstream`: opaque handles.
+/// `CUcontext`, `CUmodule`, `CUfunction`, `CUstream`, `CUevent`: opaque handles.
 pub type CuHandle = *mut c_void;
 /// `CUdeviceptr`.
 pub type CuDevicePtr = u64;
@@ -23,6 +23,14 @@ const CUDA_SUCCESS: CuResult = 0;
 const CUDA_ERROR_NO_DEVICE: CuResult = 100;
 /// `CUDA_ERROR_NOT_FOUND`: a named symbol is not in the module.
 const CUDA_ERROR_NOT_FOUND: CuResult = 500;
+
+/// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`: the most threads per block a kernel can be
+/// launched with (its `maxntid`, or what its register use allows).
+const CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: c_int = 0;
+/// `CU_MEM_ATTACH_GLOBAL`: managed memory any stream may access, as LLVM's plugin allocates it.
+const CU_MEM_ATTACH_GLOBAL: c_uint = 1;
+/// `CU_EVENT_DEFAULT`.
+const CU_EVENT_DEFAULT: c_uint = 0;
 
 /// `CUdevice_attribute` values used (cuda.h).
 pub mod attr {
@@ -60,12 +68,21 @@ plugin_core::vendor_functions! {
         module_unload = "cuModuleUnload": fn(CuHandle) -> CuResult;
         module_get_function = "cuModuleGetFunction": fn(*mut CuHandle, CuHandle, *const c_char) -> CuResult;
         module_get_global = "cuModuleGetGlobal_v2": fn(*mut CuDevicePtr, *mut usize, CuHandle, *const c_char) -> CuResult;
+        func_get_attribute = "cuFuncGetAttribute": fn(*mut c_int, c_int, CuHandle) -> CuResult;
         mem_alloc = "cuMemAlloc_v2": fn(*mut CuDevicePtr, usize) -> CuResult;
         mem_free = "cuMemFree_v2": fn(CuDevicePtr) -> CuResult;
+        mem_alloc_host = "cuMemAllocHost_v2": fn(*mut *mut c_void, usize) -> CuResult;
+        mem_free_host = "cuMemFreeHost": fn(*mut c_void) -> CuResult;
+        mem_alloc_managed = "cuMemAllocManaged": fn(*mut CuDevicePtr, usize, c_uint) -> CuResult;
         mem_get_info = "cuMemGetInfo_v2": fn(*mut usize, *mut usize) -> CuResult;
         memcpy_htod = "cuMemcpyHtoD_v2": fn(CuDevicePtr, *const c_void, usize) -> CuResult;
         memcpy_dtoh = "cuMemcpyDtoH_v2": fn(*mut c_void, CuDevicePtr, usize) -> CuResult;
         launch_kernel = "cuLaunchKernel": fn(CuHandle, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, CuHandle, *mut *mut c_void, *mut *mut c_void) -> CuResult;
+        event_create = "cuEventCreate": fn(*mut CuHandle, c_uint) -> CuResult;
+        event_record = "cuEventRecord": fn(CuHandle, CuHandle) -> CuResult;
+        event_synchronize = "cuEventSynchronize": fn(CuHandle) -> CuResult;
+        event_elapsed_time = "cuEventElapsedTime": fn(*mut f32, CuHandle, CuHandle) -> CuResult;
+        event_destroy = "cuEventDestroy_v2": fn(CuHandle) -> CuResult;
         get_error_name = "cuGetErrorName": fn(CuResult, *mut *const c_char) -> CuResult;
     }
 }
@@ -216,6 +233,82 @@ impl Driver {
         }
         self.check("cuModuleGetGlobal", code)?;
         Ok(Some((ptr, size)))
+    }
+
+    /// The most threads per block kernel `f` can be launched with.
+    ///
+    /// # Safety
+    /// `f` is a kernel of a loaded module of this driver.
+    pub unsafe fn max_threads_per_block(&self, f: CuHandle) -> Result<u32> {
+        let mut value = 0;
+        // SAFETY: a live function handle and a valid out pointer.
+        self.check("cuFuncGetAttribute", unsafe {
+            (self.func_get_attribute)(&mut value, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f)
+        })?;
+        Ok(value.max(0) as u32)
+    }
+
+    /// `cuMemAllocHost`: page-locked host memory the device can access.
+    pub fn alloc_host(&self, size: usize) -> Result<CuDevicePtr> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: valid out pointer.
+        self.check("cuMemAllocHost", unsafe { (self.mem_alloc_host)(&mut ptr, size) })?;
+        Ok(ptr as CuDevicePtr)
+    }
+
+    /// `cuMemFreeHost`.
+    pub fn free_host(&self, ptr: CuDevicePtr) -> Result<()> {
+        // SAFETY: a pointer from alloc_host (the caller's registry says so).
+        self.check("cuMemFreeHost", unsafe { (self.mem_free_host)(ptr as *mut c_void) })
+    }
+
+    /// `cuMemAllocManaged` (attached globally): memory host and device both address.
+    pub fn alloc_managed(&self, size: usize) -> Result<CuDevicePtr> {
+        let mut ptr = 0;
+        // SAFETY: valid out pointer.
+        self.check("cuMemAllocManaged", unsafe {
+            (self.mem_alloc_managed)(&mut ptr, size, CU_MEM_ATTACH_GLOBAL)
+        })?;
+        Ok(ptr)
+    }
+
+    /// A new event of the current context (`CU_EVENT_DEFAULT`: timing enabled).
+    pub fn event(&self) -> Result<CuHandle> {
+        let mut event = std::ptr::null_mut();
+        // SAFETY: valid out pointer.
+        self.check("cuEventCreate", unsafe { (self.event_create)(&mut event, CU_EVENT_DEFAULT) })?;
+        Ok(event)
+    }
+
+    /// Records `event` on the default stream.
+    ///
+    /// # Safety
+    /// `event` is a live event of this driver's current context.
+    pub unsafe fn record(&self, event: CuHandle) -> Result<()> {
+        // SAFETY: a live event; the null stream is the default stream.
+        self.check("cuEventRecord", unsafe { (self.event_record)(event, std::ptr::null_mut()) })
+    }
+
+    /// Milliseconds the device took from `start` to `end`, once `end` completed.
+    ///
+    /// # Safety
+    /// Both are live events of this driver, recorded.
+    pub unsafe fn elapsed_ms(&self, start: CuHandle, end: CuHandle) -> Result<f32> {
+        // SAFETY: a live, recorded event.
+        self.check("cuEventSynchronize", unsafe { (self.event_synchronize)(end) })?;
+        let mut ms = 0.0;
+        // SAFETY: live recorded events and a valid out pointer.
+        self.check("cuEventElapsedTime", unsafe { (self.event_elapsed_time)(&mut ms, start, end) })?;
+        Ok(ms)
+    }
+
+    /// Destroys an event.
+    ///
+    /// # Safety
+    /// `event` is a live event of this driver, destroyed once.
+    pub unsafe fn destroy_event(&self, event: CuHandle) -> Result<()> {
+        // SAFETY: the caller's contract.
+        self.check("cuEventDestroy", unsafe { (self.event_destroy)(event) })
     }
 
     /// `cuMemAlloc` in the current context.

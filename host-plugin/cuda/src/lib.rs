@@ -1,9 +1,10 @@
 //! `libomptarget.rtl.cuda.so`: the CUDA plugin. The driver (`libcuda.so.1`) is loaded at run
 //! time ([`driver`]); without it, or without a GPU, the plugin reports 0 devices. Images are
-//! cubins or PTX loaded with `cuModuleLoadDataEx` into each device's primary context; the
-//! DeviceRTL's device environment is initialised at load, kernels launch with the geometry and
-//! arguments LLVM's own CUDA plugin gives them ([`environment`]), and the function-pointer map
-//! is installed by the core, also into LLVM 18+'s indirect-call table fields.
+//! cubins or PTX loaded with `cuModuleLoadDataEx` into each device's primary context. What the
+//! DeviceRTL needs (device environment, kernel configuration, launch geometry and environment)
+//! the core computes from [`Backend::device_info`] as LLVM's CUDA plugin does; this crate gives
+//! it the device's attributes and each kernel's own thread limit, allocates the three kinds of
+//! memory, and launches.
 #![deny(missing_docs)]
 
 pub mod driver;
@@ -14,13 +15,11 @@ use std::sync::Mutex;
 
 use driver::{attr, CuDevice, CuHandle, Driver};
 use image::CudaImage;
-use plugin_core::environment::{
-    launch_geometry, read_kernel_config, with_kernel_arguments, write_device_environment,
-    write_indirect_call_table, DeviceEnvironment, DeviceLimits, KernelConfig,
-};
+use plugin_core::abi::AllocKind;
+use plugin_core::environment::DeviceLimits;
 use plugin_core::image::DeviceImage;
 use plugin_core::vendor_library::symbol_name;
-use plugin_core::{Backend, DeviceSymbol, LaunchParams, PluginError, Result};
+use plugin_core::{Backend, DeviceInfo, DeviceSymbol, Launch, PluginError, Result};
 
 /// Threads per block without a `thread_limit` (LLVM's NVPTX `GV_Default_WG_Size`).
 const DEFAULT_THREADS: u32 = 128;
@@ -30,9 +29,7 @@ struct Gpu {
     dev: CuDevice,
     /// Compute capability as major * 10 + minor.
     sm: u32,
-    limits: DeviceLimits,
-    clock_hz: u64,
-    hardware_parallelism: u64,
+    info: DeviceInfo,
     /// The retained primary context, from `init_device` on.
     context: Mutex<Option<usize>>,
 }
@@ -43,18 +40,22 @@ pub struct Cuda {
     gpus: Vec<Gpu>,
 }
 
-/// A kernel: the function and what its environment says about launching it.
+/// A kernel: the function and the most threads per block it can run with.
 pub struct Kernel {
     function: usize,
-    config: KernelConfig,
+    max_threads: u32,
 }
 
 /// A module loaded on one device.
 pub struct Module {
     handle: usize,
     device: i32,
-    /// `(address, size)` of the DeviceRTL's device environment, if the image has one.
-    environment: Option<(u64, usize)>,
+}
+
+/// `HardwareParallelism` as LLVM's CUDA plugin computes it: multiprocessors x the warps one
+/// multiprocessor holds (not x its threads: the DeviceRTL sizes per-warp resources with it).
+pub fn hardware_parallelism(multiprocessors: u32, threads_per_multiprocessor: u32, warp_size: u32) -> u64 {
+    multiprocessors as u64 * (threads_per_multiprocessor / warp_size.max(1)) as u64
 }
 
 impl Cuda {
@@ -89,19 +90,27 @@ impl Backend for Cuda {
             let dev = driver.device(ordinal)?;
             let get = |a| driver.attribute(dev, a).map(|v| v.max(0) as u32);
             let multiprocessors = get(attr::MULTIPROCESSOR_COUNT)?;
+            let warp_size = get(attr::WARP_SIZE)?;
             gpus.push(Gpu {
                 dev,
                 sm: get(attr::COMPUTE_CAPABILITY_MAJOR)? * 10 + get(attr::COMPUTE_CAPABILITY_MINOR)?,
-                limits: DeviceLimits {
-                    max_threads_per_block: get(attr::MAX_THREADS_PER_BLOCK)?,
-                    max_blocks: get(attr::MAX_GRID_DIM_X)?,
-                    warp_size: get(attr::WARP_SIZE)?,
-                    multiprocessors,
-                    default_threads: DEFAULT_THREADS,
+                info: DeviceInfo {
+                    limits: DeviceLimits {
+                        max_threads_per_block: get(attr::MAX_THREADS_PER_BLOCK)?,
+                        max_blocks: get(attr::MAX_GRID_DIM_X)?,
+                        warp_size,
+                        multiprocessors,
+                        default_threads: DEFAULT_THREADS,
+                    },
+                    clock_hz: get(attr::CLOCK_RATE)? as u64 * 1000,
+                    hardware_parallelism: hardware_parallelism(
+                        multiprocessors,
+                        get(attr::MAX_THREADS_PER_MULTIPROCESSOR)?,
+                        warp_size,
+                    ),
+                    // CUDA's DeviceRTL allocates from the driver's heap, as with LLVM's plugin.
+                    memory_pool_bytes: 0,
                 },
-                clock_hz: get(attr::CLOCK_RATE)? as u64 * 1000,
-                hardware_parallelism: multiprocessors as u64
-                    * get(attr::MAX_THREADS_PER_MULTIPROCESSOR)? as u64,
                 context: Mutex::new(None),
             });
         }
@@ -136,6 +145,10 @@ impl Backend for Cuda {
         self.enter(device).map(drop)
     }
 
+    fn device_info(&self, device: i32) -> Option<DeviceInfo> {
+        Some(self.gpus[device as usize].info)
+    }
+
     fn load_image(&self, device: i32, bytes: &[u8]) -> Result<Module> {
         let gpu = self.enter(device)?;
         let handle = match image::classify(bytes)? {
@@ -149,13 +162,7 @@ impl Backend for Cuda {
             // The driver reads PTX up to its NUL.
             CudaImage::Ptx => self.driver.load_module(&[bytes, &[0]].concat())?,
         };
-        let mut module = Module { handle: handle as usize, device, environment: None };
-        if let Err(err) = self.init_environment(gpu, &mut module) {
-            // SAFETY: loaded above, unloaded once on this failure path.
-            let _ = unsafe { self.driver.unload_module(handle) };
-            return Err(err);
-        }
-        Ok(module)
+        Ok(Module { handle: handle as usize, device })
     }
 
     fn unload_image(&self, device: i32, module: Module) -> Result<()> {
@@ -172,8 +179,13 @@ impl Backend for Cuda {
         else {
             return Ok(None);
         };
-        let config = read_kernel_config(self, module.device, module, kernel)?;
-        Ok(Some(Kernel { function: function as usize, config }))
+        // SAFETY: a function of the loaded module.
+        let max_threads = unsafe { self.driver.max_threads_per_block(function) }?;
+        Ok(Some(Kernel { function: function as usize, max_threads }))
+    }
+
+    fn kernel_max_threads(&self, kernel: &Kernel) -> Option<u32> {
+        Some(kernel.max_threads).filter(|&n| n > 0)
     }
 
     fn global(&self, module: &Module, symbol: &str) -> Result<Option<DeviceSymbol>> {
@@ -183,15 +195,22 @@ impl Backend for Cuda {
         Ok(found.map(|(addr, size)| DeviceSymbol { addr, size: Some(size as u64), writable: true }))
     }
 
-    fn alloc(&self, device: i32, size: usize, _kind: i32) -> Result<u64> {
+    fn alloc(&self, device: i32, size: usize, kind: AllocKind) -> Result<u64> {
         self.enter(device)?;
-        // Every allocation kind is device memory; a 0-byte request still gets a unique pointer.
-        self.driver.alloc(size.max(1))
+        let size = size.max(1);
+        match kind {
+            AllocKind::Device => self.driver.alloc(size),
+            AllocKind::Host => self.driver.alloc_host(size),
+            AllocKind::Shared => self.driver.alloc_managed(size),
+        }
     }
 
-    fn free(&self, device: i32, ptr: u64, _kind: i32) -> Result<()> {
+    fn free(&self, device: i32, ptr: u64, kind: AllocKind) -> Result<()> {
         self.enter(device)?;
-        self.driver.free(ptr)
+        match kind {
+            AllocKind::Device | AllocKind::Shared => self.driver.free(ptr),
+            AllocKind::Host => self.driver.free_host(ptr),
+        }
     }
 
     fn write(&self, device: i32, dst: u64, src: &[u8]) -> Result<()> {
@@ -210,47 +229,26 @@ impl Backend for Cuda {
         self.driver.read(dst, src)
     }
 
-    fn launch(&self, device: i32, kernel: &Kernel, launch: &LaunchParams<'_>) -> Result<()> {
-        let gpu = self.enter(device)?;
-        let ka = launch.kernel_args;
-        let (blocks, threads) =
-            launch_geometry(&kernel.config, &gpu.limits, ka.num_teams[0], ka.thread_limit[0], ka.tripcount);
-        with_kernel_arguments(self, device, launch, &kernel.config, |args| {
-            let mut values = args.to_vec();
-            let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
-            // SAFETY: a kernel of a loaded module (the core's registry says so) with one
-            // parameter pointer per kernel argument, as libomptarget passes them.
-            unsafe {
-                self.driver.launch(
-                    kernel.function as CuHandle,
-                    blocks,
-                    threads,
-                    ka.dyn_cgroup_mem,
-                    &mut params,
-                )
-            }?;
-            self.driver.synchronize()
-        })
-    }
-
-    fn map_installed(&self, device: i32, module: &Module, table: Option<(u64, u64)>) -> Result<()> {
-        write_indirect_call_table(self, device, module.environment, table)
+    fn launch(&self, device: i32, kernel: &Kernel, launch: &Launch<'_>) -> Result<()> {
+        self.enter(device)?;
+        let mut values = launch.args.to_vec();
+        let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
+        // SAFETY: a kernel of a loaded module (the core's registry says so) with one parameter
+        // pointer per kernel argument, as libomptarget passes them.
+        unsafe {
+            self.driver.launch(
+                kernel.function as CuHandle,
+                launch.blocks,
+                launch.threads,
+                launch.dynamic_shared_bytes,
+                &mut params,
+            )
+        }?;
+        self.driver.synchronize()
     }
 }
 
 impl Cuda {
-    /// Writes the device environment of a freshly loaded module, if its DeviceRTL has one.
-    fn init_environment(&self, gpu: &Gpu, module: &mut Module) -> Result<()> {
-        let env = DeviceEnvironment::at_load(
-            self.gpus.len() as u32,
-            module.device as u32,
-            gpu.clock_hz,
-            gpu.hardware_parallelism,
-        );
-        module.environment = write_device_environment(self, module.device, module, &env)?;
-        Ok(())
-    }
-
     /// (free, total) bytes of device memory on `device` (the GPU tests compare them around a
     /// run to find leaks).
     pub fn memory_info(&self, device: i32) -> Result<(usize, usize)> {
@@ -274,3 +272,18 @@ impl Drop for Cuda {
 unsafe impl Send for Module {}
 
 plugin_core::export_plugin!(Cuda);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hardware_parallelism_counts_warps_as_llvm_does() {
+        // H100 SXM: 132 SMs of 2048 threads, warps of 32.
+        assert_eq!(hardware_parallelism(132, 2048, 32), 132 * 64);
+        // A100: 108 SMs; sm_86 parts hold 1536 threads per SM.
+        assert_eq!(hardware_parallelism(108, 2048, 32), 6912);
+        assert_eq!(hardware_parallelism(84, 1536, 32), 84 * 48);
+        assert_eq!(hardware_parallelism(1, 2048, 0), 2048, "a zero warp size does not divide by 0");
+    }
+}

@@ -10,8 +10,9 @@ use std::ffi::{c_void, CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use libffi::middle::{arg, Cif, CodePtr, Type};
+use plugin_core::abi::AllocKind;
 use plugin_core::image::DeviceImage;
-use plugin_core::{Backend, DeviceSymbol, LaunchParams, PluginError, Result};
+use plugin_core::{Backend, DeviceSymbol, Launch, PluginError, Result};
 
 /// Devices reported: independent "devices" in the same process, each with its own images and
 /// function-pointer map.
@@ -216,7 +217,8 @@ impl Backend for HostOffload {
         Some(ptr as *mut u8)
     }
 
-    fn alloc(&self, _device: i32, size: usize, _kind: i32) -> Result<u64> {
+    fn alloc(&self, _device: i32, size: usize, _kind: AllocKind) -> Result<u64> {
+        // Every kind is host memory here.
         // SAFETY: plain allocation; at least one byte so that a 0-byte request is a unique
         // pointer libomptarget can free.
         let ptr = unsafe { libc::malloc(size.max(1)) };
@@ -226,7 +228,7 @@ impl Backend for HostOffload {
         Ok(ptr as u64)
     }
 
-    fn free(&self, _device: i32, ptr: u64, _kind: i32) -> Result<()> {
+    fn free(&self, _device: i32, ptr: u64, _kind: AllocKind) -> Result<()> {
         // SAFETY: the pointer came from `alloc` (libomptarget's contract), or is null.
         unsafe { libc::free(ptr as *mut c_void) };
         Ok(())
@@ -251,12 +253,10 @@ impl Backend for HostOffload {
         Ok(())
     }
 
-    fn launch(&self, _device: i32, kernel: &Kernel, launch: &LaunchParams<'_>) -> Result<()> {
-        let mut values: Vec<u64> = Vec::with_capacity(launch.args.len() + 1);
-        if launch.wants_dyn_ptr() {
-            values.push(0);
-        }
-        values.extend_from_slice(launch.args);
+    fn launch(&self, _device: i32, kernel: &Kernel, launch: &Launch<'_>) -> Result<()> {
+        // One host thread runs the outlined kernel; its OpenMP runtime (libomp) makes the teams
+        // and threads, so the geometry is not ours to apply.
+        let values = launch.args;
         let cif = Cif::new(values.iter().map(|_| Type::pointer()), Type::void());
         let args: Vec<_> = values.iter().map(arg).collect();
         // SAFETY: `kernel` is a function of a loaded image (the core's registry says so) taking
@@ -272,6 +272,7 @@ plugin_core::export_plugin!(HostOffload);
 mod tests {
     use super::*;
     use plugin_core::environment::{with_kernel_arguments, KernelConfig, NO_LAUNCH_ENVIRONMENT};
+    use plugin_core::LaunchParams;
     use plugin_test_support::kernel_args;
 
     /// The GPU backends' launch-environment logic, run against this backend's real allocator

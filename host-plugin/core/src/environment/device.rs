@@ -2,6 +2,7 @@
 //! configuration, written by the plugin when it loads an image, and the copy of the
 //! function-pointer table LLVM 18+'s lookup reads (clang 16 and LLVM 19 layouts).
 
+use crate::abi::AllocKind;
 use crate::backend::Backend;
 use crate::{PluginError, Result};
 
@@ -34,7 +35,7 @@ pub struct DeviceEnvironment {
     pub indirect_table: u64,
     /// Entries in `indirect_table`.
     pub indirect_table_size: u64,
-    /// `HardwareParallelism`: multiprocessors x threads per multiprocessor.
+    /// `HardwareParallelism`: [`crate::DeviceInfo::hardware_parallelism`].
     pub hardware_parallelism: u64,
 }
 
@@ -124,4 +125,61 @@ pub fn write_indirect_call_table<B: Backend>(
     fields[..8].copy_from_slice(&ptr.to_le_bytes());
     fields[8..].copy_from_slice(&len.to_le_bytes());
     backend.write(device, address + INDIRECT_CALL_TABLE_OFFSET, &fields)
+}
+
+/// `__omp_rtl_device_memory_pool`: `DeviceMemoryPoolTy {void *Ptr; u64 Size}`, where the
+/// DeviceRTL's global allocator takes memory from (LLVM 18+, AMDGPU).
+pub const DEVICE_MEMORY_POOL: &str = "__omp_rtl_device_memory_pool";
+/// `__omp_rtl_device_memory_pool_tracker`: `DeviceMemoryPoolTrackingTy {u64 NumAllocations,
+/// AllocationTotal, AllocationMin, AllocationMax}`, reset with the pool.
+pub const DEVICE_MEMORY_POOL_TRACKER: &str = "__omp_rtl_device_memory_pool_tracker";
+
+/// The tracker's initial value, as LLVM's plugin writes it: no allocations, minimum `~0u32`.
+pub fn memory_pool_tracker_at_load() -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    bytes[16..24].copy_from_slice(&u64::from(u32::MAX).to_le_bytes());
+    bytes
+}
+
+/// Gives `image` a memory pool of `bytes` bytes, if its DeviceRTL has the pool global (16
+/// bytes): allocates the device memory, writes `{ptr, size}` and resets the tracker. Returns the
+/// pool's address, which the caller frees when the image is unloaded (each image gets its own:
+/// the allocator's state lives in the image, so two images must not share one).
+pub fn give_memory_pool<B: Backend>(
+    backend: &B,
+    device: i32,
+    image: &B::Image,
+    bytes: u64,
+) -> Result<Option<u64>> {
+    let Some(pool) = backend.global(image, DEVICE_MEMORY_POOL)?.filter(|_| bytes > 0) else {
+        return Ok(None);
+    };
+    if pool.size.is_some_and(|size| size != 16) {
+        return Err(PluginError::InvalidImage(format!(
+            "{DEVICE_MEMORY_POOL} has {} bytes, expected 16",
+            pool.size.unwrap_or(0)
+        )));
+    }
+    let size = usize::try_from(bytes)
+        .map_err(|_| PluginError::InvalidArgument(format!("memory pool of {bytes} bytes")))?;
+    let ptr = backend.alloc(device, size, AllocKind::Device)?;
+    let written = (|| {
+        let mut value = [0u8; 16];
+        value[..8].copy_from_slice(&ptr.to_le_bytes());
+        value[8..].copy_from_slice(&bytes.to_le_bytes());
+        backend.write(device, pool.addr, &value)?;
+        match backend.global(image, DEVICE_MEMORY_POOL_TRACKER)? {
+            Some(tracker) if tracker.size.is_none_or(|size| size == 32) => {
+                backend.write(device, tracker.addr, &memory_pool_tracker_at_load())
+            }
+            _ => Ok(()),
+        }
+    })();
+    match written {
+        Ok(()) => Ok(Some(ptr)),
+        Err(err) => {
+            let _ = backend.free(device, ptr, AllocKind::Device);
+            Err(err)
+        }
+    }
 }

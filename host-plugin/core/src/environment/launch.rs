@@ -1,6 +1,7 @@
 //! A launch: the geometry (teams and threads within the device's limits) and the kernel launch
 //! environment a clang 19 kernel's leading `dyn_ptr` argument points to.
 
+use crate::abi::AllocKind;
 use crate::backend::{Backend, LaunchParams};
 use crate::{PluginError, Result};
 
@@ -20,9 +21,6 @@ pub fn kernel_launch_environment(reduction_buffer: u64) -> [u8; KERNEL_LAUNCH_EN
     bytes[8..].copy_from_slice(&reduction_buffer.to_le_bytes());
     bytes
 }
-
-/// `TARGET_ALLOC_DEVICE`: the allocation kind of the launch's own buffers.
-const TARGET_ALLOC_DEVICE: i32 = 0;
 
 /// Runs `run` with the kernel's complete argument list: for clang 19 kernels first `dyn_ptr`,
 /// then `launch.args`. As LLVM 19's `GenericKernelTy::getKernelLaunchEnvironment` does, a kernel
@@ -47,17 +45,17 @@ pub fn with_kernel_arguments<B: Backend>(
     };
     let size = usize::try_from(buffer_size)
         .map_err(|_| PluginError::InvalidImage(format!("reduction buffer of {buffer_size} bytes")))?;
-    let buffer = backend.alloc(device, size, TARGET_ALLOC_DEVICE)?;
+    let buffer = backend.alloc(device, size, AllocKind::Device)?;
     let result = (|| {
-        let environment = backend.alloc(device, KERNEL_LAUNCH_ENVIRONMENT_SIZE, TARGET_ALLOC_DEVICE)?;
+        let environment = backend.alloc(device, KERNEL_LAUNCH_ENVIRONMENT_SIZE, AllocKind::Device)?;
         let result = backend.write(device, environment, &kernel_launch_environment(buffer)).and_then(|()| {
             args.push(environment);
             args.extend_from_slice(launch.args);
             run(&args)
         });
-        backend.free(device, environment, TARGET_ALLOC_DEVICE).and(result)
+        backend.free(device, environment, AllocKind::Device).and(result)
     })();
-    backend.free(device, buffer, TARGET_ALLOC_DEVICE).and(result)
+    backend.free(device, buffer, AllocKind::Device).and(result)
 }
 
 /// Device limits the launch geometry respects.
@@ -74,6 +72,16 @@ pub struct DeviceLimits {
     /// Threads per block when the program gives no `thread_limit` (LLVM's `GV_Default_WG_Size`:
     /// 128 on CUDA, 256 on AMDGPU).
     pub default_threads: u32,
+}
+
+impl DeviceLimits {
+    /// These limits for a kernel that runs with at most `kernel_max_threads` threads per block
+    /// (as LLVM's CUDA plugin lowers its block limit to `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
+    pub fn for_kernel(self, kernel_max_threads: Option<u32>) -> DeviceLimits {
+        let max_threads_per_block = kernel_max_threads
+            .map_or(self.max_threads_per_block, |k| self.max_threads_per_block.min(k.max(1)));
+        DeviceLimits { max_threads_per_block, ..self }
+    }
 }
 
 /// (blocks, threads per block) for a launch, following LLVM's generic plugin

@@ -35,7 +35,7 @@ mod tests {
             clock_frequency: 1_755_000_000,
             indirect_table: 0x7000_0000_1000,
             indirect_table_size: 3,
-            hardware_parallelism: 132 * 2048,
+            hardware_parallelism: 132 * 64,
         };
         let old = env.to_bytes(16).unwrap();
         assert_eq!(old, [0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
@@ -45,8 +45,15 @@ mod tests {
         let at = INDIRECT_CALL_TABLE_OFFSET as usize;
         assert_eq!(u64::from_le_bytes(new[at..at + 8].try_into().unwrap()), 0x7000_0000_1000);
         assert_eq!(u64::from_le_bytes(new[at + 8..at + 16].try_into().unwrap()), 3);
-        assert_eq!(u64::from_le_bytes(new[40..48].try_into().unwrap()), 132 * 2048);
+        assert_eq!(u64::from_le_bytes(new[40..48].try_into().unwrap()), 132 * 64);
         assert!(env.to_bytes(24).is_err());
+    }
+
+    #[test]
+    fn memory_pool_tracker_starts_empty_with_the_largest_minimum() {
+        let tracker = memory_pool_tracker_at_load();
+        let field = |i: usize| u64::from_le_bytes(tracker[i * 8..i * 8 + 8].try_into().unwrap());
+        assert_eq!([field(0), field(1), field(2), field(3)], [0, 0, u32::MAX as u64, 0]);
     }
 
     #[test]
@@ -106,6 +113,11 @@ mod tests {
         assert_eq!(launch_geometry(&generic, &H100, 0, 64, 0).1, 96);
         assert_eq!(launch_geometry(&generic, &H100, 0, 512, 0).1, 128);
         assert_eq!(launch_geometry(&spmd, &H100, 0, 4096, 0).1, 1024);
+        // A kernel compiled for fewer threads per block (maxntid) lowers the limit, never raises it.
+        assert_eq!(launch_geometry(&spmd, &H100.for_kernel(Some(256)), 0, 4096, 0).1, 256);
+        assert_eq!(launch_geometry(&spmd, &H100.for_kernel(Some(256)), 0, 64, 0).1, 64);
+        assert_eq!(launch_geometry(&spmd, &H100.for_kernel(Some(4096)), 0, 4096, 0).1, 1024);
+        assert_eq!(launch_geometry(&spmd, &H100.for_kernel(None), 0, 4096, 0).1, 1024);
         // num_teams honoured up to the limits.
         assert_eq!(launch_geometry(&spmd, &H100, 7, 0, 1_000_000).0, 7);
         let capped = KernelConfig { max_teams: 4, ..spmd };
