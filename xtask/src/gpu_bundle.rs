@@ -6,7 +6,7 @@
 //! bin/gpu-test                lookup test, plugin C-ABI test, benchmark (gpu-tests/runner)
 //! lib/libomptarget.rtl.cuda.so
 //! kernels/<module>.{ptx,sm_90.cubin}   lookup_inlined, lookup_called, llvm_lookup
-//! images/probe.sm_90.cubin, probe.entries   the plugin test's clang 19 image and its symbols
+//! images/probe{,_second}.{sm_90.cubin,entries}   the plugin test's two clang 19 images and their symbols
 //! e2e/<program>               the end-to-end programs built for sm_90
 //! debs/*.deb                  LLVM 16's runtime and what libLLVM-16 links (Debian 12)
 //! ```
@@ -51,7 +51,9 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, S
         fs::create_dir_all(root.join(dir))?;
     }
     kernels(workspace, tools, dist, &root.join("kernels"))?;
-    probe_image(workspace, tools, dist, &root.join("images"))?;
+    for (name, define) in PROBE_IMAGES {
+        probe_image(workspace, tools, dist, &root.join("images"), name, define)?;
+    }
     let target = OffloadTarget::nvptx(BUNDLE_SM);
     for program in e2e::PROGRAMS {
         let exe = e2e::build(workspace, &Toolchain::llvm19(tools, dist), &target, program)?;
@@ -178,11 +180,22 @@ fn device_environment(work: &Path) -> Result<PathBuf> {
     Ok(environment)
 }
 
-/// `gpu-tests/images/probe.c` built like an end-to-end program; its sm_90 image and the names
-/// clang gave its indirect functions' globals and its kernel (they carry a per-file id).
-fn probe_image(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<()> {
+/// The plugin test's images: `probe.c` as is and with functions of its own (name, define).
+const PROBE_IMAGES: [(&str, Option<&str>); 2] = [("probe", None), ("probe_second", Some("-DPROBE_SECOND"))];
+
+/// `gpu-tests/images/probe.c` built like an end-to-end program (with `define`, if any); its sm_90
+/// image and the names clang gave its indirect functions' globals and its kernel (they carry a
+/// per-file id) as `<name>.sm_90.cubin` and `<name>.entries`.
+fn probe_image(
+    workspace: &Path,
+    tools: &Tools,
+    dist: &Dist,
+    dir: &Path,
+    name: &str,
+    define: Option<&str>,
+) -> Result<()> {
     let target = OffloadTarget::nvptx(BUNDLE_SM);
-    let work = workspace.join("target/device/gpu-probe");
+    let work = workspace.join("target/device/gpu-probes").join(name);
     fs::create_dir_all(&work)?;
     let exe = work.join("probe");
     let toolchain = Toolchain::llvm19(tools, dist);
@@ -190,6 +203,7 @@ fn probe_image(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Resu
         Command::new(&tools.clang)
             .args(toolchain.offload_args(&target))
             .args(["-O2", "-Wall", "-Werror"])
+            .args(define)
             .arg(workspace.join("gpu-tests/images/probe.c"))
             .args(toolchain.link_args())
             .arg("-o")
@@ -210,8 +224,8 @@ fn probe_image(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Resu
         manifest.push_str(&format!("indirect {name}\n"));
     }
     manifest.push_str(&format!("kernel {}\n", names.kernels[0]));
-    fs::write(dir.join("probe.entries"), manifest)?;
-    copy(&image, &dir.join(format!("probe.{BUNDLE_SM}.cubin")))
+    fs::write(dir.join(format!("{name}.entries")), manifest)?;
+    copy(&image, &dir.join(format!("{name}.{BUNDLE_SM}.cubin")))
 }
 
 /// Every file the bundle needs is there, the script parses, and the whole fits the limit.
@@ -222,8 +236,10 @@ fn self_check(root: &Path) -> Result<String> {
         expected.push(format!("kernels/{module}.ptx").into());
         expected.push(format!("kernels/{module}.{BUNDLE_SM}.cubin").into());
     }
-    expected.push(format!("images/probe.{BUNDLE_SM}.cubin").into());
-    expected.push("images/probe.entries".into());
+    for (name, _) in PROBE_IMAGES {
+        expected.push(format!("images/{name}.{BUNDLE_SM}.cubin").into());
+        expected.push(format!("images/{name}.entries").into());
+    }
     expected.extend(e2e::PROGRAMS.iter().map(|p| PathBuf::from("e2e").join(p.name)));
     for file in &expected {
         ensure!(root.join(file).is_file(), "the bundle lacks {}", file.display());

@@ -4,6 +4,8 @@
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _grid_dim_x, _thread_idx_x};
 use core::ffi::c_void;
 
+use crate::slot;
+
 /// `struct __omp_offloading_fptr_map_ty`.
 #[cfg(not(feature = "llvm-lookup"))]
 #[repr(C)]
@@ -45,16 +47,6 @@ pub unsafe extern "gpu-kernel" fn translate_keys(keys: *const u64, out: *mut u64
         unsafe { *out.add(i) = __kmpc_target_translate_fptr(*keys.add(i) as *mut c_void) as u64 };
         i = i.wrapping_add(count);
     }
-}
-
-/// Which pool slot thread `t` (in warp `w`) reads at step `k`: the same for every lane of a
-/// warp when `uniform` (the usual case of a loop calling one function), a different one per lane
-/// otherwise. The pool is small enough to stay in cache, so the benchmark times the translation,
-/// not the streaming of keys.
-#[inline(always)]
-fn slot(t: usize, k: usize, uniform: bool, mask: u32) -> usize {
-    let who = if uniform { (t / 32) as u32 } else { t as u32 };
-    ((who.wrapping_mul(0x9e37_79b1) ^ (k as u32).wrapping_mul(0x85eb_ca77)) & mask) as usize
 }
 
 /// Throughput: each thread translates `iters` pool keys independently of each other and stores

@@ -3,11 +3,14 @@
 //! index), ours inlined on the table alone (the binary search that tables from other producers
 //! get), LLVM 19's `__llvm_omp_indirect_call_lookup` (extracted from Debian's DeviceRTL bitcode
 //! when the bundle is built), and a one-load baseline, on the same GPU, tables and keys, in one
-//! run. Throughput (independent translations) and latency (a dependent chain).
+//! run. Throughput (independent translations) and latency (a dependent chain). Each point is
+//! timed on the device with CUDA events over [`REPS`] launches after a warm-up, and counts only
+//! if every thread's result, after the warm-up and after the last timed launch, equals what the
+//! host computes from the same table and keys.
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use plugin_core::abi::FptrMapEntry;
 use plugin_test_support::random::{sorted_pairs, splitmix};
@@ -22,8 +25,10 @@ const POOL: usize = 1 << 16;
 const THROUGHPUT_ITERS: u32 = 256;
 /// Translations per thread in a latency launch (one warp).
 const LATENCY_ITERS: u32 = 2048;
-/// Timed launches per measurement (after one warm-up); the median is reported.
-const REPS: usize = 5;
+/// Timed launches per measurement (after one warm-up); the median and spread are reported.
+const REPS: usize = 21;
+/// Threads per block of the throughput launches.
+const THREADS: u32 = 256;
 /// Pool keys for `pattern` over `table`, and for the baseline an entry index per key.
 fn pool(table: &[FptrMapEntry], pattern: Pattern, seed: u64) -> (Vec<u64>, Vec<u32>) {
     let mut state = seed;
@@ -37,73 +42,127 @@ fn pool(table: &[FptrMapEntry], pattern: Pattern, seed: u64) -> (Vec<u64>, Vec<u
                 // Below the first key (wrapping past 0 lands above the last: still outside).
                 Pattern::MissOutside if i % 2 == 0 => first.wrapping_sub(16 * (1 + (i as u64 % 64))),
                 Pattern::MissOutside => last + 16 * (1 + (i as u64 % 64)),
-                Pattern::MissInside => table[at.min(table.len() - 2)].host_ptr + 16,
+                Pattern::MissInside => table[at.min(table.len().saturating_sub(2))].host_ptr + 16,
             };
             (key, at as u32)
         })
         .unzip()
 }
 
-/// Runs every implementation, pattern, size and mode; returns the rows.
+/// What the kernels compute for one pool slot: the translation of its key (the table's device
+/// address for a hit, the key itself for a miss), or for the baseline the entry its index names.
+fn expected_per_slot(table: &[FptrMapEntry], keys: &[u64], index: &[u32], baseline: bool) -> Vec<u64> {
+    keys.iter()
+        .zip(index)
+        .map(|(&key, &at)| {
+            if baseline {
+                table[at as usize].tgt_ptr
+            } else {
+                match table.binary_search_by_key(&key, |e| e.host_ptr) {
+                    Ok(i) => table[i].tgt_ptr,
+                    Err(_) => key,
+                }
+            }
+        })
+        .collect()
+}
+
+/// Every thread's expected `out` value: the XOR of its `iters` slots' results, as the kernels
+/// walk them ([`gpu_kernels::slot`]); computed on all host cores.
+fn expected_out(per_slot: &[u64], threads: usize, iters: u32, uniform: bool) -> Vec<u64> {
+    let mask = (per_slot.len() - 1) as u32;
+    let mut out = vec![0u64; threads];
+    let workers = std::thread::available_parallelism().map_or(4, |n| n.get());
+    let chunk = threads.div_ceil(workers).max(1);
+    std::thread::scope(|scope| {
+        for (c, part) in out.chunks_mut(chunk).enumerate() {
+            scope.spawn(move || {
+                for (i, value) in part.iter_mut().enumerate() {
+                    let t = c * chunk + i;
+                    *value = (0..iters as usize)
+                        .fold(0, |acc, k| acc ^ per_slot[gpu_kernels::slot(t, k, uniform, mask)]);
+                }
+            });
+        }
+    });
+    out
+}
+
+/// Runs every implementation, pattern, size and mode; returns the rows. Fails on the first
+/// wrong result.
 pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<Row>> {
     let modules =
         IMPLEMENTATIONS.iter().map(|i| gpu.load_kernels(bundle, i.module)).collect::<Result<Vec<_>>>()?;
     let blocks = gpu.sms * 8;
-    let threads = 256;
-    let out = gpu.alloc(blocks as usize * threads as usize * 8)?;
+    let out = gpu.alloc(blocks as usize * THREADS as usize * 8)?;
     let mut rows = Vec::new();
     for &entries in &SIZES {
         let table = sorted_pairs(entries, 0xbe7c ^ entries as u64);
-        // Held until the next size: the device memory every module's globals point to.
-        let mut installed = Vec::new();
-        let mut llvm_table = None;
-        for (implementation, module) in IMPLEMENTATIONS.iter().zip(&modules) {
-            match implementation.install {
-                Install::Indexed => installed.push(module.install(&table, true)?),
-                Install::TableOnly => installed.push(module.install(&table, false)?),
-                Install::LlvmEnvironment => llvm_table = Some(module.install_in_device_environment(&table)?),
-            }
-        }
         for pattern in Pattern::ALL {
+            if pattern == Pattern::MissInside && entries < 2 {
+                continue; // no gap between two keys
+            }
             let (keys, index) = pool(&table, pattern, 0x9001 ^ entries as u64);
-            let (keys, index) = (gpu.upload(&keys)?, gpu.upload(&index)?);
-            let uniform = u32::from(pattern == Pattern::UniformHit);
+            let (keys_dev, index_dev) = (gpu.upload(&keys)?, gpu.upload(&index)?);
+            let uniform = pattern == Pattern::UniformHit;
             for (implementation, module) in IMPLEMENTATIONS.iter().zip(&modules) {
                 if implementation.install == Install::LlvmEnvironment && pattern == Pattern::MissInside {
                     continue; // never returns (docs/llvm.md)
                 }
+                // Installed right before it is measured: implementations sharing a module each
+                // get their own installation, never the previous one's.
+                let _installed = match implementation.install {
+                    Install::Indexed => (Some(module.install(&table, true)?), None),
+                    Install::TableOnly => (Some(module.install(&table, false)?), None),
+                    Install::LlvmEnvironment => (None, Some(module.install_in_device_environment(&table)?)),
+                };
+                let per_slot = expected_per_slot(&table, &keys, &index, implementation.name == "baseline");
                 for (mode, grid, block, iters) in
-                    [("throughput", blocks, threads, THROUGHPUT_ITERS), ("latency", 1, 32, LATENCY_ITERS)]
+                    [("throughput", blocks, THREADS, THROUGHPUT_ITERS), ("latency", 1, 32, LATENCY_ITERS)]
                 {
                     let kernel = format!("{}_{mode}", implementation.prefix);
                     let args = [
-                        Arg::U64(keys.ptr),
-                        Arg::U64(index.ptr),
+                        Arg::U64(keys_dev.ptr),
+                        Arg::U64(index_dev.ptr),
                         Arg::U32(POOL as u32 - 1),
                         Arg::U32(iters),
-                        Arg::U32(uniform),
+                        Arg::U32(u32::from(uniform)),
                         Arg::U64(out.ptr),
                     ];
+                    let threads = (grid * block) as usize;
+                    let want = expected_out(&per_slot, threads, iters, uniform);
+                    let point =
+                        format!("{} {} {mode} {entries} entries", implementation.name, pattern.name());
+                    let check = |when: &str| -> Result<()> {
+                        let got: Vec<u64> = out.download()?;
+                        match (0..threads).find(|&t| got[t] != want[t]) {
+                            None => Ok(()),
+                            Some(t) => Err(format!(
+                                "{point}: thread {t} computed {:#x} {when}, expected {:#x}",
+                                got[t], want[t]
+                            )),
+                        }
+                    };
                     module.run(&kernel, grid, block, &args)?;
-                    let mut times: Vec<Duration> = (0..REPS)
-                        .map(|_| {
-                            let start = Instant::now();
-                            module.run(&kernel, grid, block, &args).map(|()| start.elapsed())
-                        })
-                        .collect::<Result<_>>()?;
-                    times.sort_unstable();
+                    check("in the warm-up")?;
+                    let mut times = (0..REPS)
+                        .map(|_| module.run_timed(&kernel, grid, block, &args))
+                        .collect::<Result<Vec<f64>>>()?;
+                    check("in the last timed launch")?;
+                    times.sort_unstable_by(f64::total_cmp);
+                    let at = |q: usize| Duration::from_secs_f64(times[q * (REPS - 1) / 100] / 1e3);
                     rows.push(Row {
                         implementation: implementation.name,
                         pattern,
                         mode,
                         entries,
-                        translations: grid as u64 * block as u64 * iters as u64,
-                        median: times[REPS / 2],
+                        translations: threads as u64 * iters as u64,
+                        median: at(50),
+                        spread: (at(10), at(90)),
                     });
                 }
             }
         }
-        drop((installed, llvm_table));
     }
     Ok(rows)
 }
@@ -124,11 +183,20 @@ fn find<'r>(
 /// size), then the goals. Also returns the CSV text.
 pub fn report(rows: &[Row]) -> (String, String) {
     let mut text = String::new();
-    let mut csv = String::from("implementation,pattern,mode,entries,translations,median_us,translations_per_s,ns_per_translation,vs_llvm19,vs_baseline\n");
+    let mut csv = String::from("implementation,pattern,mode,entries,translations,median_us,p10_us,p90_us,translations_per_s,ns_per_translation,vs_llvm19,vs_baseline\n");
     let _ = writeln!(
         text,
-        "{:<13} {:<14} {:<10} {:>8} {:>12} {:>14} {:>9} {:>9} {:>9}",
-        "impl", "pattern", "mode", "entries", "median us", "transl/s", "ns/transl", "x llvm19", "x base"
+        "{:<13} {:<14} {:<10} {:>8} {:>12} {:>19} {:>14} {:>9} {:>9} {:>9}",
+        "impl",
+        "pattern",
+        "mode",
+        "entries",
+        "median us",
+        "p10..p90 us",
+        "transl/s",
+        "ns/transl",
+        "x llvm19",
+        "x base"
     );
     for r in rows {
         let ratio =
@@ -138,12 +206,13 @@ pub fn report(rows: &[Row]) -> (String, String) {
         let (vs_llvm, vs_base) = (ratio("llvm19"), ratio("baseline"));
         let _ = writeln!(
             text,
-            "{:<13} {:<14} {:<10} {:>8} {:>12.1} {:>14.3e} {:>9.1} {:>9} {:>9}",
+            "{:<13} {:<14} {:<10} {:>8} {:>12.1} {:>19} {:>14.3e} {:>9.1} {:>9} {:>9}",
             r.implementation,
             r.pattern.name(),
             r.mode,
             r.entries,
             r.median.as_secs_f64() * 1e6,
+            format!("{:.1}..{:.1}", r.spread.0.as_secs_f64() * 1e6, r.spread.1.as_secs_f64() * 1e6),
             r.rate(),
             ns,
             fmt(vs_llvm),
@@ -151,13 +220,15 @@ pub fn report(rows: &[Row]) -> (String, String) {
         );
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{:.3},{:.6e},{:.3},{},{}",
+            "{},{},{},{},{},{:.3},{:.3},{:.3},{:.6e},{:.3},{},{}",
             r.implementation,
             r.pattern.name(),
             r.mode,
             r.entries,
             r.translations,
             r.median.as_secs_f64() * 1e6,
+            r.spread.0.as_secs_f64() * 1e6,
+            r.spread.1.as_secs_f64() * 1e6,
             r.rate(),
             ns,
             vs_llvm.map_or(String::new(), |x| format!("{x:.4}")),
@@ -167,7 +238,11 @@ pub fn report(rows: &[Row]) -> (String, String) {
     text.push_str(
         "\nlatency rows: ns/transl is per translation of one lane's dependent chain (32 lanes run at once)\n",
     );
-    text.push_str("llvm19 is not run on miss-inside: its lookup never returns there (docs/llvm.md)\n\n");
+    text.push_str("llvm19 is not run on miss-inside: its lookup never returns there (docs/llvm.md)\n");
+    let _ = writeln!(
+        text,
+        "times: CUDA events around each launch, median of {REPS} after a warm-up; every result checked\n"
+    );
     text.push_str(&goals(rows));
     (text, csv)
 }
@@ -238,6 +313,7 @@ mod tests {
                         entries,
                         translations: 1_000_000,
                         median: Duration::from_micros(micros),
+                        spread: (Duration::from_micros(micros - 1), Duration::from_micros(micros + 1)),
                     });
                 }
             }
@@ -253,6 +329,7 @@ mod tests {
             text.contains("[met] uniform-hit, 16 entries: 1.25x the baseline's time (goal <= 1.5)"),
             "{text}"
         );
+        assert!(text.contains("[met] uniform-hit, 1 entries"), "sizes start at 1: {text}");
         assert!(
             text.contains("[MISSED] miss-outside, 16 entries: 1.25x the baseline's time (goal <= 1.2)"),
             "{text}"
@@ -261,6 +338,31 @@ mod tests {
         assert!(line.ends_with(",3.0000,0.8000"), "{line}");
         // LLVM is never measured on in-range misses.
         assert!(!csv.contains("llvm19,miss-inside"));
+    }
+
+    #[test]
+    fn expected_results_follow_the_table_and_the_kernels_walk() {
+        let table = [
+            FptrMapEntry { host_ptr: 0x100, tgt_ptr: 0xa00 },
+            FptrMapEntry { host_ptr: 0x200, tgt_ptr: 0xb00 },
+        ];
+        // A hit, a miss between, a miss above: the translation or the key itself.
+        let keys = [0x100, 0x110, 0x300, 0x200];
+        let index = [0, 1, 1, 1];
+        assert_eq!(expected_per_slot(&table, &keys, &index, false), [0xa00, 0x110, 0x300, 0xb00]);
+        // The baseline loads the entry its index names, hit or miss.
+        assert_eq!(expected_per_slot(&table, &keys, &index, true), [0xa00, 0xb00, 0xb00, 0xb00]);
+        let per_slot = [1u64, 2, 4, 8];
+        // Warp-uniform: every lane of a warp walks the same slots.
+        let uniform = expected_out(&per_slot, 96, 7, true);
+        assert!(uniform.chunks(32).all(|warp| warp.iter().all(|&v| v == warp[0])));
+        // Each value is the XOR of the slots the kernel's own `slot` names.
+        let divergent = expected_out(&per_slot, 70, 5, false);
+        for (t, &v) in divergent.iter().enumerate() {
+            let want = (0..5).fold(0, |acc, k| acc ^ per_slot[gpu_kernels::slot(t, k, false, 3)]);
+            assert_eq!(v, want, "thread {t}");
+        }
+        assert!(expected_out(&per_slot, 10, 0, false).iter().all(|&v| v == 0));
     }
 
     #[test]

@@ -206,6 +206,44 @@ impl<'g> Module<'g> {
 
     /// Launches kernel `name` and waits for it.
     pub fn run(&self, name: &str, blocks: u32, threads: u32, args: &[Arg]) -> Result<()> {
+        self.launch(name, blocks, threads, args)?;
+        self.gpu.driver.synchronize().map_err(|e| format!("{name}: {e}"))
+    }
+
+    /// Launches kernel `name` between two CUDA events and returns the device time between them
+    /// in milliseconds (the kernel alone, not the launch's host-side cost).
+    pub fn run_timed(&self, name: &str, blocks: u32, threads: u32, args: &[Arg]) -> Result<f64> {
+        let driver = &self.gpu.driver;
+        let start = driver.event().map_err(err)?;
+        let end = match driver.event() {
+            Ok(end) => end,
+            Err(e) => {
+                // SAFETY: created above, destroyed once.
+                let _ = unsafe { driver.destroy_event(start) };
+                return Err(err(e));
+            }
+        };
+        // SAFETY: live events of the current context, recorded on the default stream around the
+        // launch, destroyed once below.
+        let timed = unsafe {
+            driver
+                .record(start)
+                .map_err(err)
+                .and_then(|()| self.launch(name, blocks, threads, args))
+                .and_then(|()| driver.record(end).map_err(err))
+                .and_then(|()| driver.elapsed_ms(start, end).map_err(|e| format!("{name}: {e}")))
+        };
+        // SAFETY: as above.
+        unsafe {
+            let _ = driver.destroy_event(start);
+            let _ = driver.destroy_event(end);
+        }
+        driver.synchronize().map_err(|e| format!("{name}: {e}"))?;
+        timed.map(f64::from)
+    }
+
+    /// Launches kernel `name` on the default stream, without waiting.
+    fn launch(&self, name: &str, blocks: u32, threads: u32, args: &[Arg]) -> Result<()> {
         let c = CString::new(name).map_err(err)?;
         // SAFETY: a `Module` holds a loaded module until dropped.
         let f = unsafe { self.gpu.driver.function(self.handle, &c) }.map_err(err)?;
@@ -225,8 +263,7 @@ impl<'g> Module<'g> {
         // SAFETY: a kernel of this module; every parameter of the bundle's kernels is at most 8
         // bytes and each pointer points to 8 bytes, so the driver never reads past a value. A
         // wrong device pointer faults on the device and comes back as an error.
-        unsafe { self.gpu.driver.launch(f, blocks, threads, 0, &mut params) }.map_err(err)?;
-        self.gpu.driver.synchronize().map_err(|e| format!("{name}: {e}"))
+        unsafe { self.gpu.driver.launch(f, blocks, threads, 0, &mut params) }.map_err(err)
     }
 }
 

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-/// Table sizes of the issue.
-pub const SIZES: [usize; 5] = [16, 256, 4096, 65536, 1 << 20];
+/// Table sizes: 1 entry to 1M.
+pub const SIZES: [usize; 6] = [1, 16, 256, 4096, 65536, 1 << 20];
 /// The key patterns.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Pattern {
@@ -104,8 +104,10 @@ pub struct Row {
     pub entries: usize,
     /// Translations per launch.
     pub translations: u64,
-    /// Median launch time.
+    /// Median kernel time (CUDA events) over the timed launches.
     pub median: Duration,
+    /// The 10th and 90th percentile of the kernel times: the spread.
+    pub spread: (Duration, Duration),
 }
 
 impl Row {
