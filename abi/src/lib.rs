@@ -148,3 +148,23 @@ impl DeviceEnvironment {
         hardware_parallelism: 0,
     };
 }
+
+// SAFETY: each type is `#[repr(C)]` of unsigned integers only, with no padding (the size
+// assertions above equal the sum of the fields), and every bit pattern is a valid value.
+#[cfg(feature = "bytemuck")]
+mod pod {
+    use super::{FptrIndex, FptrMapEntry, IndexSlot};
+
+    // SAFETY: see the module comment.
+    unsafe impl bytemuck::Zeroable for FptrMapEntry {}
+    // SAFETY: see the module comment.
+    unsafe impl bytemuck::Pod for FptrMapEntry {}
+    // SAFETY: see the module comment.
+    unsafe impl bytemuck::Zeroable for IndexSlot {}
+    // SAFETY: see the module comment.
+    unsafe impl bytemuck::Pod for IndexSlot {}
+    // SAFETY: see the module comment.
+    unsafe impl bytemuck::Zeroable for FptrIndex {}
+    // SAFETY: see the module comment.
+    unsafe impl bytemuck::Pod for FptrIndex {}
+}

@@ -154,28 +154,7 @@ pub fn dispatch_packet(
 
 /// The packet's 64 bytes as the packet processor reads them (little-endian).
 pub fn packet_bytes(packet: &KernelDispatchPacket) -> [u8; 64] {
-    let mut bytes = [0u8; 64];
-    let mut at = 0;
-    let mut put = |field: &[u8]| {
-        bytes[at..at + field.len()].copy_from_slice(field);
-        at += field.len();
-    };
-    put(&packet.header.to_le_bytes());
-    put(&packet.setup.to_le_bytes());
-    put(&packet.workgroup_size_x.to_le_bytes());
-    put(&packet.workgroup_size_y.to_le_bytes());
-    put(&packet.workgroup_size_z.to_le_bytes());
-    put(&packet.reserved0.to_le_bytes());
-    put(&packet.grid_size_x.to_le_bytes());
-    put(&packet.grid_size_y.to_le_bytes());
-    put(&packet.grid_size_z.to_le_bytes());
-    put(&packet.private_segment_size.to_le_bytes());
-    put(&packet.group_segment_size.to_le_bytes());
-    put(&packet.kernel_object.to_le_bytes());
-    put(&packet.kernarg_address.to_le_bytes());
-    put(&packet.reserved2.to_le_bytes());
-    put(&packet.completion_signal.handle.to_le_bytes());
-    bytes
+    bytemuck::cast(*packet)
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ macro_rules! handle_types {
     ($($(#[$doc:meta])* $name:ident;)*) => {$(
         $(#[$doc])*
         #[repr(C)]
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, bytemuck::Pod, bytemuck::Zeroable)]
         pub struct $name {
             /// The runtime's opaque handle.
             pub handle: u64,
@@ -171,7 +171,7 @@ pub struct Queue {
 
 /// `hsa_kernel_dispatch_packet_t` (large model): one 64-byte AQL packet.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct KernelDispatchPacket {
     /// `header`: written last, atomically, with `setup`, to publish the packet.
     pub header: u16,
@@ -206,6 +206,9 @@ pub struct KernelDispatchPacket {
 }
 
 const _: () = assert!(std::mem::size_of::<KernelDispatchPacket>() == 64);
+const _: () = assert!(std::mem::offset_of!(KernelDispatchPacket, grid_size_x) == 12);
+const _: () = assert!(std::mem::offset_of!(KernelDispatchPacket, kernel_object) == 32);
+const _: () = assert!(std::mem::offset_of!(KernelDispatchPacket, completion_signal) == 56);
 const _: () = assert!(std::mem::size_of::<Queue>() == 40);
 
 /// `hsa_iterate_agents` / `hsa_agent_iterate_isas` / `hsa_amd_agent_iterate_memory_pools`

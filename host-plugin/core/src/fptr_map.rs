@@ -73,9 +73,7 @@ impl<'a> FptrTable<'a> {
 
     /// The entries as the bytes copied to the device (16 per entry, little-endian).
     pub fn as_bytes(&self) -> &[u8] {
-        let entries: &[FptrMapEntry] = &self.entries;
-        // SAFETY: FptrMapEntry is repr(C) of two u64 with no padding; any byte view is valid.
-        unsafe { std::slice::from_raw_parts(entries.as_ptr().cast::<u8>(), std::mem::size_of_val(entries)) }
+        bytemuck::cast_slice(&self.entries)
     }
 }
 
@@ -233,21 +231,12 @@ fn keyed(entries: &[FptrMapEntry]) -> &[FptrMapEntry] {
 
 /// The bytes of `slots` as copied to the device (16 per slot, little-endian).
 pub fn slot_bytes(slots: &[[u64; 2]]) -> &[u8] {
-    // SAFETY: `[u64; 2]` has no padding; any byte view is valid.
-    unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<u8>(), std::mem::size_of_val(slots)) }
+    bytemuck::cast_slice(slots)
 }
 
 /// The bytes of an index header as written into the device global (48, little-endian).
 pub fn header_bytes(header: &FptrIndex) -> [u8; 48] {
-    let mut bytes = [0u8; 48];
-    for (at, word) in
-        [header.table, header.slots, header.multiplier, header.first, header.last].iter().enumerate()
-    {
-        bytes[8 * at..8 * at + 8].copy_from_slice(&word.to_le_bytes());
-    }
-    bytes[40..44].copy_from_slice(&header.shift.to_le_bytes());
-    bytes[44..48].copy_from_slice(&header.reserved.to_le_bytes());
-    bytes
+    bytemuck::cast(*header)
 }
 
 #[cfg(test)]

@@ -19,6 +19,10 @@ pub mod plugin;
 pub mod registry;
 pub mod vendor_library;
 
+// Layouts shared with the device are copied as the host's bytes: the devices (NVPTX, AMDGPU,
+// x86_64) are little-endian, so the host must be too.
+const _: () = assert!(cfg!(target_endian = "little"));
+
 pub use backend::{Backend, DeviceInfo, DeviceSymbol, Launch, LaunchParams};
 pub use error::{PluginError, Result};
 pub use plugin::Plugin;

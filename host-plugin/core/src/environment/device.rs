@@ -17,8 +17,12 @@ pub const DEVICE_ENVIRONMENT_V19_SIZE: usize = 48;
 /// Offset of `IndirectCallTable` in the LLVM 18/19 layout (then `IndirectCallTableSize`).
 pub const INDIRECT_CALL_TABLE_OFFSET: u64 = 24;
 
-/// The values the plugin puts in the device environment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The values the plugin puts in the device environment: LLVM 18/19's `DeviceEnvironmentTy`
+/// (clang 16's is its first 16 bytes). The device library reads the same layout as
+/// `omptarget_indirect_abi::DeviceEnvironment`, whose table field is a pointer; here it is the
+/// device address as an integer, so that the whole is plain bytes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct DeviceEnvironment {
     /// `DeviceDebugKind` (0: no device-side debugging).
     pub debug_kind: u32,
@@ -38,6 +42,19 @@ pub struct DeviceEnvironment {
     /// `HardwareParallelism`: [`crate::DeviceInfo::hardware_parallelism`].
     pub hardware_parallelism: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<DeviceEnvironment>() == DEVICE_ENVIRONMENT_V19_SIZE);
+const _: () =
+    assert!(std::mem::offset_of!(DeviceEnvironment, dynamic_mem_size) + 4 == DEVICE_ENVIRONMENT_V16_SIZE);
+const _: () =
+    assert!(std::mem::offset_of!(DeviceEnvironment, indirect_table) == INDIRECT_CALL_TABLE_OFFSET as usize);
+const _: () = assert!(
+    std::mem::offset_of!(DeviceEnvironment, indirect_table_size) == INDIRECT_CALL_TABLE_OFFSET as usize + 8
+);
+const _: () = assert!(
+    std::mem::size_of::<DeviceEnvironment>()
+        == std::mem::size_of::<omptarget_indirect_abi::DeviceEnvironment>()
+);
 
 impl DeviceEnvironment {
     /// What a plugin writes when it loads an image on device `device_num` of `num_devices`: no
@@ -64,30 +81,15 @@ impl DeviceEnvironment {
     /// The global's bytes for an image whose global has `size` bytes (16 or 48); any other size
     /// is a DeviceRTL this plugin does not know.
     pub fn to_bytes(&self, size: usize) -> Result<Vec<u8>> {
-        let mut bytes = Vec::with_capacity(size);
-        for v in [self.debug_kind, self.num_devices, self.device_num, self.dynamic_mem_size] {
-            bytes.extend_from_slice(&v.to_le_bytes());
-        }
         match size {
-            DEVICE_ENVIRONMENT_V16_SIZE => {}
-            DEVICE_ENVIRONMENT_V19_SIZE => {
-                for v in [
-                    self.clock_frequency,
-                    self.indirect_table,
-                    self.indirect_table_size,
-                    self.hardware_parallelism,
-                ] {
-                    bytes.extend_from_slice(&v.to_le_bytes());
-                }
+            DEVICE_ENVIRONMENT_V16_SIZE | DEVICE_ENVIRONMENT_V19_SIZE => {
+                Ok(bytemuck::bytes_of(self)[..size].to_vec())
             }
-            other => {
-                return Err(PluginError::InvalidImage(format!(
+            other => Err(PluginError::InvalidImage(format!(
                 "{DEVICE_ENVIRONMENT} has {other} bytes; known layouts have {DEVICE_ENVIRONMENT_V16_SIZE} \
-                     (clang 16) or {DEVICE_ENVIRONMENT_V19_SIZE} (LLVM 18/19)"
-            )))
-            }
+                 (clang 16) or {DEVICE_ENVIRONMENT_V19_SIZE} (LLVM 18/19)"
+            ))),
         }
-        Ok(bytes)
     }
 }
 
@@ -121,10 +123,7 @@ pub fn write_indirect_call_table<B: Backend>(
         return Ok(());
     };
     let (ptr, len) = table.unwrap_or((0, 0));
-    let mut fields = [0u8; 16];
-    fields[..8].copy_from_slice(&ptr.to_le_bytes());
-    fields[8..].copy_from_slice(&len.to_le_bytes());
-    backend.write(device, address + INDIRECT_CALL_TABLE_OFFSET, &fields)
+    backend.write(device, address + INDIRECT_CALL_TABLE_OFFSET, bytemuck::bytes_of(&[ptr, len]))
 }
 
 /// `__omp_rtl_device_memory_pool`: `DeviceMemoryPoolTy {void *Ptr; u64 Size}`, where the
@@ -134,11 +133,41 @@ pub const DEVICE_MEMORY_POOL: &str = "__omp_rtl_device_memory_pool";
 /// AllocationTotal, AllocationMin, AllocationMax}`, reset with the pool.
 pub const DEVICE_MEMORY_POOL_TRACKER: &str = "__omp_rtl_device_memory_pool_tracker";
 
-/// The tracker's initial value, as LLVM's plugin writes it: no allocations, minimum `~0u32`.
-pub fn memory_pool_tracker_at_load() -> [u8; 32] {
-    let mut bytes = [0u8; 32];
-    bytes[16..24].copy_from_slice(&u64::from(u32::MAX).to_le_bytes());
-    bytes
+/// `DeviceMemoryPoolTy`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct DeviceMemoryPool {
+    /// `Ptr`: the pool's device address.
+    pub ptr: u64,
+    /// `Size` in bytes.
+    pub size: u64,
+}
+
+/// `DeviceMemoryPoolTrackingTy`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct DeviceMemoryPoolTracking {
+    /// `NumAllocations`.
+    pub num_allocations: u64,
+    /// `AllocationTotal`.
+    pub allocation_total: u64,
+    /// `AllocationMin`.
+    pub allocation_min: u64,
+    /// `AllocationMax`.
+    pub allocation_max: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<DeviceMemoryPool>() == 16);
+const _: () = assert!(std::mem::size_of::<DeviceMemoryPoolTracking>() == 32);
+
+impl DeviceMemoryPoolTracking {
+    /// The tracker's initial value, as LLVM's plugin writes it: no allocations, minimum `~0u32`.
+    pub const AT_LOAD: DeviceMemoryPoolTracking = DeviceMemoryPoolTracking {
+        num_allocations: 0,
+        allocation_total: 0,
+        allocation_min: u32::MAX as u64,
+        allocation_max: 0,
+    };
 }
 
 /// Gives `image` a memory pool of `bytes` bytes, if its DeviceRTL has the pool global (16
@@ -154,9 +183,10 @@ pub fn give_memory_pool<B: Backend>(
     let Some(pool) = backend.global(image, DEVICE_MEMORY_POOL)?.filter(|_| bytes > 0) else {
         return Ok(None);
     };
-    if pool.size.is_some_and(|size| size != 16) {
+    let expected = std::mem::size_of::<DeviceMemoryPool>() as u64;
+    if pool.size.is_some_and(|size| size != expected) {
         return Err(PluginError::InvalidImage(format!(
-            "{DEVICE_MEMORY_POOL} has {} bytes, expected 16",
+            "{DEVICE_MEMORY_POOL} has {} bytes, expected {expected}",
             pool.size.unwrap_or(0)
         )));
     }
@@ -164,13 +194,11 @@ pub fn give_memory_pool<B: Backend>(
         .map_err(|_| PluginError::InvalidArgument(format!("memory pool of {bytes} bytes")))?;
     let ptr = backend.alloc(device, size, AllocKind::Device)?;
     let written = (|| {
-        let mut value = [0u8; 16];
-        value[..8].copy_from_slice(&ptr.to_le_bytes());
-        value[8..].copy_from_slice(&bytes.to_le_bytes());
-        backend.write(device, pool.addr, &value)?;
+        backend.write(device, pool.addr, bytemuck::bytes_of(&DeviceMemoryPool { ptr, size: bytes }))?;
+        let tracker_size = std::mem::size_of::<DeviceMemoryPoolTracking>() as u64;
         match backend.global(image, DEVICE_MEMORY_POOL_TRACKER)? {
-            Some(tracker) if tracker.size.is_none_or(|size| size == 32) => {
-                backend.write(device, tracker.addr, &memory_pool_tracker_at_load())
+            Some(tracker) if tracker.size.is_none_or(|size| size == tracker_size) => {
+                backend.write(device, tracker.addr, bytemuck::bytes_of(&DeviceMemoryPoolTracking::AT_LOAD))
             }
             _ => Ok(()),
         }

@@ -32,10 +32,55 @@ impl ExecMode {
 pub const KERNEL_ENVIRONMENT_SUFFIX: &str = "_kernel_environment";
 /// Suffix of clang 16's per-kernel `i8` execution-mode global.
 pub const EXEC_MODE_SUFFIX: &str = "_exec_mode";
-/// `sizeof(KernelEnvironmentTy)`: `ConfigurationEnvironmentTy {u8 UseGenericStateMachine,
-/// u8 MayUseNestedParallelism, u8 ExecMode, i32 MinThreads, MaxThreads, MinTeams, MaxTeams,
-/// ReductionDataSize, ReductionBufferLength}` (28 bytes), then `IdentTy *`, `DynamicEnvironmentTy *`.
+/// LLVM 18/19's `ConfigurationEnvironmentTy` (28 bytes; the padding byte after `ExecMode` named).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ConfigurationEnvironment {
+    /// `UseGenericStateMachine`.
+    pub use_generic_state_machine: u8,
+    /// `MayUseNestedParallelism`.
+    pub may_use_nested_parallelism: u8,
+    /// `ExecMode` (`OMPTgtExecModeFlags`).
+    pub exec_mode: u8,
+    /// Padding.
+    pub padding: u8,
+    /// `MinThreads`.
+    pub min_threads: i32,
+    /// `MaxThreads`.
+    pub max_threads: i32,
+    /// `MinTeams`.
+    pub min_teams: i32,
+    /// `MaxTeams`.
+    pub max_teams: i32,
+    /// `ReductionDataSize`.
+    pub reduction_data_size: i32,
+    /// `ReductionBufferLength`.
+    pub reduction_buffer_length: i32,
+}
+
+/// LLVM 18/19's `KernelEnvironmentTy`: the configuration, then `IdentTy *` and
+/// `DynamicEnvironmentTy *` (device addresses; the 4 bytes before them named).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct KernelEnvironment {
+    /// `Configuration`.
+    pub configuration: ConfigurationEnvironment,
+    /// Padding to the pointers' alignment.
+    pub padding: u32,
+    /// `Ident`.
+    pub ident: u64,
+    /// `DynamicEnv`.
+    pub dynamic_environment: u64,
+}
+
+/// `sizeof(KernelEnvironmentTy)`.
 pub const KERNEL_ENVIRONMENT_SIZE: usize = 48;
+
+const _: () = assert!(std::mem::size_of::<ConfigurationEnvironment>() == 28);
+const _: () = assert!(std::mem::size_of::<KernelEnvironment>() == KERNEL_ENVIRONMENT_SIZE);
+const _: () = assert!(std::mem::offset_of!(ConfigurationEnvironment, max_threads) == 8);
+const _: () = assert!(std::mem::offset_of!(ConfigurationEnvironment, reduction_buffer_length) == 24);
+const _: () = assert!(std::mem::offset_of!(KernelEnvironment, ident) == 32);
 
 /// What the launch needs from a kernel's environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,13 +106,14 @@ impl KernelConfig {
                 bytes.len()
             )));
         }
-        let i32_at = |o: usize| i32::from_le_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
+        let environment: KernelEnvironment = bytemuck::pod_read_unaligned(bytes);
+        let c = environment.configuration;
         Ok(KernelConfig {
-            mode: ExecMode::from_flags(bytes[2])?,
-            max_threads: i32_at(8),
-            max_teams: i32_at(16),
-            reduction_data_size: i32_at(20) as u32,
-            reduction_buffer_length: i32_at(24) as u32,
+            mode: ExecMode::from_flags(c.exec_mode)?,
+            max_threads: c.max_threads,
+            max_teams: c.max_teams,
+            reduction_data_size: c.reduction_data_size as u32,
+            reduction_buffer_length: c.reduction_buffer_length as u32,
         })
     }
 

@@ -7,9 +7,23 @@ use crate::{PluginError, Result};
 
 use super::kernel::{ExecMode, KernelConfig};
 
-/// `sizeof(KernelLaunchEnvironmentTy)` in LLVM 19: `{u32 ReductionCnt, u32 ReductionIterCnt,
-/// void *ReductionBuffer}`.
+/// LLVM 19's `KernelLaunchEnvironmentTy`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct KernelLaunchEnvironment {
+    /// `ReductionCnt`.
+    pub reduction_count: u32,
+    /// `ReductionIterCnt`.
+    pub reduction_iteration_count: u32,
+    /// `ReductionBuffer`: device address.
+    pub reduction_buffer: u64,
+}
+
+/// `sizeof(KernelLaunchEnvironmentTy)`.
 pub const KERNEL_LAUNCH_ENVIRONMENT_SIZE: usize = 16;
+
+const _: () = assert!(std::mem::size_of::<KernelLaunchEnvironment>() == KERNEL_LAUNCH_ENVIRONMENT_SIZE);
+const _: () = assert!(std::mem::offset_of!(KernelLaunchEnvironment, reduction_buffer) == 8);
 
 /// The `dyn_ptr` LLVM 19's plugins pass to a kernel that needs no launch environment
 /// (`reinterpret_cast<KernelLaunchEnvironmentTy *>(~0)`): the DeviceRTL never reads it then.
@@ -17,9 +31,11 @@ pub const NO_LAUNCH_ENVIRONMENT: u64 = u64::MAX;
 
 /// A fresh `KernelLaunchEnvironmentTy` (counters 0) pointing at `reduction_buffer`.
 pub fn kernel_launch_environment(reduction_buffer: u64) -> [u8; KERNEL_LAUNCH_ENVIRONMENT_SIZE] {
-    let mut bytes = [0u8; KERNEL_LAUNCH_ENVIRONMENT_SIZE];
-    bytes[8..].copy_from_slice(&reduction_buffer.to_le_bytes());
-    bytes
+    bytemuck::cast(KernelLaunchEnvironment {
+        reduction_count: 0,
+        reduction_iteration_count: 0,
+        reduction_buffer,
+    })
 }
 
 /// Runs `run` with the kernel's complete argument list: for clang 19 kernels first `dyn_ptr`,

@@ -51,7 +51,7 @@ mod tests {
 
     #[test]
     fn memory_pool_tracker_starts_empty_with_the_largest_minimum() {
-        let tracker = memory_pool_tracker_at_load();
+        let tracker = bytemuck::bytes_of(&DeviceMemoryPoolTracking::AT_LOAD);
         let field = |i: usize| u64::from_le_bytes(tracker[i * 8..i * 8 + 8].try_into().unwrap());
         assert_eq!([field(0), field(1), field(2), field(3)], [0, 0, u32::MAX as u64, 0]);
     }
