@@ -14,7 +14,8 @@ use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::Endianness;
 use plugin_core::environment::{
-    KernelConfig, DEVICE_ENVIRONMENT, DEVICE_ENVIRONMENT_V19_SIZE, KERNEL_ENVIRONMENT_SIZE,
+    DeviceMemoryPool, DeviceMemoryPoolTracking, KernelConfig, DEVICE_ENVIRONMENT,
+    DEVICE_ENVIRONMENT_V19_SIZE, DEVICE_MEMORY_POOL, DEVICE_MEMORY_POOL_TRACKER, KERNEL_ENVIRONMENT_SIZE,
 };
 
 use crate::cmd;
@@ -129,6 +130,16 @@ pub fn check_image(tools: &Tools, path: &Path) -> Result<usize> {
         Some((_, size, _)) if size == DEVICE_ENVIRONMENT_V19_SIZE as u64 => {}
         found => {
             bail!("{what}: {DEVICE_ENVIRONMENT} should be {DEVICE_ENVIRONMENT_V19_SIZE} bytes: {found:?}")
+        }
+    }
+    // The DeviceRTL's memory pool, which the plugin fills at load (docs/plugins.md).
+    for (name, size) in [
+        (DEVICE_MEMORY_POOL, std::mem::size_of::<DeviceMemoryPool>()),
+        (DEVICE_MEMORY_POOL_TRACKER, std::mem::size_of::<DeviceMemoryPoolTracking>()),
+    ] {
+        match symbol(&data, name)? {
+            Some((_, found, _)) if found == size as u64 => {}
+            found => bail!("{what}: {name} should be {size} bytes: {found:?}"),
         }
     }
     let notes = cmd::stdout(Command::new(&tools.llvm_readelf).arg("--notes").arg(path))?;
