@@ -72,6 +72,15 @@ struct DeviceTable {
     longest_probe: Option<u32>,
 }
 
+/// Where one loaded image holds the installed map.
+#[derive(Debug, Clone, Copy)]
+struct MapTargets {
+    /// Its map globals, if its device code uses them.
+    globals: Option<MapGlobals>,
+    /// Its DeviceRTL's device environment `(address, size)`, whose table fields mirror the map.
+    environment: Option<(u64, usize)>,
+}
+
 /// The globals of one image that describe the installed map.
 #[derive(Debug, Clone, Copy)]
 struct MapGlobals {
@@ -497,51 +506,36 @@ impl<B: Backend> Plugin<B> {
         self.install(device, state, &table)
     }
 
-    /// Copies `table` (and its hash index) to new device memory, points the globals of every
-    /// loaded image that defines them at it, then frees the previous table. An empty table
-    /// clears the globals. Every check comes before the first change; a failed patch restores
-    /// the previous values.
+    /// Replaces the device's map with `table` as one transaction: build (the table and its hash
+    /// index in new device memory), write (every loaded image's map globals and device
+    /// environment point at it, under the launch gate), publish (it becomes the device's table),
+    /// retire (the previous one is freed). Every check comes before the first change; a failed
+    /// write points every image back at the previous table and frees the new one, so the
+    /// previous map stays in force. An empty table clears the map.
     fn install(&self, device: i32, state: &mut DeviceState<B>, table: &FptrTable<'_>) -> Result<()> {
-        let mut targets = Vec::new();
-        for img in &state.images {
-            if let Some(globals) = self.map_globals(&img.image)? {
-                targets.push(globals);
-            }
-        }
+        let targets = state
+            .images
+            .iter()
+            .map(|img| {
+                Ok(MapTargets { globals: self.map_globals(&img.image)?, environment: img.environment })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // Build.
         let new = if table.is_empty() { None } else { Some(self.upload(device, table)?) };
-        // From here to the old table's release, no kernel of this device runs.
+        // Write: from here to the old table's release, no kernel of this device runs.
         let _no_launches = self.no_launches(device);
-        let as_pair = |t: Option<DeviceTable>| t.map(|t| (t.ptr, t.len));
-        let mut failure = None;
-        for (done, globals) in targets.iter().enumerate() {
-            if let Err(err) = self.patch(device, globals, new) {
-                failure = Some((err, done + 1, 0));
-                break;
-            }
-        }
-        if failure.is_none() {
-            for (done, img) in state.images.iter().enumerate() {
-                if let Err(err) =
-                    write_indirect_call_table(&self.backend, device, img.environment, as_pair(new))
-                {
-                    failure = Some((err, targets.len(), done + 1));
-                    break;
+        for (done, target) in targets.iter().enumerate() {
+            if let Err(err) = self.point(device, target, new) {
+                for target in &targets[..=done] {
+                    let _ = self.point(device, target, state.table);
                 }
+                if let Some(t) = new {
+                    let _ = self.free_table(device, t);
+                }
+                return Err(err);
             }
         }
-        if let Some((err, patched, notified)) = failure {
-            for globals in &targets[..patched] {
-                let _ = self.patch(device, globals, state.table);
-            }
-            for img in &state.images[..notified] {
-                let _ =
-                    write_indirect_call_table(&self.backend, device, img.environment, as_pair(state.table));
-            }
-            if let Some(t) = new {
-                let _ = self.free_table(device, t);
-            }
-            return Err(err);
-        }
+        // Publish.
         if let Some(t) = new {
             let summary = MapSummary {
                 functions: t.len,
@@ -551,10 +545,18 @@ impl<B: Backend> Plugin<B> {
             };
             diagnostics::info(B::NAME, format_args!("device {device}: {summary}"));
         }
-        match std::mem::replace(&mut state.table, new) {
-            Some(old) => self.free_table(device, old),
-            None => Ok(()),
+        let old = std::mem::replace(&mut state.table, new);
+        // Retire.
+        old.map_or(Ok(()), |old| self.free_table(device, old))
+    }
+
+    /// Points one image's copies of the map (its map globals, its device environment's table
+    /// fields) at `table`; `None` clears them.
+    fn point(&self, device: i32, target: &MapTargets, table: Option<DeviceTable>) -> Result<()> {
+        if let Some(globals) = &target.globals {
+            self.patch(device, globals, table)?;
         }
+        write_indirect_call_table(&self.backend, device, target.environment, table.map(|t| (t.ptr, t.len)))
     }
 
     /// Copies a non-empty `table` and, unless switched off, its hash index to new device memory.
