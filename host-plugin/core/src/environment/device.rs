@@ -180,7 +180,10 @@ pub fn give_memory_pool<B: Backend>(
     image: &B::Image,
     bytes: u64,
 ) -> Result<Option<u64>> {
-    let Some(pool) = backend.global(image, DEVICE_MEMORY_POOL)?.filter(|_| bytes > 0) else {
+    if bytes == 0 {
+        return Ok(None);
+    }
+    let Some(pool) = backend.global(image, DEVICE_MEMORY_POOL)? else {
         return Ok(None);
     };
     let expected = std::mem::size_of::<DeviceMemoryPool>() as u64;
