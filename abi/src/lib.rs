@@ -108,32 +108,45 @@ impl FptrIndex {
     }
 }
 
-/// `DeviceEnvironmentTy` of LLVM 19-22 (48 bytes). Only the table's two fields are read here;
-/// the rest belongs to LLVM's DeviceRTL.
+/// `DeviceEnvironmentTy` of LLVM 19-22 (48 bytes; LLVM 18's lacks the last field, clang 16's is
+/// the first 16 bytes): the DeviceRTL's configuration, which the plugins write when they load an
+/// image, and the copy of the function-pointer table that LLVM's runtimes install for
+/// `__llvm_omp_indirect_call_lookup`. The table's address is an integer, as LLVM's `uintptr_t
+/// IndirectCallTable` is: the whole is plain bytes the host writes and the device library reads.
 #[repr(C)]
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeviceEnvironment {
-    /// `DeviceDebugKind`.
+    /// `DeviceDebugKind` (0: no device-side debugging).
     pub debug_kind: u32,
     /// `NumDevices`.
     pub num_devices: u32,
     /// `DeviceNum`.
     pub device_num: u32,
-    /// `DynamicMemSize`.
+    /// `DynamicMemSize`: bytes of dynamic shared memory for `omp_alloc` in a team.
     pub dynamic_mem_size: u32,
-    /// `ClockFrequency`.
+    /// `ClockFrequency` in Hz.
     pub clock_frequency: u64,
-    /// `IndirectCallTable`: the runtime's sorted table, or null.
-    pub indirect_call_table: *const FptrMapEntry,
+    /// `IndirectCallTable`: device address of the runtime's [`FptrMapEntry`] table sorted by
+    /// `host_ptr`, or 0.
+    pub indirect_call_table: u64,
     /// `IndirectCallTableSize`: entries at `indirect_call_table`.
     pub indirect_call_table_size: u64,
-    /// `HardwareParallelism`.
+    /// `HardwareParallelism`: warps the device runs at once.
     pub hardware_parallelism: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<DeviceEnvironment>() == 48);
+/// Bytes of clang 16's `DeviceEnvironmentTy`: the four `u32` fields only.
+pub const DEVICE_ENVIRONMENT_V16_SIZE: usize = 16;
+/// Bytes of the `DeviceEnvironmentTy` of LLVM 19 and later.
+pub const DEVICE_ENVIRONMENT_V19_SIZE: usize = 48;
+
+const _: () = assert!(core::mem::size_of::<DeviceEnvironment>() == DEVICE_ENVIRONMENT_V19_SIZE);
+const _: () =
+    assert!(core::mem::offset_of!(DeviceEnvironment, dynamic_mem_size) + 4 == DEVICE_ENVIRONMENT_V16_SIZE);
+const _: () = assert!(core::mem::offset_of!(DeviceEnvironment, clock_frequency) == 16);
 const _: () = assert!(core::mem::offset_of!(DeviceEnvironment, indirect_call_table) == 24);
 const _: () = assert!(core::mem::offset_of!(DeviceEnvironment, indirect_call_table_size) == 32);
+const _: () = assert!(core::mem::offset_of!(DeviceEnvironment, hardware_parallelism) == 40);
 
 impl DeviceEnvironment {
     /// All zero: no table (the initial value of the weak x86_64 definition).
@@ -143,7 +156,7 @@ impl DeviceEnvironment {
         device_num: 0,
         dynamic_mem_size: 0,
         clock_frequency: 0,
-        indirect_call_table: core::ptr::null(),
+        indirect_call_table: 0,
         indirect_call_table_size: 0,
         hardware_parallelism: 0,
     };
@@ -153,7 +166,7 @@ impl DeviceEnvironment {
 // assertions above equal the sum of the fields), and every bit pattern is a valid value.
 #[cfg(feature = "bytemuck")]
 mod pod {
-    use super::{FptrIndex, FptrMapEntry, IndexSlot};
+    use super::{DeviceEnvironment, FptrIndex, FptrMapEntry, IndexSlot};
 
     // SAFETY: see the module comment.
     unsafe impl bytemuck::Zeroable for FptrMapEntry {}
@@ -167,4 +180,8 @@ mod pod {
     unsafe impl bytemuck::Zeroable for FptrIndex {}
     // SAFETY: see the module comment.
     unsafe impl bytemuck::Pod for FptrIndex {}
+    // SAFETY: see the module comment.
+    unsafe impl bytemuck::Zeroable for DeviceEnvironment {}
+    // SAFETY: see the module comment.
+    unsafe impl bytemuck::Pod for DeviceEnvironment {}
 }

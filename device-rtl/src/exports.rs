@@ -57,10 +57,8 @@ pub unsafe extern "C" fn __kmpc_target_translate_fptr(fn_ptr: *mut c_void) -> *m
     unsafe {
         let environment = &*addr_of!(__omp_rtl_device_environment);
         translate_first_installed(
-            [
-                (&*addr_of!(__omp_offloading_fptr_map_p), &*addr_of!(__omp_offloading_fptr_map_size)),
-                (&environment.indirect_call_table, &environment.indirect_call_table_size),
-            ],
+            (&*addr_of!(__omp_offloading_fptr_map_p), &*addr_of!(__omp_offloading_fptr_map_size)),
+            (&environment.indirect_call_table, &environment.indirect_call_table_size),
             &*addr_of!(__omp_offloading_fptr_index),
             fn_ptr,
         )

@@ -48,13 +48,14 @@ pub unsafe fn translate_indexed(
     fn_ptr: *mut c_void,
 ) -> *mut c_void {
     // SAFETY: forwarded; no fallback table.
-    unsafe { translate_first_installed([(&table, size), (&core::ptr::null(), &0)], index, fn_ptr) }
+    unsafe { translate_first_installed((&table, size), (&0, &0), index, fn_ptr) }
 }
 
-/// [`translate_indexed`] through the first of `tables` (each where a table's pointer and its
-/// length are) whose pointer is not null: this project's own, then LLVM's. `index` answers only
-/// for the table it was built from. Nothing of the second table is read while the first is
-/// installed.
+/// [`translate_indexed`] through the first installed of two tables, each given as where its
+/// address and its length are: `ours` (this project's globals), else `llvm` (the device
+/// environment's `IndirectCallTable` address as an integer, and its size). `index` answers only
+/// for our table it was built from. Nothing of LLVM's table is read while ours is installed
+/// (non-null).
 ///
 /// The shape keeps the translation small on the GPU: the index check comes before any length is
 /// loaded, and one search loop serves both tables (ptxas allocates 24 registers to the whole
@@ -66,7 +67,8 @@ pub unsafe fn translate_indexed(
 /// with `index`.
 #[inline(always)]
 pub unsafe fn translate_first_installed(
-    tables: [(&*const FptrMapEntry, &u64); 2],
+    ours: (&*const FptrMapEntry, &u64),
+    llvm: (&u64, &u64),
     index: &FptrIndex,
     fn_ptr: *mut c_void,
 ) -> *mut c_void {
@@ -74,10 +76,10 @@ pub unsafe fn translate_first_installed(
     if key == 0 {
         return fn_ptr;
     }
-    let [(ours, our_size), (fallback, fallback_size)] = tables;
+    let ((ours, our_size), (llvm_table, llvm_size)) = (ours, llvm);
     let ours = *ours;
     let (table, size) = if ours.is_null() {
-        (*fallback, *fallback_size)
+        (*llvm_table as *const FptrMapEntry, *llvm_size)
     } else {
         if index.describes(ours as u64) {
             // SAFETY: an index that describes this table is well formed (the caller's guarantee).

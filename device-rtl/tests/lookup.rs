@@ -181,7 +181,7 @@ fn with_llvm_table<R>(t: &[FptrMapEntry], f: impl FnOnce() -> R) -> R {
     // SAFETY: the lock serialises every writer and reader of the globals in this test binary.
     unsafe {
         let environment = &mut *addr_of_mut!(__omp_rtl_device_environment);
-        environment.indirect_call_table = if t.is_empty() { null() } else { t.as_ptr() };
+        environment.indirect_call_table = if t.is_empty() { 0 } else { t.as_ptr() as u64 };
         environment.indirect_call_table_size = t.len() as u64;
     }
     let result = f();

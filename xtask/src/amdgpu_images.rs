@@ -4,11 +4,12 @@
 //! descriptor, and the kernel argument layout `dispatch::kernarg_segment` fills (compared with
 //! the code object metadata's own offsets for every `hidden_*` argument it sets).
 
+use std::mem::offset_of;
 use std::path::Path;
 use std::process::Command;
 
 use amdgpu_hsa::code_object;
-use amdgpu_hsa::dispatch::{self, implicit, Geometry};
+use amdgpu_hsa::dispatch::{self, Geometry, ImplicitArgs};
 use anyhow::{bail, ensure, Context, Result};
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
@@ -196,14 +197,14 @@ fn check_kernarg_layout(kernel: &KernelMeta) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     ensure!(segment.len() == kernel.kernarg_segment_size, "segment of {} bytes", segment.len());
     let expected: [(&str, usize, u64); 8] = [
-        ("hidden_block_count_x", implicit::BLOCK_COUNT_X, geometry.blocks as u64),
-        ("hidden_block_count_y", implicit::BLOCK_COUNT_X + 4, 1),
-        ("hidden_block_count_z", implicit::BLOCK_COUNT_X + 8, 1),
-        ("hidden_group_size_x", implicit::GROUP_SIZE_X, geometry.threads as u64),
-        ("hidden_group_size_y", implicit::GROUP_SIZE_X + 2, 1),
-        ("hidden_group_size_z", implicit::GROUP_SIZE_X + 4, 1),
-        ("hidden_grid_dims", implicit::GRID_DIMS, 1),
-        ("hidden_dynamic_lds_size", implicit::DYNAMIC_LDS_SIZE, geometry.dynamic_lds as u64),
+        ("hidden_block_count_x", offset_of!(ImplicitArgs, block_count_x), geometry.blocks as u64),
+        ("hidden_block_count_y", offset_of!(ImplicitArgs, block_count_y), 1),
+        ("hidden_block_count_z", offset_of!(ImplicitArgs, block_count_z), 1),
+        ("hidden_group_size_x", offset_of!(ImplicitArgs, group_size_x), geometry.threads as u64),
+        ("hidden_group_size_y", offset_of!(ImplicitArgs, group_size_y), 1),
+        ("hidden_group_size_z", offset_of!(ImplicitArgs, group_size_z), 1),
+        ("hidden_grid_dims", offset_of!(ImplicitArgs, grid_dims), 1),
+        ("hidden_dynamic_lds_size", offset_of!(ImplicitArgs, dynamic_lds_size), geometry.dynamic_lds as u64),
     ];
     let mut seen = 0;
     for (kind, offset, value) in expected {

@@ -7,20 +7,60 @@ use plugin_core::{PluginError, Result};
 
 use crate::sys::{self, KernelDispatchPacket, Signal};
 
-/// `sizeof(AMDGPUImplicitArgsTy)`: code object v5's hidden kernel arguments.
+/// Code object v5's hidden kernel arguments as LLVM's AMDGPU plugin lays them out
+/// (`AMDGPUImplicitArgsTy`; the `hidden_*` arguments of AMDGPUUsage's code object v5 metadata,
+/// which `cargo xtask build` checks against every kernel clang emits). The plugin sets the named
+/// fields; the rest stays zero.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ImplicitArgs {
+    /// `hidden_block_count_x`: workgroups in X.
+    pub block_count_x: u32,
+    /// `hidden_block_count_y`.
+    pub block_count_y: u32,
+    /// `hidden_block_count_z`.
+    pub block_count_z: u32,
+    /// `hidden_group_size_x`: work-items per workgroup in X.
+    pub group_size_x: u16,
+    /// `hidden_group_size_y`.
+    pub group_size_y: u16,
+    /// `hidden_group_size_z`.
+    pub group_size_z: u16,
+    /// Remainders, global offsets and the like: zero for OpenMP.
+    pub unused0: [u8; 46],
+    /// `hidden_grid_dims`: dimensions of the launch.
+    pub grid_dims: u16,
+    /// Zero.
+    pub unused1: [u8; 54],
+    /// `hidden_dynamic_lds_size`: dynamic LDS bytes per workgroup.
+    pub dynamic_lds_size: u32,
+    /// Zero.
+    pub unused2: [u8; 132],
+}
+
+/// `sizeof(AMDGPUImplicitArgsTy)`.
 pub const IMPLICIT_ARGS_SIZE: usize = 256;
 
-/// Offsets of the implicit arguments the plugin sets (LLVM's `AMDGPUImplicitArgsTy`; the
-/// `hidden_*` arguments of AMDGPUUsage's code object v5 metadata). The rest stays zero.
-pub mod implicit {
-    /// `BlockCountX` (`hidden_block_count_x`), u32; Y and Z follow.
-    pub const BLOCK_COUNT_X: usize = 0;
-    /// `GroupSizeX` (`hidden_group_size_x`), u16; Y and Z follow.
-    pub const GROUP_SIZE_X: usize = 12;
-    /// `GridDims` (`hidden_grid_dims`), u16.
-    pub const GRID_DIMS: usize = 64;
-    /// `DynamicLdsSize` (`hidden_dynamic_lds_size`), u32.
-    pub const DYNAMIC_LDS_SIZE: usize = 120;
+const _: () = assert!(std::mem::size_of::<ImplicitArgs>() == IMPLICIT_ARGS_SIZE);
+const _: () = assert!(std::mem::offset_of!(ImplicitArgs, group_size_x) == 12);
+const _: () = assert!(std::mem::offset_of!(ImplicitArgs, grid_dims) == 64);
+const _: () = assert!(std::mem::offset_of!(ImplicitArgs, dynamic_lds_size) == 120);
+
+impl ImplicitArgs {
+    /// The implicit arguments of a one-dimensional launch of `geometry`.
+    pub fn for_launch(geometry: &Geometry) -> Self {
+        ImplicitArgs {
+            block_count_x: geometry.blocks,
+            block_count_y: 1,
+            block_count_z: 1,
+            group_size_x: geometry.threads as u16,
+            group_size_y: 1,
+            group_size_z: 1,
+            grid_dims: 1,
+            dynamic_lds_size: geometry.dynamic_lds,
+            ..bytemuck::Zeroable::zeroed()
+        }
+    }
 }
 
 /// The stack LLVM's plugin gives kernels whose call stack size is not known statically
@@ -80,20 +120,10 @@ pub fn kernarg_segment(
         // Code object v4's hidden arguments (global offsets, ...) are all zero for OpenMP.
         return Ok(segment);
     }
+    // The compiler trims unused trailing implicit arguments, at argument boundaries.
     let implicit = &mut segment[explicit..];
-    let mut set = |offset: usize, bytes: &[u8]| {
-        if let Some(field) = implicit.get_mut(offset..offset + bytes.len()) {
-            field.copy_from_slice(bytes);
-        }
-    };
-    set(implicit::BLOCK_COUNT_X, &geometry.blocks.to_le_bytes());
-    set(implicit::BLOCK_COUNT_X + 4, &1u32.to_le_bytes());
-    set(implicit::BLOCK_COUNT_X + 8, &1u32.to_le_bytes());
-    set(implicit::GROUP_SIZE_X, &(geometry.threads as u16).to_le_bytes());
-    set(implicit::GROUP_SIZE_X + 2, &1u16.to_le_bytes());
-    set(implicit::GROUP_SIZE_X + 4, &1u16.to_le_bytes());
-    set(implicit::GRID_DIMS, &1u16.to_le_bytes());
-    set(implicit::DYNAMIC_LDS_SIZE, &geometry.dynamic_lds.to_le_bytes());
+    let room = implicit.len().min(IMPLICIT_ARGS_SIZE);
+    implicit[..room].copy_from_slice(&bytemuck::bytes_of(&ImplicitArgs::for_launch(geometry))[..room]);
     Ok(segment)
 }
 

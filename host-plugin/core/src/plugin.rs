@@ -13,8 +13,8 @@ use crate::backend::{Backend, DeviceSymbol, Launch, LaunchParams};
 use crate::diagnostics::{self, MapSummary};
 use crate::entries::OffloadEntry;
 use crate::environment::{
-    give_memory_pool, launch_geometry, read_kernel_config, with_kernel_arguments, write_device_environment,
-    write_indirect_call_table, DeviceEnvironment, KernelConfig,
+    device_environment_at_load, give_memory_pool, launch_geometry, read_kernel_config, with_kernel_arguments,
+    write_device_environment, write_indirect_call_table, KernelConfig,
 };
 use crate::error::{PluginError, Result};
 use crate::fptr_map::{header_bytes, slot_bytes, FptrTable, HashIndex};
@@ -316,7 +316,7 @@ impl<B: Backend> Plugin<B> {
         let Some(info) = self.backend.device_info(device) else {
             return Ok((None, None));
         };
-        let environment = DeviceEnvironment::at_load(
+        let environment = device_environment_at_load(
             self.device_count() as u32,
             device as u32,
             info.clock_hz,

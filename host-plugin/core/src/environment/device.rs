@@ -1,95 +1,52 @@
 //! The device environment global, `__omp_rtl_device_environment`: the DeviceRTL's
 //! configuration, written by the plugin when it loads an image, and the copy of the
-//! function-pointer table LLVM 18+'s lookup reads (clang 16 and LLVM 19 layouts).
+//! function-pointer table LLVM 18+'s lookup reads (clang 16 and LLVM 19+ layouts; the layout
+//! itself is the ABI crate's, shared with the device library).
 
 use crate::abi::AllocKind;
 use crate::backend::Backend;
 use crate::{PluginError, Result};
 
+pub use omptarget_indirect_abi::{
+    DeviceEnvironment, DEVICE_ENVIRONMENT_V16_SIZE, DEVICE_ENVIRONMENT_V19_SIZE,
+};
+
 /// `__omp_rtl_device_environment`: the DeviceRTL reads its configuration from it.
 pub const DEVICE_ENVIRONMENT: &str = "__omp_rtl_device_environment";
 
-/// clang 16's `DeviceEnvironmentTy`: `{u32 DebugKind, NumDevices, DeviceNum, DynamicMemSize}`.
-pub const DEVICE_ENVIRONMENT_V16_SIZE: usize = 16;
-/// LLVM 18/19's: the four u32 above, then `u64 ClockFrequency; uintptr IndirectCallTable;
-/// u64 IndirectCallTableSize; u64 HardwareParallelism`.
-pub const DEVICE_ENVIRONMENT_V19_SIZE: usize = 48;
-/// Offset of `IndirectCallTable` in the LLVM 18/19 layout (then `IndirectCallTableSize`).
-pub const INDIRECT_CALL_TABLE_OFFSET: u64 = 24;
+/// Offset of `IndirectCallTable` in the LLVM 19+ layout (then `IndirectCallTableSize`).
+pub const INDIRECT_CALL_TABLE_OFFSET: u64 =
+    std::mem::offset_of!(DeviceEnvironment, indirect_call_table) as u64;
 
-/// The values the plugin puts in the device environment: LLVM 18/19's `DeviceEnvironmentTy`
-/// (clang 16's is its first 16 bytes). The device library reads the same layout as
-/// `omptarget_indirect_abi::DeviceEnvironment`, whose table field is a pointer; here it is the
-/// device address as an integer, so that the whole is plain bytes.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct DeviceEnvironment {
-    /// `DeviceDebugKind` (0: no device-side debugging).
-    pub debug_kind: u32,
-    /// `NumDevices`.
-    pub num_devices: u32,
-    /// `DeviceNum`.
-    pub device_num: u32,
-    /// `DynamicMemSize`: bytes of dynamic shared memory for `omp_alloc` in the team.
-    pub dynamic_mem_size: u32,
-    /// `ClockFrequency` in Hz.
-    pub clock_frequency: u64,
-    /// `IndirectCallTable` / `IndirectCallTableSize`: the function-pointer map (same 16-byte
-    /// `{host, device}` entries LLVM's `__llvm_omp_indirect_call_lookup` searches).
-    pub indirect_table: u64,
-    /// Entries in `indirect_table`.
-    pub indirect_table_size: u64,
-    /// `HardwareParallelism`: [`crate::DeviceInfo::hardware_parallelism`].
-    pub hardware_parallelism: u64,
+/// What a plugin writes when it loads an image on device `device_num` of `num_devices`: no
+/// device-side debugging, no dynamic team memory, no indirect-call table yet (the core installs
+/// it afterwards).
+pub fn device_environment_at_load(
+    num_devices: u32,
+    device_num: u32,
+    clock_frequency: u64,
+    hardware_parallelism: u64,
+) -> DeviceEnvironment {
+    DeviceEnvironment {
+        num_devices,
+        device_num,
+        clock_frequency,
+        hardware_parallelism,
+        ..DeviceEnvironment::EMPTY
+    }
 }
 
-const _: () = assert!(std::mem::size_of::<DeviceEnvironment>() == DEVICE_ENVIRONMENT_V19_SIZE);
-const _: () =
-    assert!(std::mem::offset_of!(DeviceEnvironment, dynamic_mem_size) + 4 == DEVICE_ENVIRONMENT_V16_SIZE);
-const _: () =
-    assert!(std::mem::offset_of!(DeviceEnvironment, indirect_table) == INDIRECT_CALL_TABLE_OFFSET as usize);
-const _: () = assert!(
-    std::mem::offset_of!(DeviceEnvironment, indirect_table_size) == INDIRECT_CALL_TABLE_OFFSET as usize + 8
-);
-const _: () = assert!(
-    std::mem::size_of::<DeviceEnvironment>()
-        == std::mem::size_of::<omptarget_indirect_abi::DeviceEnvironment>()
-);
-
-impl DeviceEnvironment {
-    /// What a plugin writes when it loads an image on device `device_num` of `num_devices`: no
-    /// device-side debugging, no dynamic team memory, no indirect-call table yet (the core
-    /// installs it afterwards).
-    pub fn at_load(
-        num_devices: u32,
-        device_num: u32,
-        clock_frequency: u64,
-        hardware_parallelism: u64,
-    ) -> Self {
-        DeviceEnvironment {
-            debug_kind: 0,
-            num_devices,
-            device_num,
-            dynamic_mem_size: 0,
-            clock_frequency,
-            indirect_table: 0,
-            indirect_table_size: 0,
-            hardware_parallelism,
+/// The bytes of `environment` for an image whose global has `size` bytes (16 or 48); any other
+/// size is a DeviceRTL this plugin does not know.
+pub fn device_environment_bytes(environment: &DeviceEnvironment, size: usize) -> Result<&[u8]> {
+    match size {
+        DEVICE_ENVIRONMENT_V16_SIZE | DEVICE_ENVIRONMENT_V19_SIZE => {
+            Ok(&bytemuck::bytes_of(environment)[..size])
         }
-    }
-
-    /// The global's bytes for an image whose global has `size` bytes (16 or 48); any other size
-    /// is a DeviceRTL this plugin does not know.
-    pub fn to_bytes(&self, size: usize) -> Result<Vec<u8>> {
-        match size {
-            DEVICE_ENVIRONMENT_V16_SIZE | DEVICE_ENVIRONMENT_V19_SIZE => {
-                Ok(bytemuck::bytes_of(self)[..size].to_vec())
-            }
-            other => Err(PluginError::InvalidImage(format!(
-                "{DEVICE_ENVIRONMENT} has {other} bytes; known layouts have {DEVICE_ENVIRONMENT_V16_SIZE} \
-                 (clang 16) or {DEVICE_ENVIRONMENT_V19_SIZE} (LLVM 18/19)"
-            ))),
-        }
+        other => Err(PluginError::InvalidImage(format!(
+            "{DEVICE_ENVIRONMENT} has {other} bytes; known layouts have {DEVICE_ENVIRONMENT_V16_SIZE} \
+             (clang 16) or {DEVICE_ENVIRONMENT_V19_SIZE} (LLVM 19 and later)"
+        ))),
     }
 }
 
@@ -105,11 +62,11 @@ pub fn write_device_environment<B: Backend>(
         return Ok(None);
     };
     let size = global.size.unwrap_or(0) as usize;
-    backend.write(device, global.addr, &environment.to_bytes(size)?)?;
+    backend.write(device, global.addr, device_environment_bytes(environment, size)?)?;
     Ok(Some((global.addr, size)))
 }
 
-/// Points LLVM 18/19's `IndirectCallTable` / `IndirectCallTableSize` fields of a device
+/// Points LLVM 19+'s `IndirectCallTable` / `IndirectCallTableSize` fields of a device
 /// environment at `table` (`(address, entries)`, `None`: cleared), so that
 /// `__llvm_omp_indirect_call_lookup` sees the same map as `__kmpc_target_translate_fptr`. Images
 /// without those fields (clang 16's layout, or no DeviceRTL) are left alone.

@@ -33,20 +33,20 @@ mod tests {
             device_num: 1,
             dynamic_mem_size: 0,
             clock_frequency: 1_755_000_000,
-            indirect_table: 0x7000_0000_1000,
-            indirect_table_size: 3,
+            indirect_call_table: 0x7000_0000_1000,
+            indirect_call_table_size: 3,
             hardware_parallelism: 132 * 64,
         };
-        let old = env.to_bytes(16).unwrap();
+        let old = device_environment_bytes(&env, 16).unwrap();
         assert_eq!(old, [0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
-        let new = env.to_bytes(48).unwrap();
-        assert_eq!(&new[..16], &old[..]);
+        let new = device_environment_bytes(&env, 48).unwrap();
+        assert_eq!(&new[..16], old);
         assert_eq!(u64::from_le_bytes(new[16..24].try_into().unwrap()), 1_755_000_000);
         let at = INDIRECT_CALL_TABLE_OFFSET as usize;
         assert_eq!(u64::from_le_bytes(new[at..at + 8].try_into().unwrap()), 0x7000_0000_1000);
         assert_eq!(u64::from_le_bytes(new[at + 8..at + 16].try_into().unwrap()), 3);
         assert_eq!(u64::from_le_bytes(new[40..48].try_into().unwrap()), 132 * 64);
-        assert!(env.to_bytes(24).is_err());
+        assert!(device_environment_bytes(&env, 24).is_err());
     }
 
     #[test]
