@@ -92,7 +92,13 @@ struct MapGlobals {
 
 struct DeviceState<B: Backend> {
     images: Vec<LoadedImage<B>>,
+    /// The installed map, which every loaded image points at.
     table: Option<DeviceTable>,
+    /// Tables of failed installations that some image may still point at, because pointing it
+    /// back at the installed map failed too: kept allocated (a kernel must never read freed
+    /// memory) until an installation has pointed every image at a later table, or until no
+    /// image is loaded.
+    stranded: Vec<DeviceTable>,
 }
 
 /// One device: what is loaded and installed on it, what libomptarget may name on it, and the
@@ -149,7 +155,7 @@ impl<B: Backend> Plugin<B> {
         );
         let devices = (0..count)
             .map(|_| Device {
-                state: Mutex::new(DeviceState { images: Vec::new(), table: None }),
+                state: Mutex::new(DeviceState { images: Vec::new(), table: None, stranded: Vec::new() }),
                 registry: Mutex::new(DeviceRegistry::default()),
                 launches: RwLock::new(()),
             })
@@ -467,6 +473,11 @@ impl<B: Backend> Plugin<B> {
                 first_error.get_or_insert(err);
             }
         }
+        // Where clearing the map failed, no image is left to point at its tables.
+        let tables = state.table.take().into_iter().chain(std::mem::take(&mut state.stranded));
+        if let Err(err) = self.free_tables(device, tables) {
+            first_error.get_or_insert(err);
+        }
         first_error.map_or(Ok(()), Err)
     }
 
@@ -526,11 +537,17 @@ impl<B: Backend> Plugin<B> {
         let _no_launches = self.no_launches(device);
         for (done, target) in targets.iter().enumerate() {
             if let Err(err) = self.point(device, target, new) {
-                for target in &targets[..=done] {
-                    let _ = self.point(device, target, state.table);
-                }
+                // Every image that may have seen the new table goes back to the installed one;
+                // each is tried even after one fails.
+                let restored = targets[..=done]
+                    .iter()
+                    .fold(true, |ok, target| self.point(device, target, state.table).is_ok() && ok);
                 if let Some(t) = new {
-                    let _ = self.free_table(device, t);
+                    if restored {
+                        let _ = self.free_table(device, t);
+                    } else {
+                        state.stranded.push(t);
+                    }
                 }
                 return Err(err);
             }
@@ -546,8 +563,18 @@ impl<B: Backend> Plugin<B> {
             diagnostics::info(B::NAME, format_args!("device {device}: {summary}"));
         }
         let old = std::mem::replace(&mut state.table, new);
-        // Retire.
-        old.map_or(Ok(()), |old| self.free_table(device, old))
+        // Retire: no image points at the previous table, nor at any stranded one, any more.
+        self.free_tables(device, old.into_iter().chain(state.stranded.drain(..)))
+    }
+
+    /// Frees each of `tables`; the first error, after trying them all.
+    fn free_tables(&self, device: i32, tables: impl Iterator<Item = DeviceTable>) -> Result<()> {
+        let mut result = Ok(());
+        for table in tables {
+            let freed = self.free_table(device, table);
+            result = result.and(freed);
+        }
+        result
     }
 
     /// Points one image's copies of the map (its map globals, its device environment's table
