@@ -87,6 +87,8 @@ pub struct HashIndex {
     shift: u32,
     first: u64,
     last: u64,
+    /// Longest distance of a key from its bucket in the slots as built.
+    longest_probe: u32,
 }
 
 impl HashIndex {
@@ -123,24 +125,24 @@ impl HashIndex {
         let keyed = keyed(entries);
         let shift = 32 - slots.len().trailing_zeros();
         let (first, last) = (entries[0].host_ptr, entries[entries.len() - 1].host_ptr);
-        let mut best: Option<(u64, u64)> = None;
+        let mut best: Option<(u64, HashIndex)> = None;
         for multiplier in Self::MULTIPLIERS {
-            let index = HashIndex { multiplier, shift, first, last };
             if best.is_some() {
                 slots.fill([0, 0]);
             }
-            let displacement = index.place(keyed, slots);
+            let mut index = HashIndex { multiplier, shift, first, last, longest_probe: 0 };
+            let (displacement, longest_probe) = index.place(keyed, slots);
+            index.longest_probe = longest_probe;
             if displacement as f64 <= Self::GOOD_ENOUGH * keyed.len() as f64 {
                 return Some(index);
             }
             if best.is_none_or(|(d, _)| displacement < d) {
-                best = Some((displacement, multiplier));
+                best = Some((displacement, index));
             }
         }
         // None was good enough: rebuild with the best (the slots hold the last one tried).
-        let (_, multiplier) = best?;
-        let index = HashIndex { multiplier, shift, first, last };
-        if multiplier != Self::MULTIPLIERS[Self::MULTIPLIERS.len() - 1] {
+        let (_, index) = best?;
+        if index.multiplier != Self::MULTIPLIERS[Self::MULTIPLIERS.len() - 1] {
             slots.fill([0, 0]);
             index.place(keyed, slots);
         }
@@ -166,14 +168,14 @@ impl HashIndex {
     }
 
     /// Fills the zeroed `slots` with `keyed` (unique, non-zero keys) by linear probing; returns
-    /// the sum of the distances from bucket to slot.
+    /// the sum of the distances from bucket to slot, and the longest.
     ///
     /// Any insertion order gives a valid table; this one keeps a million-entry build in cache:
     /// the entries are first copied out grouped by the top bits of their bucket (a counting
     /// sort: sequential reads, a thousand sequential write streams), then each group is inserted
     /// into its own stretch of slots, a few tens of KiB, instead of landing at random in the
     /// whole array.
-    fn place(&self, keyed: &[FptrMapEntry], slots: &mut [[u64; 2]]) -> u64 {
+    fn place(&self, keyed: &[FptrMapEntry], slots: &mut [[u64; 2]]) -> (u64, u32) {
         let header = self.header();
         let mask = header.mask();
         let group_shift = slots.len().trailing_zeros().saturating_sub(10);
@@ -191,16 +193,19 @@ impl HashIndex {
             grouped[*at] = [e.host_ptr, e.tgt_ptr];
             *at += 1;
         }
-        let mut displacement = 0;
+        let (mut displacement, mut longest) = (0, 0);
         for [host_ptr, tgt_ptr] in grouped {
             let mut at = header.bucket(host_ptr);
+            let mut probe = 0;
             while slots[at as usize][0] != 0 {
                 at = at.wrapping_add(1) & mask;
-                displacement += 1;
+                probe += 1;
             }
             slots[at as usize] = [host_ptr, tgt_ptr];
+            displacement += probe as u64;
+            longest = longest.max(probe);
         }
-        displacement
+        (displacement, longest)
     }
 
     /// The header to write into `__omp_offloading_fptr_index` once the table is at device
@@ -209,8 +214,15 @@ impl HashIndex {
         FptrIndex { table, slots, ..self.header() }
     }
 
-    /// Longest distance of a key in `slots` (as built for this index) from its bucket.
-    pub fn max_probe(&self, slots: &[[u64; 2]]) -> u32 {
+    /// Longest distance of a key from its bucket in the slots as built: the most slots past
+    /// the first that a lookup of a present key reads.
+    pub fn longest_probe(&self) -> u32 {
+        self.longest_probe
+    }
+
+    /// [`HashIndex::longest_probe`] measured again over `slots` (as built for this index).
+    #[cfg(test)]
+    fn max_probe(&self, slots: &[[u64; 2]]) -> u32 {
         let header = self.header();
         let mask = header.mask();
         slots
@@ -313,6 +325,7 @@ mod tests {
         assert_eq!(index.1.len(), 1 << 18, "power of two, at most half full");
         let max_probe = index.0.max_probe(&index.1);
         assert!(max_probe < 64, "max probe {max_probe}");
+        assert_eq!(index.0.longest_probe(), max_probe, "as counted while building");
         for p in &pairs {
             assert_eq!(indexed(&table, &index, p.host_ptr), p.tgt_ptr);
             assert_eq!(indexed(&table, &index, p.host_ptr + 8), p.host_ptr + 8);
@@ -357,6 +370,7 @@ mod tests {
                     let keys_in_slots = index.1.iter().filter(|s| s[0] != 0).count();
                     prop_assert_eq!(keys_in_slots, pairs.iter().filter(|p| p.host_ptr != 0).count());
                     prop_assert!(index.1.len() >= 2 * keys_in_slots);
+                    prop_assert_eq!(index.0.longest_probe(), index.0.max_probe(&index.1));
                     let mut asked: Vec<u64> = pairs.iter().flat_map(|p| [p.host_ptr, p.host_ptr.wrapping_add(1), p.host_ptr.wrapping_sub(1)]).collect();
                     asked.extend([0, 1, u64::MAX, extra]);
                     for key in asked {

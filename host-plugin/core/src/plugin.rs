@@ -615,12 +615,10 @@ impl<B: Backend> Plugin<B> {
                     let slots = unsafe { std::slice::from_raw_parts_mut(host.cast::<[u64; 2]>(), capacity) };
                     slots.fill([0, 0]);
                     HashIndex::build_into(table, slots)
-                        .inspect(|index| uploaded.longest_probe = Some(index.max_probe(slots)))
                 }
                 None => match HashIndex::build(table) {
                     Some((index, slots)) => {
                         self.backend.write(device, slots_ptr, slot_bytes(&slots))?;
-                        uploaded.longest_probe = Some(index.max_probe(&slots));
                         Some(index)
                     }
                     None => None,
@@ -630,6 +628,7 @@ impl<B: Backend> Plugin<B> {
                 built.ok_or_else(|| PluginError::Backend("the hash index could not be built".into()))?;
             uploaded.index = index.header_at(ptr, slots_ptr);
             uploaded.index_bytes = capacity as u64 * 16;
+            uploaded.longest_probe = Some(index.longest_probe());
             Ok(())
         });
         match result {
