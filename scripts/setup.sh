@@ -1,18 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything the build, tests and demo need on a fresh Debian 12 machine:
 #   - the pinned Rust toolchain of rust-toolchain.toml (rustup; RUSTUP_AUTO_INSTALL=0 is honoured),
-#   - cargo-fuzz (built with the stable toolchain: it needs a newer rustc than the pinned one),
-#   - Debian packages: clang 19 and its tools, LLVM 19 (and its headers and llvm-config, for the pass
-#     plugin), lld 19, the OpenMP 19 runtime, ROCm device
-#     libraries (clang 19 needs them for AMDGPU OpenMP links), valgrind, libffi-dev (x86_64 plugin),
-#     libllvm16 (libomptarget 16 needs libLLVM-16.so.1), ROCm's HSA runtime and headers (the AMDGPU
-#     plugin's tests load the real library and compare its ABI values with the headers),
-#   - the CUDA 11.8 tools (ptxas, nvlink, cuobjdump, libdevice) unpacked under target/tools/,
-#   - LLVM 16's libomptarget and libomp unpacked under target/tools/llvm16 (they run the programs),
-#   - clang 22, LLVM 22's headers and llvm-config (the LLVM 22 pass plugin) and its stock
-#     libomptarget 22 with the link clang-22 needs (liboffload-22-dev); LLVM 22's omp.h unpacked
-#     under target/tools/llvm22 (libomp-22-dev would remove libomp-19-dev).
-# Safe to run again: each step does nothing when its part is already present.
+#   - every line of scripts/requirements.txt whose location is missing, from its provider: Debian
+#     packages (apt-get), cargo-fuzz (cargo +stable install), and what scripts/fetch-*.sh unpack
+#     under target/tools (CUDA 11.8's ptxas and friends, LLVM 16's offload runtime, LLVM 22's
+#     omp.h), which conflict with installed packages or live in non-free.
+# Safe to run again: a line whose location is present costs one test. Fails if anything is still
+# missing afterwards.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -32,33 +26,60 @@ if ! rustup run "$toolchain" rustc --version >/dev/null 2>&1 \
   rustup toolchain install "$toolchain" --profile minimal --component "$components"
 fi
 
-# --- cargo-fuzz (the fuzz targets of fuzz/; it needs a newer rustc than the pinned nightly) -------
-if ! cargo fuzz --version >/dev/null 2>&1; then
-  say "installing cargo-fuzz (with the stable toolchain)"
-  rustup run stable rustc --version >/dev/null 2>&1 || rustup toolchain install stable --profile minimal
-  cargo +stable install cargo-fuzz --locked --quiet
-fi
+# --- Everything else: the lines of scripts/requirements.txt whose location is missing -------------
+list=$root/scripts/requirements.txt
+present() {  # location: /absolute, repository-relative (has a /), or a program on PATH
+  case $1 in
+    /*) [ -e "$1" ] ;;
+    */*) [ -e "$root/$1" ] ;;
+    *) command -v "$1" >/dev/null ;;
+  esac
+}
+debs=() scripts=() crates=()
+while read -r name location provider; do
+  case $name in ''|'#'*) continue ;; esac
+  present "$location" && continue
+  case $provider in
+    deb:*) debs+=("${provider#deb:}") ;;
+    script:*) scripts+=("${provider#script:}") ;;
+    cargo:*) crates+=("${provider#cargo:}") ;;
+    *) echo "[setup] error: $name ($location) is missing and comes from $provider: install it" >&2; exit 1 ;;
+  esac
+done < "$list"
+unique() { printf '%s\n' "$@" | sort -u; }
 
-# --- Debian packages --------------------------------------------------------------------------
-packages=(clang-19 clang-tools-19 llvm-19 llvm-19-dev lld-19 libomp-19-dev rocm-device-libs valgrind libffi-dev libllvm16
-          libhsa-runtime64-1 libhsa-runtime-dev clang-22 llvm-22-dev liboffload-22-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  say "installing Debian packages: ${missing[*]}"
+# Debian packages first: the scripts below unpack next to what they install.
+if [ ${#debs[@]} -gt 0 ]; then
+  mapfile -t debs < <(unique "${debs[@]}")
+  say "installing Debian packages: ${debs[*]}"
   if [ "$(id -u)" = 0 ]; then sudo=(); elif command -v sudo >/dev/null; then sudo=(sudo); else
-    echo "[setup] error: need root (or sudo) to install: ${missing[*]}" >&2; exit 1
+    echo "[setup] error: need root (or sudo) to install: ${debs[*]}" >&2; exit 1
   fi
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]}" >/dev/null
 fi
-
-# --- CUDA 11.8 tools (no GPU needed) ----------------------------------------------------------
-bash "$root/scripts/fetch-cuda-tools.sh" >/dev/null
-# --- LLVM 16 offload runtime (conflicts with libomp-19-dev as a package) -----------------------
-bash "$root/scripts/fetch-llvm16-runtime.sh" >/dev/null
-# --- LLVM 22's omp.h (libomp-22-dev conflicts with libomp-19-dev as a package) -----------------
-bash "$root/scripts/fetch-llvm22-openmp.sh" >/dev/null
+# cargo-fuzz needs a newer rustc than the pinned nightly: built with the stable toolchain.
+if [ ${#crates[@]} -gt 0 ]; then
+  mapfile -t crates < <(unique "${crates[@]}")
+  say "installing ${crates[*]} (with the stable toolchain)"
+  rustup run stable rustc --version >/dev/null 2>&1 || rustup toolchain install stable --profile minimal
+  for crate in "${crates[@]}"; do cargo +stable install "$crate" --locked --quiet; done
+fi
+# CUDA 11.8 tools, LLVM 16's offload runtime, LLVM 22's omp.h: unpacked under target/tools.
+if [ ${#scripts[@]} -gt 0 ]; then
+  mapfile -t scripts < <(unique "${scripts[@]}")
+  for script in "${scripts[@]}"; do
+    say "running scripts/$script"
+    bash "$root/scripts/$script" >/dev/null
+  done
+fi
+still=()
+while read -r name location provider; do
+  case $name in ''|'#'*) continue ;; esac
+  present "$location" || still+=("$name ($location, $provider)")
+done < "$list"
+if [ ${#still[@]} -gt 0 ]; then
+  echo "[setup] error: still missing after installing: ${still[*]}" >&2
+  exit 1
+fi
 say "ready: $(rustup run "$toolchain" rustc --version), $(clang-19 --version | head -n1), $(clang-22 --version | head -n1), $("$root/target/tools/cuda/bin/ptxas" --version | tail -n1)"

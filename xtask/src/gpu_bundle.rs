@@ -22,6 +22,7 @@ use crate::checks;
 use crate::cmd;
 use crate::e2e;
 use crate::offload::OffloadTarget;
+use crate::requirements;
 use crate::toolchain::Toolchain;
 use crate::tools::Tools;
 
@@ -69,7 +70,9 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, S
     copy(&workspace.join("target/release/gpu-test"), &root.join("bin/gpu-test"))?;
     copy(&dist.lib_dir().join("libomptarget.rtl.cuda.so"), &root.join("lib/libomptarget.rtl.cuda.so"))?;
     copy(&workspace.join("gpu-tests/bundle/run.sh"), &root.join("run.sh"))?;
-    cmd::output(Command::new("bash").arg(workspace.join("scripts/fetch-bundle-debs.sh")))?;
+    cmd::output(
+        Command::new(requirements::program("bash")).arg(workspace.join("scripts/fetch-bundle-debs.sh")),
+    )?;
     let debs = workspace.join("target/tools/debs/bundle");
     for entry in fs::read_dir(&debs)? {
         let path = entry?.path();
@@ -248,7 +251,7 @@ fn self_check(root: &Path) -> Result<String> {
         let elf = checks::elf_summary(&cmd::read(&root.join(cubin))?, &[])?;
         ensure!(elf.machine == 190 && elf.flags & 0xff == 90, "{}: not an sm_90 cubin", cubin.display());
     }
-    cmd::output(Command::new("bash").arg("-n").arg(root.join("run.sh")))?;
+    cmd::output(Command::new(requirements::program("bash")).arg("-n").arg(root.join("run.sh")))?;
     let bytes = size(root)?;
     ensure!(
         bytes <= MAX_BYTES,
@@ -279,7 +282,7 @@ fn mib(bytes: u64) -> f64 {
 /// succeeds, unless `require_gpu`. Returns the bundle's last line.
 pub fn run(root: &Path, require_gpu: bool, bench: bool, out: Option<&Path>) -> Result<String> {
     use std::io::BufRead;
-    let mut script = Command::new("bash");
+    let mut script = Command::new(requirements::program("bash"));
     script.arg(root.join("run.sh"));
     if require_gpu {
         script.arg("--require-gpu");

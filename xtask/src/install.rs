@@ -23,6 +23,7 @@ use anyhow::{bail, ensure, Context, Result};
 use crate::build::{Dist, PLUGINS};
 use crate::cmd;
 use crate::llvm::Llvm;
+use crate::requirements;
 
 /// The manifest, relative to the prefix.
 const MANIFEST: &str = "share/omptarget-indirect/install-manifest.txt";
@@ -161,14 +162,15 @@ pub fn archive(workspace: &Path, dist: &Dist) -> Result<PathBuf> {
         files.push(PathBuf::from(doc));
     }
     files.sort();
-    let mut sums = cmd::stdout(Command::new("sha256sum").current_dir(&tree).args(&files))?;
+    let mut sums =
+        cmd::stdout(Command::new(requirements::program("sha256sum")).current_dir(&tree).args(&files))?;
     if !sums.ends_with('\n') {
         sums.push('\n');
     }
     fs::write(tree.join("SHA256SUMS"), sums)?;
     let archive = out.join(format!("{name}.tar.gz"));
     cmd::output(
-        Command::new("tar")
+        Command::new(requirements::program("tar"))
             .current_dir(&out)
             .args(["--sort=name", "--owner=0", "--group=0", "--numeric-owner", "-czf"])
             .arg(&archive)
@@ -214,7 +216,7 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
     // CMake: find_package + target_link_libraries; the plugin directory from the target's property.
     let build = project.join("build");
     cmd::output(
-        Command::new("cmake")
+        Command::new(requirements::program("cmake"))
             .arg("-S")
             .arg(&project)
             .arg("-B")
@@ -223,7 +225,7 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
             .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display()))
             .arg(format!("-DLIBOMPTARGET_DIR={}", llvm16.display())),
     )?;
-    cmd::output(Command::new("cmake").arg("--build").arg(&build))?;
+    cmd::output(Command::new(requirements::program("cmake")).arg("--build").arg(&build))?;
     let from_cmake = PathBuf::from(fs::read_to_string(build.join("plugin-dir.txt"))?.trim());
     ensure!(
         from_cmake.canonicalize()? == plugins.canonicalize()?,
@@ -236,7 +238,7 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
     // pkg-config.
     let pkg = |what: &str| -> Result<Vec<String>> {
         let out = cmd::stdout(
-            Command::new("pkg-config")
+            Command::new(requirements::program("pkg-config"))
                 .arg(what)
                 .arg("omptarget-indirect")
                 .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig")),
@@ -264,7 +266,9 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
     let archive = archive(workspace, dist)?;
     let unpacked = base.join("unpacked");
     fs::create_dir_all(&unpacked)?;
-    cmd::output(Command::new("tar").arg("-xzf").arg(&archive).arg("-C").arg(&unpacked))?;
+    cmd::output(
+        Command::new(requirements::program("tar")).arg("-xzf").arg(&archive).arg("-C").arg(&unpacked),
+    )?;
     let tree = unpacked.join(
         archive
             .file_name()
@@ -272,7 +276,13 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
             .and_then(|n| n.strip_suffix(".tar.gz"))
             .context("archive name")?,
     );
-    cmd::output(Command::new("sha256sum").arg("--quiet").arg("-c").arg("SHA256SUMS").current_dir(&tree))?;
+    cmd::output(
+        Command::new(requirements::program("sha256sum"))
+            .arg("--quiet")
+            .arg("-c")
+            .arg("SHA256SUMS")
+            .current_dir(&tree),
+    )?;
     ways.push(build_with_config(tools, &tree, &project, Llvm::V19, "the unpacked release archive")?);
 
     let removed = uninstall(&prefix)?;
@@ -301,8 +311,8 @@ fn check_header(workspace: &Path, tools: &crate::tools::Tools, include: &Path, d
     );
     let mut checked = 0;
     for (file, compilers) in [
-        ("header.c", vec![PathBuf::from("cc"), tools.clang.clone()]),
-        ("header.cpp", vec![PathBuf::from("c++"), tools.clangxx.clone()]),
+        ("header.c", vec![requirements::program("cc"), tools.clang.clone()]),
+        ("header.cpp", vec![requirements::program("c++"), tools.clangxx.clone()]),
     ] {
         let path = dir.join(file);
         fs::write(&path, &source)?;

@@ -13,6 +13,7 @@ mod llvm;
 mod metrics;
 mod offload;
 mod pass_ir;
+mod requirements;
 mod suite;
 mod toolchain;
 mod tools;

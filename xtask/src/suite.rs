@@ -14,6 +14,7 @@ use crate::gpu_bundle;
 use crate::metrics;
 use crate::offload::OffloadTarget;
 use crate::pass_ir;
+use crate::requirements;
 use crate::toolchain::{Llvm, Toolchain};
 use crate::tools::Tools;
 
@@ -57,6 +58,19 @@ impl Report {
 /// Runs the whole suite; fails if any step failed (after running all of them).
 pub fn run(workspace: &Path) -> Result<()> {
     let mut report = Report::default();
+    // Before anything runs: every program and file of scripts/requirements.txt, each missing one
+    // named with its package on a line of its own.
+    let tools = match Tools::locate(workspace) {
+        Ok(tools) => tools,
+        Err(err) => {
+            report.step("preflight: scripts/requirements.txt", || Err(err));
+            return report.finish();
+        }
+    };
+    println!(
+        "preflight: all {} requirements of scripts/requirements.txt are here",
+        requirements::all().len()
+    );
     let cargo_step = |args: &[&str]| {
         let mut c = cmd::cargo();
         c.current_dir(workspace).args(args);
@@ -66,13 +80,6 @@ pub fn run(workspace: &Path) -> Result<()> {
     report.step("cargo clippy -D warnings", || {
         cargo_step(&["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"])
     });
-    let tools = match Tools::locate(workspace) {
-        Ok(tools) => tools,
-        Err(err) => {
-            report.step("locate tools", || Err(err));
-            return report.finish();
-        }
-    };
     let archs = Archs::default();
     if !report.step("cargo xtask build", || build::build(workspace, &tools, &archs).map(|_| String::new())) {
         return report.finish();
@@ -97,7 +104,10 @@ pub fn run(workspace: &Path) -> Result<()> {
                 "--skip",
                 "unloading_waits",
             ])
-            .env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", VALGRIND);
+            .env(
+                "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER",
+                format!("{} {VALGRIND_OPTIONS}", requirements::program("valgrind").display()),
+            );
         cmd::output(&mut c).map(|_| "no definite or indirect leaks, no memory errors".to_string())
     });
     report.step("plugins export the libomptarget 16 ABI and nothing else", || plugin_exports(&dist));
@@ -216,8 +226,8 @@ pub fn run(workspace: &Path) -> Result<()> {
 }
 
 /// A leak or memory error makes valgrind exit 99, failing the test run.
-const VALGRIND: &str = "valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
-                        --show-leak-kinds=definite,indirect --error-exitcode=99";
+const VALGRIND_OPTIONS: &str = "--quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
+                               --show-leak-kinds=definite,indirect --error-exitcode=99";
 
 /// Entry points libomptarget 16 requires (dropping any gives 0 devices), plus ours.
 const REQUIRED_EXPORTS: &[&str] = &[
@@ -284,7 +294,7 @@ fn c_abi_test(workspace: &Path, dist: &Dist) -> Result<String> {
     std::fs::create_dir_all(&out)?;
     let exe = out.join("translate_abi");
     cmd::output(
-        Command::new("cc")
+        Command::new(requirements::program("cc"))
             .args(["-std=c11", "-O2", "-Wall", "-Werror"])
             .arg(workspace.join("tests/c/translate_abi.c"))
             .arg(dist.x86_64_archive())

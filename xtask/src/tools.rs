@@ -5,12 +5,14 @@
 //! `scripts/fetch-cuda-tools.sh`; LLVM 16's offload runtime, unpacked under `target/tools/llvm16`
 //! by `scripts/fetch-llvm16-runtime.sh`; clang 22 and its libomptarget from Debian's `clang-22
 //! llvm-22-dev liboffload-22-dev`, with LLVM 22's `omp.h` (and a `libomp.so` link) unpacked under
-//! `target/tools/llvm22` by `scripts/fetch-llvm22-openmp.sh`. `scripts/setup.sh` installs all of
-//! them.
+//! `target/tools/llvm22` by `scripts/fetch-llvm22-openmp.sh`. All of them are lines of `scripts/requirements.txt`, which
+//! `scripts/setup.sh` installs from and [`Tools::locate`] checks first.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
+
+use crate::requirements;
 
 /// Paths of every tool used by `cargo xtask build` and `cargo xtask test`.
 pub struct Tools {
@@ -56,102 +58,43 @@ pub struct Tools {
     pub llvm22_openmp: PathBuf,
 }
 
-const LLVM_BIN: &str = "/usr/lib/llvm-19/bin";
-/// Debian's LLVM 22 prefix.
-const LLVM22: &str = "/usr/lib/llvm-22";
-const ROCM_DEVICE_LIBS: &str = "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode";
-/// libomptarget 16 links against it.
-const LIBLLVM16: &str = "/usr/lib/x86_64-linux-gnu/libLLVM-16.so.1";
-const SETUP_HINT: &str = "run scripts/setup.sh (or scripts/test.sh, which calls it) to install it";
-
 impl Tools {
-    /// Finds every tool, failing with one message that lists all that are missing.
+    /// Runs the preflight over `scripts/requirements.txt` (failing with one line per missing
+    /// requirement and its package), then takes every tool's path from it.
     pub fn locate(root: &Path) -> Result<Tools> {
-        let mut missing = Vec::new();
-        let mut llvm = |name: &str| {
-            let path = Path::new(LLVM_BIN).join(name);
-            if !path.is_file() {
-                missing.push(format!("{} (Debian package {})", path.display(), llvm_package(name)));
+        let found = requirements::locate(root)?;
+        let path = |name: &str| found.path(name);
+        let dir_of = |name: &str, up: usize| {
+            let mut dir = found.path(name);
+            for _ in 0..up {
+                dir.pop();
             }
-            path
+            dir
         };
-        let clang = llvm("clang");
-        let clangxx = llvm("clang++");
-        let packager = llvm("clang-offload-packager");
-        let llvm_dis = llvm("llvm-dis");
-        let llvm_readelf = llvm("llvm-readelf");
-        let llvm_objdump = llvm("llvm-objdump");
-        let llvm_ar = llvm("llvm-ar");
-        let llvm_link = llvm("llvm-link");
-        let llvm_extract = llvm("llvm-extract");
-        let opt = llvm("opt");
-        let llc = llvm("llc");
-        let cuda = root.join("target/tools/cuda");
-        for needed in ["bin/ptxas", "bin/cuobjdump", "nvvm/libdevice/libdevice.10.bc"] {
-            if !cuda.join(needed).is_file() {
-                missing.push(format!("{} (scripts/fetch-cuda-tools.sh)", cuda.join(needed).display()));
-            }
-        }
-        let rocm_device_libs = PathBuf::from(ROCM_DEVICE_LIBS);
-        if !rocm_device_libs.join("ocml.bc").is_file() {
-            missing.push(format!("{ROCM_DEVICE_LIBS}/ocml.bc (Debian package rocm-device-libs)"));
-        }
-        let llvm16_lib = root.join("target/tools/llvm16/lib");
-        for needed in ["libomptarget.so.16", "libomptarget.so", "libomp.so.5"] {
-            if !llvm16_lib.join(needed).exists() {
-                missing
-                    .push(format!("{} (scripts/fetch-llvm16-runtime.sh)", llvm16_lib.join(needed).display()));
-            }
-        }
-        if !Path::new(LIBLLVM16).is_file() {
-            missing.push(format!("{LIBLLVM16} (Debian package libllvm16)"));
-        }
-        let mut llvm22 = |name: &str, package: &str| {
-            let path = Path::new(LLVM22).join(name);
-            if !path.exists() {
-                missing.push(format!("{} (Debian package {package})", path.display()));
-            }
-            path
-        };
-        let clang22 = llvm22("bin/clang", "clang-22");
-        let clangxx22 = llvm22("bin/clang++", "clang-22");
-        let opt22 = llvm22("bin/opt", "llvm-22");
-        llvm22("bin/llvm-config", "llvm-22-dev");
-        // The unversioned link clang-22's `-lomptarget` needs.
-        llvm22("lib/libomptarget.so", "liboffload-22-dev");
-        let libomptarget22 = llvm22("lib/libomptarget.so.22.1", "liboffload-22");
-        let llvm22_openmp = root.join("target/tools/llvm22");
-        for needed in ["include/omp.h", "lib/libomp.so"] {
-            if !llvm22_openmp.join(needed).exists() {
-                missing.push(format!(
-                    "{} (scripts/fetch-llvm22-openmp.sh)",
-                    llvm22_openmp.join(needed).display()
-                ));
-            }
-        }
-        if !missing.is_empty() {
-            bail!("missing tools: {}; {SETUP_HINT}", missing.join(", "));
-        }
         Ok(Tools {
-            clang,
-            clangxx,
-            packager,
-            llvm_dis,
-            llvm_readelf,
-            llvm_objdump,
-            llvm_ar,
-            llvm_link,
-            llvm_extract,
-            opt,
-            llc,
-            cuda,
-            rocm_device_libs,
-            llvm16_lib,
-            clang22,
-            clangxx22,
-            opt22,
-            libomptarget22,
-            llvm22_openmp,
+            clang: path("clang-19"),
+            clangxx: path("clang++-19"),
+            packager: path("clang-offload-packager-19"),
+            llvm_dis: path("llvm-dis-19"),
+            llvm_readelf: path("llvm-readelf-19"),
+            llvm_objdump: path("llvm-objdump-19"),
+            llvm_ar: path("llvm-ar-19"),
+            llvm_link: path("llvm-link-19"),
+            llvm_extract: path("llvm-extract-19"),
+            opt: path("opt-19"),
+            llc: path("llc-19"),
+            // target/tools/cuda/bin/ptxas
+            cuda: dir_of("ptxas", 2),
+            // .../amdgcn/bitcode/ocml.bc
+            rocm_device_libs: dir_of("rocm-device-libs", 1),
+            // target/tools/llvm16/lib/libomptarget.so.16
+            llvm16_lib: dir_of("libomptarget-16", 1),
+            clang22: path("clang-22"),
+            clangxx22: path("clang++-22"),
+            opt22: path("opt-22"),
+            libomptarget22: path("libomptarget-22"),
+            // target/tools/llvm22/include/omp.h
+            llvm22_openmp: dir_of("llvm22-omp-h", 2),
         })
     }
 
@@ -181,13 +124,5 @@ impl Tools {
     /// `cuobjdump` from CUDA 11.8.
     pub fn cuobjdump(&self) -> PathBuf {
         self.cuda.join("bin/cuobjdump")
-    }
-}
-
-fn llvm_package(tool: &str) -> &'static str {
-    match tool {
-        "clang" | "clang++" => "clang-19",
-        "clang-offload-packager" => "clang-tools-19",
-        _ => "llvm-19",
     }
 }

@@ -142,12 +142,12 @@ fn values_and_layouts_match_the_rocm_headers() {
     std::fs::create_dir_all(&dir).unwrap();
     let (source, exe) = (dir.join("values.c"), dir.join("values"));
     std::fs::write(&source, c).unwrap();
-    let built = Command::new("clang-19")
+    let built = Command::new("/usr/lib/llvm-19/bin/clang")
         .arg(&source)
         .arg("-o")
         .arg(&exe)
         .output()
-        .expect("clang-19 (scripts/setup.sh)");
+        .expect("/usr/lib/llvm-19/bin/clang (scripts/setup.sh)");
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
     let out = Command::new(&exe).output().unwrap();
     let printed: Vec<u64> =
