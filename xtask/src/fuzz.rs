@@ -16,7 +16,8 @@ use crate::offload::OffloadTarget;
 use crate::tools::Tools;
 
 /// The fuzz targets (`fuzz/fuzz_targets/<name>.rs`).
-pub const TARGETS: [&str; 4] = ["x86_64_image", "offload_binary", "offload_entries", "gpu_image"];
+pub const TARGETS: [&str; 5] =
+    ["x86_64_image", "x86_64_load", "offload_binary", "offload_entries", "gpu_image"];
 
 /// Seconds each target runs in `scripts/test.sh`.
 pub const SUITE_SECONDS: u32 = 60;
@@ -39,7 +40,11 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, seconds: u32) -> Result
         }
         let artifacts = root.join("artifacts").join(target);
         fs::create_dir_all(&artifacts)?;
-        let out = cmd::cargo()
+        let mut fuzz = cmd::cargo();
+        if target == "x86_64_load" {
+            fuzz.env("OMPTARGET_INDIRECT_FUZZ_IMAGE", load_image(&seeds[target_index("x86_64_image")])?);
+        }
+        let out = fuzz
             .current_dir(workspace.join("fuzz"))
             .args(["fuzz", "run", "-O", "--target-dir"])
             .arg(root.join("build"))
@@ -70,6 +75,17 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, seconds: u32) -> Result
     Ok(format!("{seconds} s each, no crash: {}", summary.join("; ")))
 }
 
+/// The image x86_64_load corrupts: a real clang device image of an end-to-end program.
+fn load_image(x86_seeds: &[PathBuf]) -> Result<PathBuf> {
+    x86_seeds
+        .iter()
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("e2e-")))
+        .cloned()
+        .context(
+            "no end-to-end x86_64 image to corrupt: run the end-to-end tests first (cargo xtask test does)",
+        )
+}
+
 fn target_index(target: &str) -> usize {
     TARGETS.iter().position(|t| *t == target).expect("a known target")
 }
@@ -77,11 +93,12 @@ fn target_index(target: &str) -> usize {
 /// Writes the seed files under `dir` and returns them per target (in [`TARGETS`] order): the
 /// x86_64 images of the plugin tests and of the end-to-end programs, those wrapped in an
 /// OffloadBinary and the fat archive's OffloadBinary, the entry tables of the end-to-end programs
-/// (clang 19's and clang 22's layouts), and the GPU images of the dist tree and the programs.
-fn seed(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<[Vec<PathBuf>; 4]> {
+/// (clang 19's and clang 22's layouts), and the GPU images of the dist tree and the programs;
+/// x86_64_load gets a few single-field changes (its image is [`load_image`]).
+fn seed(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<[Vec<PathBuf>; 5]> {
     fs::create_dir_all(dir)?;
-    let mut seeds: [Vec<PathBuf>; 4] = Default::default();
-    let [x86, wrapped, entries, gpu] = &mut seeds;
+    let mut seeds: [Vec<PathBuf>; 5] = Default::default();
+    let [x86, changes, wrapped, entries, gpu] = &mut seeds;
     for name in ["indirect", "plain", "wrong_size"] {
         let built = workspace.join("target/tmp").join(format!("{name}.so"));
         if built.is_file() {
@@ -114,6 +131,14 @@ fn seed(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<[Vec
                 entries.push(table);
             }
         }
+    }
+    // x86_64_load's inputs are changes to one real image (fuzz_targets/x86_64_load.rs): a field's
+    // index (u16) and its new value (u64), up to four of them. A few single changes to start.
+    for i in 0u16..16 {
+        let path = dir.join(format!("change-{i}.bin"));
+        let value = [0u64, 7, 0x6fff_fffe, 0x12][usize::from(i % 4)];
+        fs::write(&path, [(i * 37).to_le_bytes().as_slice(), &value.to_le_bytes()].concat())?;
+        changes.push(path);
     }
     for (i, image) in x86.clone().iter().enumerate() {
         let offload = dir.join(format!("wrapped-{i}.offload"));

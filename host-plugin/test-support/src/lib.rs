@@ -4,6 +4,7 @@
 //! pseudo-random function-pointer tables ([`random`]).
 #![deny(missing_docs)]
 
+pub mod elf_mutations;
 pub mod random;
 
 use std::ffi::{c_char, c_void, CString};

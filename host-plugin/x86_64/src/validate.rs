@@ -53,6 +53,8 @@ struct Segment {
 struct Space<'a> {
     data: &'a [u8],
     segments: Vec<Segment>,
+    /// `p_memsz` of the `PT_TLS` header: the thread-local block symbols of `STT_TLS` index.
+    tls_size: Option<u64>,
 }
 
 impl<'a> Space<'a> {
@@ -210,6 +212,11 @@ fn segments<'a>(data: &'a [u8], phdrs: &[elf::ProgramHeader64<LE>]) -> Result<Sp
             }
         }
         let flags = p.p_flags(e);
+        // The loader reads the dynamic section, symbol, string, hash and relocation tables
+        // through the mapping; the plugin reads globals. Linkers make every segment readable.
+        if flags & elf::PF_R == 0 {
+            return bad(format!("segment {i} at {vaddr:#x} is not readable (flags {flags:#x})"));
+        }
         segments.push(Segment {
             vaddr,
             memsz,
@@ -225,7 +232,8 @@ fn segments<'a>(data: &'a [u8], phdrs: &[elf::ProgramHeader64<LE>]) -> Result<Sp
     if last.vaddr + last.memsz - first.vaddr > MAX_SPAN {
         return bad(format!("the segments span {:#x} bytes", last.vaddr + last.memsz - first.vaddr));
     }
-    let space = Space { data, segments };
+    let tls_size = phdrs.iter().find(|p| p.p_type(e) == elf::PT_TLS).map(|p| p.p_memsz(e));
+    let space = Space { data, segments, tls_size };
     // The other headers the loader acts on (mprotect of RELRO, TLS initialisation, notes,
     // unwinding tables) must describe memory of the segments and bytes of the file.
     for (i, p) in phdrs.iter().enumerate() {
@@ -247,14 +255,47 @@ fn segments<'a>(data: &'a [u8], phdrs: &[elf::ProgramHeader64<LE>]) -> Result<Sp
 /// Everything the dynamic section points the loader at.
 fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
     let e = LE;
+    // glibc keeps the last entry of a tag and checks nothing else: a second one would make this
+    // check read another table, size or address than the loader uses.
+    for (i, d) in entries.iter().enumerate() {
+        let tag = d.d_tag(e);
+        if tag != u64::from(elf::DT_NEEDED) && entries[..i].iter().any(|earlier| earlier.d_tag(e) == tag) {
+            return bad(format!("dynamic tag {tag:#x} appears twice"));
+        }
+    }
     let value = |tag: u32| entries.iter().find(|d| d.d_tag(e) == u64::from(tag)).map(|d| d.d_val(e));
+    // The loader reads a table's size (and entry size) wherever the table is given, without
+    // checking that they are: each must come with it.
+    for (table, companions) in [
+        (elf::DT_RELA, &[elf::DT_RELASZ, elf::DT_RELAENT][..]),
+        (elf::DT_PLTREL, &[elf::DT_JMPREL, elf::DT_PLTRELSZ][..]),
+        (elf::DT_JMPREL, &[elf::DT_PLTRELSZ][..]),
+        (elf::DT_INIT_ARRAY, &[elf::DT_INIT_ARRAYSZ][..]),
+        (elf::DT_FINI_ARRAY, &[elf::DT_FINI_ARRAYSZ][..]),
+        (elf::DT_PREINIT_ARRAY, &[elf::DT_PREINIT_ARRAYSZ][..]),
+        (elf::DT_VERNEED, &[elf::DT_VERNEEDNUM, elf::DT_VERSYM][..]),
+        (elf::DT_VERDEF, &[elf::DT_VERDEFNUM, elf::DT_VERSYM][..]),
+    ] {
+        if value(table).is_some() {
+            if let Some(missing) = companions.iter().find(|&&c| value(c).is_none()) {
+                return bad(format!("dynamic tag {table:#x} without tag {missing:#x}"));
+            }
+        }
+    }
+    // x86_64 has RELA relocations only: glibc asserts (and exits) on anything else.
+    if value(elf::DT_PLTREL).is_some_and(|kind| kind != u64::from(elf::DT_RELA)) {
+        return bad("DT_PLTREL does not say DT_RELA");
+    }
     let (Some(strtab), Some(strsz)) = (value(elf::DT_STRTAB), value(elf::DT_STRSZ)) else {
         return bad("no string table (DT_STRTAB, DT_STRSZ)");
     };
     let strings = space.file_bytes(strtab, strsz, "the string table")?;
+    let text = |offset: u64| -> Option<&[u8]> {
+        let tail = strings.get(offset as usize..).filter(|_| offset < strsz)?;
+        Some(&tail[..tail.iter().position(|&b| b == 0)?])
+    };
     let string = |offset: u64, what: &str| -> Result<()> {
-        let tail = strings.get(offset as usize..).filter(|_| offset < strsz);
-        match tail.and_then(|t| t.iter().position(|&b| b == 0)) {
+        match text(offset) {
             Some(_) => Ok(()),
             None => bad(format!("{what}: string offset {offset:#x} is outside the string table")),
         }
@@ -288,15 +329,32 @@ fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
     for (i, s) in symbols.iter().enumerate() {
         string(u64::from(s.st_name.get(e)), &format!("symbol {i}"))?;
         let section = s.st_shndx.get(e);
-        if section != elf::SHN_UNDEF && section != elf::SHN_ABS && s.st_info & 0xf != elf::STT_TLS {
-            let (at, size) = (s.st_value.get(e), s.st_size.get(e));
-            if !space.in_memory(at, size) {
-                return bad(format!("symbol {i}: {size} bytes at {at:#x} are not inside a loaded segment"));
+        let (at, size) = (s.st_value.get(e), s.st_size.get(e));
+        let kind = s.st_info & 0xf;
+        if section == elf::SHN_UNDEF {
+            // The loader resolves a local symbol (by binding, or hidden or internal visibility)
+            // to the image's own base without looking it up: code calling an undefined local one
+            // (`__gmon_start__`) would jump into the ELF header.
+            if i > 0 && (s.st_info >> 4 == elf::STB_LOCAL || s.st_other & 3 != elf::STV_DEFAULT) {
+                return bad(format!("symbol {i} is undefined and local (binding or visibility)"));
             }
+            continue;
         }
-    }
-    if let Some(versym) = value(elf::DT_VERSYM) {
-        space.file_bytes(versym, nsyms * 2, "the symbol version table")?;
+        if kind == elf::STT_GNU_IFUNC {
+            // Looking it up (dlsym, a relocation) would call whatever it points at.
+            return bad(format!("symbol {i} is an indirect function (STT_GNU_IFUNC)"));
+        }
+        if kind == elf::STT_TLS {
+            // An offset into the image's thread-local block, which must exist: the loader would
+            // otherwise index a TLS module the image does not have.
+            if space.tls_size.is_none_or(|tls| at.checked_add(size).is_none_or(|end| end > tls)) {
+                return bad(format!(
+                    "symbol {i}: thread-local {size} bytes at {at:#x} outside the TLS block"
+                ));
+            }
+        } else if section != elf::SHN_ABS && !space.in_memory(at, size) {
+            return bad(format!("symbol {i}: {size} bytes at {at:#x} are not inside a loaded segment"));
+        }
     }
     let mut all_relocations = Vec::new();
     for (table_tag, size_tag, what) in [
@@ -327,7 +385,13 @@ fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
             }
             // Types that take a symbol's address need one (against symbol 0 the loader uses the
             // image's base), of the right kind: thread-local ones for the TLS types.
-            let tls = symbols[symbol as usize].st_info & 0xf == elf::STT_TLS;
+            let target = &symbols[symbol as usize];
+            // An absolute symbol is not moved with the image: code reaching it through this
+            // relocation would jump or read outside the image.
+            if symbol != 0 && target.st_shndx.get(e) == elf::SHN_ABS {
+                return bad(format!("{what}: entry {i} names absolute symbol {symbol}"));
+            }
+            let tls = target.st_info & 0xf == elf::STT_TLS;
             let fits = match kind {
                 elf::R_X86_64_64 | elf::R_X86_64_GLOB_DAT | elf::R_X86_64_JUMP_SLOT => symbol != 0 && !tls,
                 elf::R_X86_64_RELATIVE => symbol == 0,
@@ -385,7 +449,25 @@ fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
             return bad(format!("{what} at {at:#x} is not in the image's code"));
         }
     }
-    check_version_needs(space, &value, &string)
+    let needed: Vec<&[u8]> = entries
+        .iter()
+        .filter(|d| d.d_tag(e) == u64::from(elf::DT_NEEDED))
+        .filter_map(|d| text(d.d_val(e)))
+        .collect();
+    let highest =
+        check_versions(space, &value, &string, &|offset| text(offset).is_some_and(|f| needed.contains(&f)))?;
+    if let Some(versym) = value(elf::DT_VERSYM) {
+        // The loader's version table has `highest + 1` slots (none when no record gives one).
+        let indices: &[object::U16<LE>] = table(
+            space.file_bytes(versym, nsyms * 2, "the symbol version table")?,
+            nsyms as usize,
+            "the symbol version table",
+        )?;
+        if let Some(i) = indices.iter().position(|v| u64::from(v.get(e) & 0x7fff) > highest || highest == 0) {
+            return bad(format!("symbol {i}'s version index is not one the version records give"));
+        }
+    }
+    Ok(())
 }
 
 /// The number of dynamic symbols, from the hash tables the loader will search (both checked
@@ -445,41 +527,71 @@ fn symbol_count(space: &Space<'_>, value: &dyn Fn(u32) -> Option<u64>) -> Result
     count.ok_or_else(|| PluginError::InvalidImage("no hash table (DT_GNU_HASH or DT_HASH)".into()))
 }
 
-/// `DT_VERNEED`: the loader walks its records and their auxiliary entries by offsets.
-fn check_version_needs(
+/// The most version records (or entries of one record) an image may chain.
+const MAX_VERSION_RECORDS: usize = 1024;
+
+/// `DT_VERNEED` and `DT_VERDEF`: the loader walks each chain of records, and of each record's
+/// auxiliary entries, by offsets until one says 0 (whatever the counts say), finds each required
+/// file among the loaded objects, and then indexes its version table by every `DT_VERSYM` entry
+/// without a bound. Returns the highest version index the records define or require.
+fn check_versions(
     space: &Space<'_>,
     value: &dyn Fn(u32) -> Option<u64>,
     string: &dyn Fn(u64, &str) -> Result<()>,
-) -> Result<()> {
-    let (Some(mut at), Some(count)) = (value(elf::DT_VERNEED), value(elf::DT_VERNEEDNUM)) else {
-        return Ok(());
-    };
-    if count > 1024 {
-        return bad(format!("{count} version requirements"));
-    }
-    for _ in 0..count {
-        let need = space.file_bytes(at, 16, "a version requirement")?;
-        let half =
-            |b: &[u8], i: usize| u64::from(u16::from_le_bytes(b[i..i + 2].try_into().expect("2 bytes")));
-        let word =
-            |b: &[u8], i: usize| u64::from(u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes")));
-        string(word(need, 4), "a version requirement's file")?;
-        let (mut aux, entries, next) = (at + word(need, 8), half(need, 2), word(need, 12));
-        for _ in 0..entries {
-            let entry = space.file_bytes(aux, 16, "a version requirement entry")?;
-            string(word(entry, 8), "a version name")?;
-            let step = word(entry, 12);
-            if step == 0 {
-                break;
+    is_needed: &dyn Fn(u64) -> bool,
+) -> Result<u64> {
+    let half = |b: &[u8], i: usize| u64::from(u16::from_le_bytes(b[i..i + 2].try_into().expect("2 bytes")));
+    let word = |b: &[u8], i: usize| u64::from(u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes")));
+    // Follows a chain of `size`-byte records from `at`, whose `next` offset is at `next_at`.
+    let chain = |mut at: u64, size: u64, next_at: usize, what: &str| -> Result<Vec<&[u8]>> {
+        let mut records = Vec::new();
+        loop {
+            if records.len() == MAX_VERSION_RECORDS {
+                return bad(format!("more than {MAX_VERSION_RECORDS} {what}s"));
             }
-            aux += step;
+            let record = space.file_bytes(at, size, what)?;
+            records.push(record);
+            match word(record, next_at) {
+                0 => return Ok(records),
+                step => {
+                    at = at
+                        .checked_add(step)
+                        .ok_or_else(|| PluginError::InvalidImage(format!("{what}: offset overflows")))?
+                }
+            }
         }
-        if next == 0 {
-            break;
+    };
+    let mut highest = 0;
+    if let Some(at) = value(elf::DT_VERNEED) {
+        let mut record_at = at;
+        for need in chain(at, 16, 12, "version requirement")? {
+            if half(need, 0) != 1 {
+                return bad("a version requirement of an unknown version");
+            }
+            string(word(need, 4), "a version requirement's file")?;
+            // The loader follows what it finds for the file without a check: a file the image
+            // does not depend on may be found nowhere.
+            if !is_needed(word(need, 4)) {
+                return bad("a version requirement names a file that is not a DT_NEEDED dependency");
+            }
+            for entry in chain(record_at + word(need, 8), 16, 12, "version requirement entry")? {
+                string(word(entry, 8), "a version name")?;
+                highest = highest.max(half(entry, 6) & 0x7fff);
+            }
+            record_at += word(need, 12);
         }
-        at += next;
     }
-    Ok(())
+    if let Some(at) = value(elf::DT_VERDEF) {
+        let mut record_at = at;
+        for def in chain(at, 20, 16, "version definition")? {
+            highest = highest.max(half(def, 4) & 0x7fff);
+            // The loader reads the first auxiliary entry's name.
+            let aux = space.file_bytes(record_at + word(def, 12), 8, "a version definition's name")?;
+            string(word(aux, 0), "a version definition's name")?;
+            record_at += word(def, 16);
+        }
+    }
+    Ok(highest)
 }
 
 #[cfg(test)]

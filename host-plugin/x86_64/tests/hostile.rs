@@ -389,6 +389,60 @@ fn malformed_images_are_refused_not_crashed_on() {
     assert!(refused > 1000, "{refused} refused, {loaded} loaded");
 }
 
+/// The structure-aware families (`plugin_test_support::elf_mutations`): every segment's flags,
+/// every dynamic tag changed, every dynamic symbol's type, binding, visibility and section. Each
+/// variant is refused or loads and unloads; a crash kills this test binary (`HOSTILE_TRACE=1`
+/// names each variant before it is tried). A refused variant leaves the image loaded before it,
+/// and its map, intact.
+#[test]
+fn structurally_corrupted_images_are_refused_or_load_safely() {
+    use plugin_test_support::elf_mutations::{mutations, Family};
+    let _g = fresh();
+    let api = api();
+    let good = compile_indirect().clone();
+    // The image loaded before, on device 0; the variants go to device 1 (the same host functions
+    // may not map to two copies on one device).
+    let keeper = translate_all_image();
+    // SAFETY: a well-formed image; it stays loaded through every variant.
+    let kernel = unsafe { target_entries((api.load_binary)(0, keeper.ptr()))[4].addr };
+    let keys = [support::host_square as usize as u64, support::host_twice as usize as u64];
+    let map_before = translate_all(kernel, &keys);
+    assert_ne!(map_before, keys, "the keeper's map translates");
+    let variants = mutations(&good);
+    let mut counts = std::collections::BTreeMap::<&str, (usize, usize)>::new();
+    for (n, m) in variants.iter().enumerate() {
+        if std::env::var_os("HOSTILE_TRACE").is_some() {
+            eprintln!("variant {n}: {m:?}");
+        }
+        let image = indirect_image_with(m.apply(&good), &[]);
+        let family = match m.field.family {
+            Family::SegmentFlags => "segment flags",
+            Family::DynamicTag => "dynamic tags",
+            Family::SymbolInfo => "symbol types and bindings",
+            Family::SymbolVisibility => "symbol visibilities",
+            Family::SymbolSection => "symbol sections",
+        };
+        let count = counts.entry(family).or_default();
+        // SAFETY: a well-formed descriptor of corrupted bytes, refused or loaded safely.
+        unsafe {
+            if (api.load_binary)(1, image.ptr()).is_null() {
+                count.0 += 1;
+            } else {
+                count.1 += 1;
+                assert_eq!((api.unload_binary)(1, image.ptr()), OFFLOAD_SUCCESS, "variant {n}: {m:?}");
+            }
+        }
+    }
+    assert_eq!(translate_all(kernel, &keys), map_before, "the map of the image loaded before changed");
+    // SAFETY: the keeper is still loaded; unloading it must work.
+    unsafe { assert_eq!((api.unload_binary)(0, keeper.ptr()), OFFLOAD_SUCCESS) };
+    assert!(variants.len() > 500, "{} variants", variants.len());
+    eprintln!("refused / loaded per family: {counts:?}");
+    for (family, (refused, _)) in &counts {
+        assert!(*refused > 0, "no {family} variant was refused: {counts:?}");
+    }
+}
+
 #[test]
 fn every_entry_point_refuses_bad_arguments() {
     let _g = fresh();
