@@ -48,6 +48,9 @@ pub struct Program {
     /// Written without any explicit translation: compiled with the pass plugin, and it must fail
     /// when compiled without it.
     pub unmodified: bool,
+    /// Built for the GPU targets and run by the GPU bundle (not: programs that need what only the
+    /// x86_64 device gives).
+    pub on_gpus: bool,
 }
 
 /// How a program is compiled.
@@ -94,6 +97,7 @@ pub const PROGRAMS: &[Program] = &[
         needs_map: true,
         expect_line: None,
         unmodified: false,
+        on_gpus: true,
     },
     Program {
         name: "reach",
@@ -103,6 +107,7 @@ pub const PROGRAMS: &[Program] = &[
         needs_map: true,
         expect_line: None,
         unmodified: false,
+        on_gpus: true,
     },
     Program {
         name: "table",
@@ -112,6 +117,18 @@ pub const PROGRAMS: &[Program] = &[
         needs_map: true,
         expect_line: None,
         unmodified: false,
+        on_gpus: true,
+    },
+    Program {
+        name: "requires",
+        about: "requires unified_shared_memory, unified_address, dynamic_allocators: unmapped host data",
+        units: &[unit("requires.c")],
+        library: &[],
+        needs_map: true,
+        expect_line: None,
+        unmodified: false,
+        // The GPU plugins do not give unified shared memory: they refuse this program's image.
+        on_gpus: false,
     },
     Program {
         name: "multi",
@@ -121,6 +138,7 @@ pub const PROGRAMS: &[Program] = &[
         needs_map: true,
         expect_line: None,
         unmodified: false,
+        on_gpus: true,
     },
     Program {
         name: "passthrough",
@@ -130,6 +148,7 @@ pub const PROGRAMS: &[Program] = &[
         needs_map: true,
         expect_line: None,
         unmodified: false,
+        on_gpus: true,
     },
     Program {
         name: "devices",
@@ -139,6 +158,7 @@ pub const PROGRAMS: &[Program] = &[
         needs_map: true,
         expect_line: Some("device count: 2"),
         unmodified: false,
+        on_gpus: true,
     },
     Program {
         name: "no_indirect",
@@ -148,6 +168,7 @@ pub const PROGRAMS: &[Program] = &[
         needs_map: false,
         expect_line: None,
         unmodified: false,
+        on_gpus: true,
     },
     Program {
         name: "cxx",
@@ -157,6 +178,7 @@ pub const PROGRAMS: &[Program] = &[
         needs_map: true,
         expect_line: None,
         unmodified: false,
+        on_gpus: true,
     },
     Program {
         name: "unmodified",
@@ -167,6 +189,7 @@ pub const PROGRAMS: &[Program] = &[
         needs_map: true,
         expect_line: None,
         unmodified: true,
+        on_gpus: true,
     },
     Program {
         name: "unmodified_virtual",
@@ -177,6 +200,7 @@ pub const PROGRAMS: &[Program] = &[
         needs_map: true,
         expect_line: None,
         unmodified: true,
+        on_gpus: true,
     },
 ];
 
@@ -478,7 +502,7 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
     let names = IMAGE_SYMBOLS;
     let mut registers = None;
     let mut reductions = 0;
-    for program in PROGRAMS {
+    for program in PROGRAMS.iter().filter(|p| p.on_gpus) {
         let exe = build(workspace, toolchain, target, program)
             .with_context(|| format!("building {} for {}", program.name, target.name))?;
         let dir = exe.parent().context("no parent")?;
@@ -492,7 +516,8 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
             reductions += crate::amdgpu_images::check_image(tools, &image)?;
         }
     }
-    let mut detail = format!("{} programs; each image defines {} once", PROGRAMS.len(), names.join(", "));
+    let built = PROGRAMS.iter().filter(|p| p.on_gpus).count();
+    let mut detail = format!("{built} programs; each image defines {} once", names.join(", "));
     if let Some(regs) = registers {
         detail.push_str(&format!("; linked {TRANSLATE}: {regs} registers"));
     }

@@ -56,7 +56,7 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, S
         probe_image(workspace, tools, dist, &root.join("images"), name, define)?;
     }
     let target = OffloadTarget::nvptx(BUNDLE_SM);
-    for program in e2e::PROGRAMS {
+    for program in e2e::PROGRAMS.iter().filter(|p| p.on_gpus) {
         let exe = e2e::build(workspace, &Toolchain::llvm19(tools, dist), &target, program)?;
         copy(&exe, &root.join("e2e").join(program.name))?;
     }
@@ -243,7 +243,7 @@ fn self_check(root: &Path) -> Result<String> {
         expected.push(format!("images/{name}.{BUNDLE_SM}.cubin").into());
         expected.push(format!("images/{name}.entries").into());
     }
-    expected.extend(e2e::PROGRAMS.iter().map(|p| PathBuf::from("e2e").join(p.name)));
+    expected.extend(e2e::PROGRAMS.iter().filter(|p| p.on_gpus).map(|p| PathBuf::from("e2e").join(p.name)));
     for file in &expected {
         ensure!(root.join(file).is_file(), "the bundle lacks {}", file.display());
     }

@@ -36,6 +36,23 @@ impl AllocKind {
 /// Entry flag of `declare target indirect` functions (LLVM's `OMP_DECLARE_TARGET_INDIRECT`,
 /// Intel's `OMP_DECLARE_TARGET_FPTR`).
 pub const OMP_DECLARE_TARGET_INDIRECT: u32 = 0x08;
+/// Entry flag of a `declare target link` variable's reference pointer.
+pub const OMP_DECLARE_TARGET_LINK: u32 = 0x01;
+/// Entry flag of a `#pragma omp requires` entry (clang 18+), whose data word holds `OMP_REQ_*`.
+pub const OMP_REGISTER_REQUIRES: u32 = 0x10;
+/// Entry flag of a vtable of a `declare target` class (clang 22; LLVM's
+/// `OMP_DECLARE_TARGET_INDIRECT_VTABLE`).
+pub const OMP_DECLARE_TARGET_INDIRECT_VTABLE: u32 = 0x20;
+/// `OMP_REQ_NONE`: `requires` with no clause that matters to devices.
+pub const OMP_REQ_NONE: u64 = 0x001;
+/// `OMP_REQ_REVERSE_OFFLOAD`.
+pub const OMP_REQ_REVERSE_OFFLOAD: u64 = 0x002;
+/// `OMP_REQ_UNIFIED_ADDRESS`.
+pub const OMP_REQ_UNIFIED_ADDRESS: u64 = 0x004;
+/// `OMP_REQ_UNIFIED_SHARED_MEMORY`.
+pub const OMP_REQ_UNIFIED_SHARED_MEMORY: u64 = 0x008;
+/// `OMP_REQ_DYNAMIC_ALLOCATORS`.
+pub const OMP_REQ_DYNAMIC_ALLOCATORS: u64 = 0x010;
 
 /// Name of the device global holding the table's device address.
 pub const FPTR_MAP_P: &str = "__omp_offloading_fptr_map_p";

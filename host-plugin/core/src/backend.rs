@@ -82,6 +82,11 @@ pub trait Backend: Sized + Send + Sync + 'static {
     /// Short name used in diagnostics, e.g. `x86_64`.
     const NAME: &'static str;
 
+    /// The `OMP_REQ_*` requirements (`#pragma omp requires`) this backend's devices meet: by
+    /// default `dynamic_allocators` alone (the DeviceRTL allocates on the device). An image of a
+    /// program that requires more is refused at load, with its requirements named.
+    const SUPPORTED_REQUIREMENTS: u64 = crate::abi::OMP_REQ_DYNAMIC_ALLOCATORS;
+
     /// Loads the vendor runtime and finds the devices. An error makes the plugin report 0
     /// devices.
     fn init() -> Result<Self>;

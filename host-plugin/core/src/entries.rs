@@ -6,7 +6,10 @@
 //!
 //! The first word tells them apart: an address in the legacy form, 0 in v1.
 
-use crate::abi::{TgtDeviceImage, OMP_DECLARE_TARGET_INDIRECT};
+use crate::abi::{
+    TgtDeviceImage, OMP_DECLARE_TARGET_INDIRECT, OMP_DECLARE_TARGET_INDIRECT_VTABLE, OMP_DECLARE_TARGET_LINK,
+    OMP_REGISTER_REQUIRES,
+};
 use crate::error::{PluginError, Result};
 
 /// Size of a legacy entry.
@@ -27,13 +30,46 @@ pub struct OffloadEntry {
     pub size: u64,
     /// `OMP_DECLARE_TARGET_*` flags.
     pub flags: u32,
+    /// The legacy layout's `reserved` word (clang 19 puts a requirement's `OMP_REQ_*` flags
+    /// there), the v1 layout's `data`.
+    pub data: u64,
+}
+
+/// What an entry stands for, decided as libomptarget does: by its flags first, then its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// `#pragma omp requires` (flag `OMP_REGISTER_REQUIRES`, clang 18+): no device symbol; the
+    /// `OMP_REQ_*` flags are in `data`.
+    Requirement(u64),
+    /// A kernel (size 0), including clang's constructor and destructor kernels.
+    Kernel,
+    /// A `declare target indirect` function: its device global (8 bytes) holds the device
+    /// function's address.
+    Indirect,
+    /// A global variable, a `link` variable's reference pointer or (clang 22) a vtable.
+    Global,
 }
 
 impl OffloadEntry {
-    /// A `declare target indirect` function: its device global (8 bytes) holds the device
-    /// function's address.
+    /// What the entry stands for.
+    pub fn kind(&self) -> EntryKind {
+        if self.flags & OMP_REGISTER_REQUIRES != 0 {
+            EntryKind::Requirement(self.data)
+        } else if self.size == 0 {
+            EntryKind::Kernel
+        } else if self.flags & OMP_DECLARE_TARGET_INDIRECT != 0
+            && self.flags & (OMP_DECLARE_TARGET_INDIRECT_VTABLE | OMP_DECLARE_TARGET_LINK) == 0
+            && self.size == 8
+        {
+            EntryKind::Indirect
+        } else {
+            EntryKind::Global
+        }
+    }
+
+    /// A `declare target indirect` function ([`EntryKind::Indirect`]).
     pub fn is_indirect(&self) -> bool {
-        self.flags & OMP_DECLARE_TARGET_INDIRECT != 0 && self.size == 8
+        self.kind() == EntryKind::Indirect
     }
 }
 
@@ -57,7 +93,7 @@ pub fn parse(bytes: &[u8], name_at: impl Fn(u64) -> Result<String>) -> Result<Ve
         .chunks_exact(stride)
         .enumerate()
         .map(|(index, entry)| {
-            let (addr, name_ptr, size, flags) = if v1 {
+            let (addr, name_ptr, size, flags, data) = if v1 {
                 let version = u16::from_le_bytes([entry[8], entry[9]]);
                 if word(entry, 0) != 0 || version != 1 {
                     return Err(PluginError::InvalidImage(format!(
@@ -65,17 +101,18 @@ pub fn parse(bytes: &[u8], name_at: impl Fn(u64) -> Result<String>) -> Result<Ve
                     )));
                 }
                 let flags = u32::from_le_bytes(entry[12..16].try_into().expect("4 bytes"));
-                (word(entry, 16), word(entry, 24), word(entry, 32), flags)
+                (word(entry, 16), word(entry, 24), word(entry, 32), flags, word(entry, 40))
             } else {
                 let flags = u32::from_le_bytes(entry[24..28].try_into().expect("4 bytes"));
-                (word(entry, 0), word(entry, 8), word(entry, 16), flags)
+                let reserved = u32::from_le_bytes(entry[28..32].try_into().expect("4 bytes"));
+                (word(entry, 0), word(entry, 8), word(entry, 16), flags, u64::from(reserved))
             };
             if name_ptr == 0 {
                 return Err(PluginError::InvalidImage(format!("offload entry {index} has no name")));
             }
             let name = name_at(name_ptr)
                 .map_err(|e| PluginError::InvalidImage(format!("offload entry {index}: {e}")))?;
-            Ok(OffloadEntry { addr, name, size, flags })
+            Ok(OffloadEntry { addr, name, size, flags, data })
         })
         .collect()
 }
@@ -153,8 +190,8 @@ mod tests {
     #[test]
     fn both_layouts_parse_to_the_same_entries() {
         let want = vec![
-            OffloadEntry { addr: 0x1000, name: "sym1".into(), size: 0, flags: 0 },
-            OffloadEntry { addr: 0x2000, name: "sym2".into(), size: 8, flags: 8 },
+            OffloadEntry { addr: 0x1000, name: "sym1".into(), size: 0, flags: 0, data: 0 },
+            OffloadEntry { addr: 0x2000, name: "sym2".into(), size: 8, flags: 8, data: 0 },
         ];
         let old = [legacy(0x1000, 1, 0, 0), legacy(0x2000, 2, 8, 8)].concat();
         let new = [v1(0x1000, 1, 0, 0), v1(0x2000, 2, 8, 8)].concat();
@@ -166,12 +203,34 @@ mod tests {
 
     #[test]
     fn indirect_needs_flag_and_size_8() {
-        let e = |size, flags| OffloadEntry { addr: 1, name: String::new(), size, flags };
+        let e = |size, flags| OffloadEntry { addr: 1, name: String::new(), size, flags, data: 0 };
         assert!(e(8, 0x08).is_indirect());
         assert!(e(8, 0x09).is_indirect());
         assert!(!e(0, 0x08).is_indirect());
         assert!(!e(4, 0x08).is_indirect());
         assert!(!e(8, 0x01).is_indirect());
+    }
+
+    #[test]
+    fn every_entry_kind_clang_emits_is_told_apart() {
+        let e = |size, flags, data| OffloadEntry { addr: 1, name: String::new(), size, flags, data };
+        // clang 19's `requires unified_shared_memory`: address 0, empty name, size 0.
+        assert_eq!(e(0, 0x10, 0x8).kind(), EntryKind::Requirement(0x8));
+        assert_eq!(e(0, 0, 0).kind(), EntryKind::Kernel);
+        assert_eq!(e(0, 0x02, 0).kind(), EntryKind::Kernel, "constructor kernel");
+        assert_eq!(e(0, 0x04, 0).kind(), EntryKind::Kernel, "destructor kernel");
+        assert_eq!(e(8, 0x08, 0).kind(), EntryKind::Indirect);
+        assert_eq!(e(4, 0x00, 0).kind(), EntryKind::Global);
+        assert_eq!(e(8, 0x01, 0).kind(), EntryKind::Global, "link variable's reference pointer");
+        assert_eq!(e(8, 0x20, 0).kind(), EntryKind::Global, "clang 22 vtable");
+        assert_eq!(e(8, 0x28, 0).kind(), EntryKind::Global, "an indirect vtable is no function");
+        // The requirement's flags come from the legacy entry's reserved word and v1's data.
+        let mut legacy_requires = legacy(0, 1, 0, 0x10);
+        legacy_requires[28..32].copy_from_slice(&0x8u32.to_le_bytes());
+        assert_eq!(parse(&legacy_requires, names).unwrap()[0].kind(), EntryKind::Requirement(0x8));
+        let mut v1_requires = v1(0, 1, 0, 0x10);
+        v1_requires[40..48].copy_from_slice(&0x8u64.to_le_bytes());
+        assert_eq!(parse(&v1_requires, names).unwrap()[0].kind(), EntryKind::Requirement(0x8));
     }
 
     #[test]

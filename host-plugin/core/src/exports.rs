@@ -133,9 +133,10 @@ pub unsafe fn is_valid_binary<B: Backend>(
     })
 }
 
-/// `int64_t __tgt_rtl_init_requires(int64_t flags)`: accepts the flags, returns them.
-pub fn init_requires(flags: i64) -> i64 {
-    flags
+/// `int64_t __tgt_rtl_init_requires(int64_t flags)`: records the program's `OMP_REQ_*` flags
+/// (images needing what the devices cannot give are then refused at load) and returns them.
+pub fn init_requires<B: Backend>(cell: &PluginCell<B>, flags: i64) -> i64 {
+    guard("__tgt_rtl_init_requires", None, B::NAME, flags, || Ok(cell.get()?.init_requires(flags)))
 }
 
 /// `int32_t __tgt_rtl_init_device(int32_t)`.
@@ -414,7 +415,7 @@ macro_rules! export_plugin {
         /// Accepts the program's `requires` flags and returns them.
         #[no_mangle]
         pub extern "C" fn __tgt_rtl_init_requires(flags: i64) -> i64 {
-            $crate::exports::init_requires(flags)
+            $crate::exports::init_requires(&PLUGIN, flags)
         }
 
         /// Prepares a device.

@@ -7,11 +7,12 @@ use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::abi::{
     AllocKind, FptrIndex, FptrMapEntry, TgtOffloadEntry, TgtTargetTable, FPTR_INDEX, FPTR_MAP_P,
-    FPTR_MAP_SIZE,
+    FPTR_MAP_SIZE, OMP_REQ_DYNAMIC_ALLOCATORS, OMP_REQ_NONE, OMP_REQ_REVERSE_OFFLOAD,
+    OMP_REQ_UNIFIED_ADDRESS, OMP_REQ_UNIFIED_SHARED_MEMORY,
 };
 use crate::backend::{Backend, DeviceSymbol, Launch, LaunchParams};
 use crate::diagnostics::{self, MapSummary};
-use crate::entries::OffloadEntry;
+use crate::entries::{EntryKind, OffloadEntry};
 use crate::environment::{
     device_environment_at_load, give_memory_pool, launch_geometry, read_kernel_config, with_kernel_arguments,
     write_device_environment, write_indirect_call_table, KernelConfig,
@@ -124,6 +125,8 @@ pub struct Plugin<B: Backend> {
     map_on_load: bool,
     /// Whether installing a table also builds its hash index (see [`HASH_INDEX_ENV`]).
     hash_index: bool,
+    /// The `OMP_REQ_*` flags libomptarget passed to `__tgt_rtl_init_requires`.
+    requires: std::sync::atomic::AtomicU64,
 }
 
 /// Environment variable that, set to `0` or `off` when the plugin starts, stops `load_binary`
@@ -165,6 +168,7 @@ impl<B: Backend> Plugin<B> {
             devices,
             map_on_load: switch_from_env(MAP_ON_LOAD_ENV),
             hash_index: switch_from_env(HASH_INDEX_ENV),
+            requires: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -361,9 +365,21 @@ impl<B: Backend> Plugin<B> {
         let mut globals = Vec::new();
         let mut kernels = Vec::new();
         let mut kernel_boxes = Vec::new();
+        let required =
+            entries.iter().fold(self.requires.load(std::sync::atomic::Ordering::Relaxed), |all, e| {
+                match e.kind() {
+                    EntryKind::Requirement(flags) => all | flags,
+                    _ => all,
+                }
+            });
         for entry in entries {
             let resolved = (|| -> Result<u64> {
-                if entry.size == 0 {
+                if let EntryKind::Requirement(required) = entry.kind() {
+                    // No device symbol: the program's requirements, which this device must meet.
+                    self.check_requirements(required)?;
+                    return Ok(0);
+                }
+                if entry.kind() == EntryKind::Kernel {
                     let kernel = self
                         .backend
                         .kernel(&image, &entry.name)?
@@ -388,6 +404,26 @@ impl<B: Backend> Plugin<B> {
                         "entry {} names {} bytes, its symbol has {size}",
                         entry.name, entry.size
                     )));
+                }
+                if !entry.is_indirect() && required & OMP_REQ_UNIFIED_SHARED_MEMORY != 0 {
+                    // Under unified shared memory clang makes each declare-target variable a
+                    // reference pointer (as for `link`) whose host copy holds the host variable's
+                    // address; the device's copy must hold it too. libomptarget 19+ copies every
+                    // global entry's host bytes at load for that; libomptarget 16 only for `link`
+                    // entries and only when the program registered the requirement by a call
+                    // (clang 17 and older), while clang 18+ says it in the image's entries: the
+                    // plugin copies them.
+                    if !global.writable {
+                        return Err(PluginError::InvalidImage(format!(
+                            "entry {} is read-only on the device; unified shared memory needs it written",
+                            entry.name
+                        )));
+                    }
+                    // SAFETY: libomptarget's contract for the host's entries: a global entry's
+                    // address is the host variable, `size` bytes long, alive while the program is.
+                    let host =
+                        unsafe { std::slice::from_raw_parts(entry.addr as *const u8, entry.size as usize) };
+                    self.backend.write(device, global.addr, host)?;
                 }
                 if !entry.is_indirect() {
                     // Read-only globals (constants) are not libomptarget's to copy into.
@@ -445,6 +481,38 @@ impl<B: Backend> Plugin<B> {
             environment: None,
             memory_pool: None,
         })
+    }
+
+    /// `__tgt_rtl_init_requires`: the program's `OMP_REQ_*` flags as libomptarget knows them
+    /// (clang 17 and older register them by a call; clang 18+ by an entry of each image, which
+    /// [`Plugin::load_binary`] checks). Returns them, as LLVM's plugins do.
+    pub fn init_requires(&self, flags: i64) -> i64 {
+        self.requires.fetch_or(flags as u64, std::sync::atomic::Ordering::Relaxed);
+        flags
+    }
+
+    /// Fails, naming each, when `required` holds requirements this backend's devices cannot meet.
+    fn check_requirements(&self, required: u64) -> Result<()> {
+        let all = required | self.requires.load(std::sync::atomic::Ordering::Relaxed);
+        let unmet = all & !(B::SUPPORTED_REQUIREMENTS | OMP_REQ_NONE);
+        if unmet == 0 {
+            return Ok(());
+        }
+        let names: Vec<&str> = [
+            (OMP_REQ_REVERSE_OFFLOAD, "reverse_offload"),
+            (OMP_REQ_UNIFIED_ADDRESS, "unified_address"),
+            (OMP_REQ_UNIFIED_SHARED_MEMORY, "unified_shared_memory"),
+            (OMP_REQ_DYNAMIC_ALLOCATORS, "dynamic_allocators"),
+        ]
+        .iter()
+        .filter(|(flag, _)| unmet & flag != 0)
+        .map(|(_, name)| *name)
+        .collect();
+        Err(PluginError::InvalidImage(format!(
+            "the program requires {} (OMP_REQ flags {unmet:#x}), which {} devices do not give",
+            if names.is_empty() { "unknown requirements".to_string() } else { names.join(", ") },
+            B::NAME
+        )))
     }
 
     /// Unloads the image registered under `key` and reinstalls the map of the remaining ones.

@@ -159,6 +159,12 @@ impl Backend for HostOffload {
     type Image = Library;
     type Kernel = Kernel;
     const NAME: &'static str = "x86_64";
+    /// Device memory is the host process's memory: host pointers are device pointers
+    /// (`unified_address`) and host data is device data (`unified_shared_memory`). Reverse
+    /// offload is not implemented (nor by LLVM's runtimes).
+    const SUPPORTED_REQUIREMENTS: u64 = plugin_core::abi::OMP_REQ_UNIFIED_ADDRESS
+        | plugin_core::abi::OMP_REQ_UNIFIED_SHARED_MEMORY
+        | plugin_core::abi::OMP_REQ_DYNAMIC_ALLOCATORS;
 
     fn init() -> Result<Self> {
         Ok(HostOffload)
