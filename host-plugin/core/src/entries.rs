@@ -4,11 +4,11 @@
 //! - v1 (LLVM 20+): `{u64 reserved = 0; u16 version = 1; u16 kind; u32 flags; void *addr;
 //!   char *name; u64 size; u64 data; void *aux_addr}`, 56 bytes.
 //!
-//! The first word tells them apart: an address in the legacy form, 0 in v1.
+//! The first words tell them apart: an address in the legacy form (0 only for a requirement
+//! entry), 0 and version 1 in v1.
 
 use crate::abi::{
-    TgtDeviceImage, OMP_DECLARE_TARGET_INDIRECT, OMP_DECLARE_TARGET_INDIRECT_VTABLE, OMP_DECLARE_TARGET_LINK,
-    OMP_REGISTER_REQUIRES,
+    TgtDeviceImage, OMP_DECLARE_TARGET_INDIRECT, OMP_DECLARE_TARGET_INDIRECT_VTABLE, OMP_REGISTER_REQUIRES,
 };
 use crate::error::{PluginError, Result};
 
@@ -58,7 +58,7 @@ impl OffloadEntry {
         } else if self.size == 0 {
             EntryKind::Kernel
         } else if self.flags & OMP_DECLARE_TARGET_INDIRECT != 0
-            && self.flags & (OMP_DECLARE_TARGET_INDIRECT_VTABLE | OMP_DECLARE_TARGET_LINK) == 0
+            && self.flags & OMP_DECLARE_TARGET_INDIRECT_VTABLE == 0
             && self.size == 8
         {
             EntryKind::Indirect
@@ -79,7 +79,8 @@ pub fn parse(bytes: &[u8], name_at: impl Fn(u64) -> Result<String>) -> Result<Ve
         return Ok(Vec::new());
     }
     let word = |entry: &[u8], at: usize| u64::from_le_bytes(entry[at..at + 8].try_into().expect("8 bytes"));
-    let v1 = bytes.len() >= 8 && word(bytes, 0) == 0;
+    // A legacy requirement entry has address 0 too: v1 needs its version word as well.
+    let v1 = bytes.len() >= 10 && word(bytes, 0) == 0 && bytes[8..10] == [1, 0];
     let stride = if v1 { V1_ENTRY_SIZE } else { LEGACY_ENTRY_SIZE };
     if bytes.len() % stride != 0 {
         return Err(PluginError::InvalidImage(format!(
@@ -222,10 +223,11 @@ mod tests {
         assert_eq!(e(8, 0x08, 0).kind(), EntryKind::Indirect);
         assert_eq!(e(4, 0x00, 0).kind(), EntryKind::Global);
         assert_eq!(e(8, 0x01, 0).kind(), EntryKind::Global, "link variable's reference pointer");
+        assert_eq!(e(8, 0x09, 0).kind(), EntryKind::Indirect);
         assert_eq!(e(8, 0x20, 0).kind(), EntryKind::Global, "clang 22 vtable");
         assert_eq!(e(8, 0x28, 0).kind(), EntryKind::Global, "an indirect vtable is no function");
         // The requirement's flags come from the legacy entry's reserved word and v1's data.
-        let mut legacy_requires = legacy(0, 1, 0, 0x10);
+        let mut legacy_requires = legacy(0, 0x2081, 0, 0x10);
         legacy_requires[28..32].copy_from_slice(&0x8u32.to_le_bytes());
         assert_eq!(parse(&legacy_requires, names).unwrap()[0].kind(), EntryKind::Requirement(0x8));
         let mut v1_requires = v1(0, 1, 0, 0x10);
