@@ -179,6 +179,12 @@ impl OffloadImage {
         image
     }
 
+    /// Sets entry `index`'s `reserved` word (where clang 18+ puts a requirement's `OMP_REQ_*`
+    /// flags).
+    pub fn set_entry_data(&mut self, index: usize, data: i32) {
+        self.entries[index].reserved = data;
+    }
+
     /// The descriptor to pass to the plugin.
     pub fn ptr(&self) -> *const TgtDeviceImage {
         &self.desc

@@ -176,6 +176,41 @@ fn entries_must_name_symbols_of_the_right_kind_in_the_image() {
     }
 }
 
+/// clang 18+'s `#pragma omp requires` entry (address 0, empty name, size 0, flags 0x10, the
+/// `OMP_REQ_*` flags in `reserved`): it gets a target-table slot and needs no symbol; what the
+/// x86_64 device gives loads (unified_shared_memory, unified_address, dynamic_allocators), and an
+/// image requiring reverse_offload is refused, leaving the device as it was.
+#[test]
+fn requirement_entries_are_met_or_refused() {
+    let _g = fresh();
+    let api = api();
+    let requirement = |flags: i32| {
+        let mut image =
+            indirect_image_with(compile_indirect().clone(), &[(std::ptr::null_mut(), "", 0, 0x10)]);
+        image.set_entry_data(4, flags);
+        image
+    };
+    for flags in [0x1, 0x8, 0x4 | 0x8 | 0x10] {
+        let image = requirement(flags);
+        // SAFETY: a valid image whose fifth entry is a requirement.
+        unsafe {
+            let entries = target_entries((api.load_binary)(0, image.ptr()));
+            assert_eq!(entries.len(), 5, "one target-table slot per host entry (flags {flags:#x})");
+            assert_eq!((entries[4].addr, entries[4].size, entries[4].flags), (std::ptr::null_mut(), 0, 0x10));
+            assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+        }
+    }
+    let reverse = requirement(0x2 | 0x8);
+    // SAFETY: a valid image requiring what the device does not give.
+    unsafe { assert!((api.load_binary)(0, reverse.ptr()).is_null(), "reverse_offload was accepted") };
+    let image = indirect_image();
+    // SAFETY: a valid image: the refusal changed nothing.
+    unsafe {
+        assert!(!(api.load_binary)(0, image.ptr()).is_null());
+        assert_eq!((api.unload_binary)(0, image.ptr()), OFFLOAD_SUCCESS);
+    }
+}
+
 /// The indirect image with `__omp_offloading_test_translate_all` as a fifth entry (target table
 /// index 4): a kernel that translates many keys in one launch.
 fn translate_all_image() -> Box<plugin_test_support::OffloadImage> {
