@@ -26,6 +26,13 @@ static const char *const function_names[FUNCTIONS] = {"add_one", "twice", "squar
 #define ON_GPU 0
 #endif
 
+/* Host side: 1 when the program runs on the strict x86_64 device (LD_PRELOAD of
+ * libomptarget-indirect-strict.so, which defines this symbol): the host program is unreachable
+ * from device code there, as on a GPU, so the x86_64-only paths are skipped as on a GPU.
+ * (void *)0 is glibc's RTLD_DEFAULT. */
+#include <dlfcn.h>
+static inline int strict_device(void) { return dlsym((void *)0, "omptarget_indirect_strict_mode") != 0; }
+
 #pragma omp begin declare target
 int copy_calls[FUNCTIONS];
 int initial_calls;

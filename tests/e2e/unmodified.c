@@ -127,14 +127,14 @@ int main(void) {
                (int[FUNCTIONS]){0});
 
   /* Not indirect: its host address has no entry and passes through unchanged; on x86_64 host
-   * offload the host copy runs (device code can call host code there), on a GPU it would fault,
-   * so GPU images skip the call. */
+   * offload the host copy runs (device code can call host code there), on a GPU (and the strict
+   * device) it would fault, so those skip the call. */
   unary plain = not_indirect;
-  int skipped = 0;
-#pragma omp target map(to : plain) map(from : r[0 : 1], skipped)
+  int skipped = 0, strict = strict_device();
+#pragma omp target map(to : plain, strict) map(from : r[0 : 1], skipped)
   {
-    skipped = ON_GPU;
-    if (!ON_GPU)
+    skipped = ON_GPU || strict;
+    if (!skipped)
       r[0] = plain(1);
   }
   if (!skipped) {

@@ -81,6 +81,11 @@ impl Dist {
         self.root.join("lib")
     }
 
+    /// Strict mode's library (`LD_PRELOAD` it).
+    pub fn strict_lib(&self) -> PathBuf {
+        self.lib_dir().join(STRICT.2)
+    }
+
     /// The fat device library for `clang -fopenmp ... -lomptarget-indirect`.
     pub fn fat_lib(&self) -> PathBuf {
         self.lib_dir().join("libomptarget-indirect.a")
@@ -285,6 +290,11 @@ pub const PLUGINS: &[(&str, &str, &str)] = &[
     ("plugin-amdgpu", "libomptarget_rtl_amdgpu.so", "libomptarget.rtl.amdgpu.so"),
 ];
 
+/// Strict mode (`strict/`): its cargo package, the library cargo writes, and the name it is
+/// installed under (`LD_PRELOAD` it).
+pub const STRICT: (&str, &str, &str) =
+    ("omptarget-indirect-strict", "libomptarget_indirect_strict.so", "libomptarget-indirect-strict.so");
+
 /// The pass plugin's cargo package and the library file cargo writes.
 pub const PASS_PLUGIN: (&str, &str) = ("pass-plugin", "libomptarget_indirect_pass.so");
 
@@ -304,6 +314,8 @@ fn plugins(workspace: &Path, dist: &Dist) -> Result<()> {
             installs.extend(
                 PLUGINS.iter().map(|(_, built, name)| (workspace.join("target/release").join(built), *name)),
             );
+            build.args(["-p", STRICT.0]);
+            installs.push((workspace.join("target/release").join(STRICT.1), STRICT.2));
             workspace.join("target/release")
         } else {
             // Another feature set in a target dir of its own, so neither build undoes the other.

@@ -11,7 +11,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 
 use crate::checks::{self, IMAGE_SYMBOLS, TRANSLATE};
 use crate::cmd;
@@ -339,13 +339,33 @@ pub enum MapSetup {
 /// the run used libomptarget 22 and loaded no library of the project's dist tree: the stock
 /// runtime and the device library did the work alone.
 pub fn run(toolchain: &Toolchain, exe: &Path, setup: MapSetup) -> Result<(i32, String)> {
-    run_with(toolchain, exe, setup, false)
+    run_with(toolchain, exe, setup, false, Device::Loose)
 }
 
-/// [`run`], with `LIBOMPTARGET_INFO=1` where `info`.
-fn run_with(toolchain: &Toolchain, exe: &Path, setup: MapSetup, info: bool) -> Result<(i32, String)> {
+/// How forgiving the x86_64 device is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Device {
+    /// Plain host offload: device code may touch the host program (as no GPU lets it).
+    Loose,
+    /// Under `LD_PRELOAD=libomptarget-indirect-strict.so`: the host program is unreachable while
+    /// device code runs, as on a GPU.
+    Strict,
+}
+
+/// [`run`], with `LIBOMPTARGET_INFO=1` where `info`, on the `device` given.
+fn run_with(
+    toolchain: &Toolchain,
+    exe: &Path,
+    setup: MapSetup,
+    info: bool,
+    device: Device,
+) -> Result<(i32, String)> {
     let mut c = Command::new(exe);
     c.env_remove("LD_LIBRARY_PATH").envs(toolchain.run_env()).env_remove("LIBOMPTARGET_INFO");
+    c.env_remove("LD_PRELOAD");
+    if device == Device::Strict {
+        c.env("LD_PRELOAD", toolchain.dist().strict_lib());
+    }
     if info {
         c.env("LIBOMPTARGET_INFO", "1");
     }
@@ -374,7 +394,10 @@ fn run_with(toolchain: &Toolchain, exe: &Path, setup: MapSetup, info: bool) -> R
         let ours = toolchain.dist().lib_dir();
         let foreign: Vec<&String> = loaded
             .iter()
-            .filter(|o| Path::new(o).starts_with(&ours) || o.contains("libomptarget.rtl."))
+            .filter(|o| {
+                (Path::new(o).starts_with(&ours) && Path::new(o) != toolchain.dist().strict_lib())
+                    || o.contains("libomptarget.rtl.")
+            })
             .collect();
         ensure!(foreign.is_empty(), "{} loaded plugins with libomptarget 22: {foreign:?}", exe.display());
         let runtime = toolchain.libomptarget_soname();
@@ -424,6 +447,8 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
             detail.push_str("; the same without the hash index");
         }
     }
+    expect_pass_on(toolchain, &exe, program, MapSetup::Indexed, Device::Strict)?;
+    detail.push_str("; the same on the strict device");
     if program.unmodified {
         for how in [Build::O0, Build::OffloadLto] {
             let exe = build_as(workspace, toolchain, &target, program, how)?;
@@ -433,13 +458,18 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
         let control = build_as(workspace, toolchain, &target, program, Build::WithoutPassPlugin)?;
         let failed =
             expect_failure(toolchain, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
+        let stopped =
+            expect_strict_stop(toolchain, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
         detail.push_str(&format!(
-            "; compiled without the pass plugin: {failed} checks fail (negative control)"
+            "; compiled without the pass plugin: {failed} checks fail, and the strict device stops it at the call of `{stopped}` (negative controls)"
         ));
     }
     if program.needs_map && ours {
         let failed = expect_failure(toolchain, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
-        detail.push_str(&format!("; without the map: {failed} checks fail (negative control)"));
+        let stopped = expect_strict_stop(toolchain, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
+        detail.push_str(&format!(
+            "; without the map: {failed} checks fail, and the strict device stops it at the call of `{stopped}` (negative controls)"
+        ));
         detail.push_str(&format!("; {}", check_diagnostics(toolchain, &exe, program)?));
     }
     if !ours {
@@ -456,9 +486,9 @@ fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Re
     let ours = |text: &str| -> Vec<String> {
         text.lines().filter(|l| l.starts_with("omptarget-indirect (")).map(str::to_string).collect()
     };
-    let (_, quiet) = run_with(toolchain, exe, MapSetup::Indexed, false)?;
+    let (_, quiet) = run_with(toolchain, exe, MapSetup::Indexed, false, Device::Loose)?;
     ensure!(ours(&quiet).is_empty(), "{}: a passing run printed {:?}", exe.display(), ours(&quiet));
-    let (code, informed) = run_with(toolchain, exe, MapSetup::Indexed, true)?;
+    let (code, informed) = run_with(toolchain, exe, MapSetup::Indexed, true, Device::Loose)?;
     let lines = ours(&informed);
     ensure!(code == 0, "{} with LIBOMPTARGET_INFO=1 exited with {code}", exe.display());
     let summary = lines
@@ -475,7 +505,7 @@ fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Re
         "{}: error lines in a passing run: {lines:?}",
         program.name
     );
-    let (_, unmapped) = run_with(toolchain, exe, MapSetup::None, false)?;
+    let (_, unmapped) = run_with(toolchain, exe, MapSetup::None, false, Device::Loose)?;
     let notices =
         ours(&unmapped).into_iter().filter(|l| l.contains(") notice: OMPTARGET_INDIRECT_MAP=0")).count();
     ensure!(notices == 1, "{}: {notices} OMPTARGET_INDIRECT_MAP=0 notices, expected 1", program.name);
@@ -485,11 +515,22 @@ fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Re
 
 /// Runs `exe` and requires it to pass; returns its summary line.
 fn expect_pass(toolchain: &Toolchain, exe: &Path, program: &Program, setup: MapSetup) -> Result<String> {
-    let (code, output) = run(toolchain, exe, setup)?;
+    expect_pass_on(toolchain, exe, program, setup, Device::Loose)
+}
+
+/// [`expect_pass`] on `device`.
+fn expect_pass_on(
+    toolchain: &Toolchain,
+    exe: &Path,
+    program: &Program,
+    setup: MapSetup,
+    device: Device,
+) -> Result<String> {
+    let (code, output) = run_with(toolchain, exe, setup, false, device)?;
     let summary = output.lines().find(|l| l.starts_with(&format!("{}: ", program.name))).unwrap_or("");
     ensure!(
         code == 0 && summary.ends_with(" 0 failed"),
-        "{} ({setup:?}) exited with {code}:\n{output}",
+        "{} ({setup:?}, {device:?} device) exited with {code}:\n{output}",
         exe.display()
     );
     if let (Some(line), Llvm::V19) = (program.expect_line, toolchain.llvm) {
@@ -509,6 +550,32 @@ fn expect_failure(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: &str
         exe.display()
     );
     Ok(failed)
+}
+
+/// Runs a negative control on the strict device, which must stop it at the first host function
+/// device code calls: exit status 70 and one line `omptarget-indirect strict: call of host function
+/// `f` ...` naming it; returns the function's name.
+fn expect_strict_stop(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: &str) -> Result<String> {
+    let (code, output) = run_with(toolchain, exe, setup, false, Device::Strict)?;
+    let lines: Vec<&str> = output.lines().filter(|l| l.starts_with("omptarget-indirect strict: ")).collect();
+    let [line] = lines[..] else {
+        bail!(
+            "negative control on the strict device: {what}, {} exited with {code} and {} strict lines, expected 1:\n{output}",
+            exe.display(),
+            lines.len()
+        )
+    };
+    ensure!(
+        code == 70 && line.ends_with("on a GPU this faults"),
+        "negative control on the strict device: {what}, {} exited with {code}:\n{output}",
+        exe.display()
+    );
+    let function = line
+        .split_once("call of host function `")
+        .and_then(|(_, rest)| rest.split_once('`'))
+        .map(|(name, _)| name.to_string())
+        .with_context(|| format!("{what}: the strict line names no host function: {line}"))?;
+    Ok(function)
 }
 
 /// Builds every program for a GPU target and checks that each device image defines our function

@@ -153,9 +153,13 @@ mod tests {
         for call in ["Command::new(\"", "program(\""] {
             let mut rest = source;
             while let Some(at) = rest.find(call) {
+                // `program(` alone, not the end of another name (`is_host_program(`).
+                let whole = rest[..at].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
                 rest = &rest[at + call.len()..];
                 let end = rest.find('"').expect("a closed literal");
-                found.push(rest[..end].to_string());
+                if whole {
+                    found.push(rest[..end].to_string());
+                }
             }
         }
         found
@@ -366,7 +370,7 @@ mod tests {
     /// The scans themselves: a program that is not listed is found.
     #[test]
     fn an_unlisted_program_is_caught() {
-        let rust = "let x = Command::new(\"frobnicate\").arg(\"cmake\");";
+        let rust = "let x = Command::new(\"frobnicate\").arg(\"cmake\"); is_host_program(\"cc\");";
         assert_eq!(rust_programs(rust), ["frobnicate"]);
         assert!(!listed("frobnicate"));
         let script =

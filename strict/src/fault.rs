@@ -1,0 +1,205 @@
+//! The report: a fault on the host program's memory while a window is open stops the program
+//! with one line saying what device code did, to what, and from where. Every other fault keeps
+//! its usual behaviour (the handler steps aside and the faulting instruction runs again).
+
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::Once;
+
+use crate::objects;
+use crate::window;
+
+/// The exit status of a program strict mode stopped.
+pub const EXIT_STATUS: c_int = 70;
+
+/// The first words of the report line.
+pub const PREFIX: &str = "omptarget-indirect strict: ";
+
+static mut PREVIOUS: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();
+static INSTALL: Once = Once::new();
+
+/// Installs the handler (once), keeping the program's own for every other fault.
+pub fn install() {
+    INSTALL.call_once(|| {
+        // SAFETY: a zeroed sigaction with a valid SA_SIGINFO handler; PREVIOUS is written here
+        // once, before the handler can run, and only read afterwards.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(libc::SIGSEGV, &action, std::ptr::addr_of_mut!(PREVIOUS).cast());
+        }
+    });
+}
+
+/// What the faulting access was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// An instruction fetch: device code called or jumped to host code.
+    Call,
+    /// A load.
+    Read,
+    /// A store.
+    Write,
+}
+
+impl Access {
+    /// From the fault address, the instruction pointer and the x86 page-fault error code.
+    pub fn of(addr: usize, rip: usize, error: u64) -> Access {
+        if addr == rip || error & 0x10 != 0 {
+            Access::Call
+        } else if error & 0x2 != 0 {
+            Access::Write
+        } else {
+            Access::Read
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Access::Call => "call of",
+            Access::Read => "read of",
+            Access::Write => "write to",
+        }
+    }
+}
+
+/// The report line for an access of `addr` from device code at `from` (without a newline).
+pub fn describe(access: Access, addr: usize, from: usize, protected: &window::Protected) -> String {
+    let target = match objects::symbol_at(&protected.objects, addr) {
+        Some((s, path)) => {
+            let what = if s.function { "host function" } else { "host variable" };
+            let offset = addr - s.start;
+            let at = if offset == 0 { String::new() } else { format!("+{offset:#x}") };
+            format!("{what} `{}`{at} at {addr:#x} in {path}", s.name)
+        }
+        None => {
+            let path = objects::object_at(&protected.objects, addr).map_or("the host program", |o| &o.path);
+            format!("host address {addr:#x} in {path}")
+        }
+    };
+    let scope = if protected.unified_shared_memory {
+        " (under unified_shared_memory only the host program's code is guarded)"
+    } else {
+        ""
+    };
+    format!(
+        "{PREFIX}{} {target} by device code at {}{scope}: the address is the host program's; on a GPU this faults",
+        access.words(),
+        location(from)
+    )
+}
+
+/// How long a host thread that meets the protection waits for the kernels to finish before it
+/// is reported.
+const HOST_THREAD_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The path of the loaded object holding `pc`, as the dynamic loader knows it.
+fn object_path(pc: usize) -> Option<String> {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer.
+    if pc == 0 || unsafe { libc::dladdr(pc as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null dli_fname is the loader's NUL-terminated name.
+    Some(unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned())
+}
+
+/// `symbol+offset (object)` of a code address, as the dynamic loader knows it.
+fn location(pc: usize) -> String {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer.
+    if pc == 0 || unsafe { libc::dladdr(pc as *const c_void, &mut info) } == 0 {
+        return format!("{pc:#x}");
+    }
+    let text = |p: *const libc::c_char| {
+        // SAFETY: non-null strings dladdr returns are the loader's NUL-terminated names.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    };
+    let object = text(info.dli_fname).unwrap_or_default();
+    match text(info.dli_sname) {
+        Some(name) => format!("`{name}`+{:#x} ({object})", pc - info.dli_saddr as usize),
+        None => format!("{pc:#x} ({object})"),
+    }
+}
+
+extern "C" fn handler(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    // SAFETY: the kernel passes a valid siginfo and ucontext to an SA_SIGINFO handler.
+    let (addr, rip, rsp, error) = unsafe {
+        let gregs = &(*(context as *mut libc::ucontext_t)).uc_mcontext.gregs;
+        (
+            (*info).si_addr() as usize,
+            gregs[libc::REG_RIP as usize] as usize,
+            gregs[libc::REG_RSP as usize] as usize,
+            gregs[libc::REG_ERR as usize] as u64,
+        )
+    };
+    if let Some(protected) = window::protected().filter(|_| window::is_open()) {
+        let from_loader = protected.loader.iter().any(|&(start, end)| rip >= start && rip < end);
+        if from_loader && window::let_loader_through(addr) {
+            return;
+        }
+        if objects::object_at(&protected.objects, addr).is_some() {
+            let access = Access::of(addr, rip, error);
+            // A call's fault is at the callee: the caller is the return address the call pushed
+            // (the stack is never protected).
+            // SAFETY: rsp is the faulting thread's stack pointer, readable.
+            let from = if access == Access::Call { unsafe { *(rsp as *const usize) } } else { rip };
+            // Protection is per process: a host thread that goes on with host work while another
+            // thread's kernel runs meets it too (libomp running a `nowait` region's host task,
+            // libomptarget reading the program's entries for the next region). Not running a
+            // kernel, and not in device code (or called from it), it waits for the window to
+            // close and goes on.
+            if !window::this_thread_runs_a_kernel()
+                && !object_path(from).is_some_and(|p| objects::is_device_image_path(&p))
+                && window::wait_until_closed(HOST_THREAD_WAIT)
+            {
+                return;
+            }
+            let mut line = describe(access, addr, from, protected);
+            line.push('\n');
+            // SAFETY: writing a buffer to stderr, then ending the process without running
+            // anything of the host program (whose code is unreachable).
+            unsafe {
+                libc::write(2, line.as_ptr().cast(), line.len());
+                libc::_exit(EXIT_STATUS);
+            }
+        }
+    }
+    // A fault on the host program that raced with the window's closing: the memory is open
+    // again (or the next window's), so the instruction runs again.
+    if let Some(protected) = window::protected() {
+        if objects::object_at(&protected.objects, addr).is_some() && !window::is_open() {
+            return;
+        }
+    }
+    // Not ours: the program's own handler, or the default action when the instruction faults
+    // again.
+    // SAFETY: PREVIOUS was filled by `install` before this handler could run.
+    unsafe {
+        let previous = &*std::ptr::addr_of!(PREVIOUS).cast::<libc::sigaction>();
+        if previous.sa_sigaction == libc::SIG_DFL || previous.sa_sigaction == libc::SIG_IGN {
+            libc::signal(signal, libc::SIG_DFL);
+        } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
+            let chained: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+                std::mem::transmute(previous.sa_sigaction);
+            chained(signal, info, context);
+        } else {
+            let chained: extern "C" fn(c_int) = std::mem::transmute(previous.sa_sigaction);
+            chained(signal);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_access_is_told_from_the_fault() {
+        assert_eq!(Access::of(0x1000, 0x1000, 0x14), Access::Call);
+        assert_eq!(Access::of(0x1000, 0x2000, 0x10), Access::Call, "instruction fetch bit");
+        assert_eq!(Access::of(0x1000, 0x2000, 0x6), Access::Write);
+        assert_eq!(Access::of(0x1000, 0x2000, 0x4), Access::Read);
+    }
+}

@@ -1,0 +1,169 @@
+//! The strict window: while at least one kernel runs, every segment of the host program is
+//! inaccessible (under `requires unified_shared_memory`, only its code). The first kernel to
+//! start closes the host program off, the last one to finish opens it again, so kernels that run
+//! at the same time (`nowait`, several host threads) never reopen it under each other.
+
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
+
+use crate::objects::{self, Object};
+
+/// What the fault handler reads: the protected objects of the current window, published before
+/// their segments are protected and kept (never freed) for the life of the process.
+static PROTECTED: AtomicPtr<Protected> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The objects a window protects.
+pub struct Protected {
+    /// The host program's objects.
+    pub objects: Vec<Object>,
+    /// Whether the program requires unified shared memory (only code is protected).
+    pub unified_shared_memory: bool,
+    /// The dynamic loader's code.
+    pub loader: Vec<(usize, usize)>,
+}
+
+struct Window {
+    /// Kernels running now.
+    running: usize,
+    /// The snapshot in force, and how many objects were loaded when it was taken.
+    protected: Option<(&'static Protected, usize)>,
+    /// Load bases of the device images kernels were seen in.
+    device_images: Vec<usize>,
+}
+
+static WINDOW: Mutex<Window> = Mutex::new(Window { running: 0, protected: None, device_images: Vec::new() });
+
+/// The protected objects, for the fault handler (`None` before the first window).
+pub fn protected() -> Option<&'static Protected> {
+    // SAFETY: the pointer is null or a leaked `Box<Protected>`, never freed.
+    unsafe { PROTECTED.load(Ordering::Acquire).as_ref() }
+}
+
+/// Whether a window is open now, for the fault handler (racy by nature: a fault during a window
+/// is classified while the segments are still protected, since the faulting kernel has not left).
+pub fn is_open() -> bool {
+    RUNNING.load(Ordering::Acquire) > 0
+}
+
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Records that the object loaded at `base` is a device image (never protected).
+pub fn note_device_image(base: usize) {
+    let mut window = WINDOW.lock().unwrap_or_else(|e| e.into_inner());
+    if !window.device_images.contains(&base) {
+        window.device_images.push(base);
+        // The next window takes a new snapshot without it.
+        window.protected = None;
+    }
+}
+
+thread_local! {
+    /// Kernels this thread is running (it entered a window and has not left it).
+    static IN_KERNEL: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether the calling thread is running a kernel (safe in the fault handler: a `const`
+/// thread-local without destructor).
+pub fn this_thread_runs_a_kernel() -> bool {
+    IN_KERNEL.with(|k| k.get() > 0)
+}
+
+/// Waits, up to `limit`, until no kernel runs; returns whether none does (for a host thread that
+/// met the protection while running host code: it may go on once the window closes).
+pub fn wait_until_closed(limit: std::time::Duration) -> bool {
+    let step = libc::timespec { tv_sec: 0, tv_nsec: 200_000 };
+    let steps = limit.as_micros() / 200;
+    for _ in 0..steps {
+        if !is_open() {
+            return true;
+        }
+        // SAFETY: nanosleep with a valid duration (async-signal-safe).
+        unsafe { libc::nanosleep(&step, std::ptr::null_mut()) };
+    }
+    !is_open()
+}
+
+/// A kernel starts: the first one closes the host program off.
+pub fn enter() {
+    IN_KERNEL.with(|k| k.set(k.get() + 1));
+    crate::fault::install();
+    let mut window = WINDOW.lock().unwrap_or_else(|e| e.into_inner());
+    if window.running == 0 {
+        let loaded = loaded_objects();
+        let snapshot = match window.protected {
+            Some((snapshot, count)) if count == loaded => snapshot,
+            _ => {
+                let fresh: &'static Protected = Box::leak(Box::new(Protected {
+                    objects: objects::host_program(&window.device_images),
+                    unified_shared_memory: crate::requirements::unified_shared_memory(),
+                    loader: objects::loader_code(),
+                }));
+                window.protected = Some((fresh, loaded));
+                fresh
+            }
+        };
+        PROTECTED.store(snapshot as *const Protected as *mut Protected, Ordering::Release);
+        RUNNING.store(1, Ordering::Release);
+        protect(snapshot, true);
+    } else {
+        RUNNING.fetch_add(1, Ordering::AcqRel);
+    }
+    window.running += 1;
+}
+
+/// A kernel finished: the last one opens the host program again.
+pub fn leave() {
+    IN_KERNEL.with(|k| k.set(k.get().saturating_sub(1)));
+    let mut window = WINDOW.lock().unwrap_or_else(|e| e.into_inner());
+    window.running = window.running.saturating_sub(1);
+    if window.running == 0 {
+        if let Some((snapshot, _)) = window.protected {
+            protect(snapshot, false);
+        }
+    }
+    RUNNING.store(window.running, Ordering::Release);
+}
+
+/// Closes (`on`) or reopens the host program's segments.
+fn protect(snapshot: &Protected, on: bool) {
+    for object in &snapshot.objects {
+        for s in &object.segments {
+            if snapshot.unified_shared_memory && s.prot & libc::PROT_EXEC == 0 {
+                continue;
+            }
+            let prot = if on { libc::PROT_NONE } else { s.prot };
+            // SAFETY: page-aligned ranges of mapped segments of loaded objects; only this
+            // library changes their protection, always back to what the loader gave them.
+            unsafe { libc::mprotect(s.start as *mut libc::c_void, s.end - s.start, prot) };
+        }
+    }
+}
+
+/// Reopens, until the window closes, the protected page range holding `addr` if it is not code:
+/// for the dynamic loader, which reads the host program's symbol tables when a library function
+/// is first called. Returns whether it did.
+pub fn let_loader_through(addr: usize) -> bool {
+    let Some(snapshot) = protected() else { return false };
+    for object in &snapshot.objects {
+        for s in &object.segments {
+            if addr >= s.start && addr < s.end && s.prot & libc::PROT_EXEC == 0 {
+                // SAFETY: as in `protect`: back to what the loader gave the range.
+                return unsafe { libc::mprotect(s.start as *mut libc::c_void, s.end - s.start, s.prot) } == 0;
+            }
+        }
+    }
+    false
+}
+
+/// How many objects are loaded (a new snapshot is taken when it changes).
+fn loaded_objects() -> usize {
+    unsafe extern "C" fn count(_: *mut libc::dl_phdr_info, _: usize, data: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `data` is the counter below.
+        unsafe { *(data as *mut usize) += 1 };
+        0
+    }
+    let mut n = 0usize;
+    // SAFETY: the callback only counts.
+    unsafe { libc::dl_iterate_phdr(Some(count), &mut n as *mut usize as *mut libc::c_void) };
+    n
+}

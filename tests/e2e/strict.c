@@ -1,0 +1,119 @@
+/* The strict device (docs/strict.md): `./strict MODE`.
+ *
+ * MODE ok: what a GPU allows, which the strict device must let through: mapped data, a
+ * declare-target global and `target update`, `target enter/exit data`, a user-defined mapper
+ * (host code libomptarget runs around the kernel), `nowait` regions from two host threads at
+ * once, and a call through a translated pointer to an indirect function. Prints
+ * "strict: N checks, 0 failed".
+ *
+ * MODE read / write / call: device code reads a host global, writes one, and calls a host
+ * function that is not `declare target indirect` (its address passes the translation unchanged),
+ * each through a pointer that reached the device as a value. On the loose x86_64 device they
+ * work (each prints "touched" and exits 0); the strict device, like a GPU, must stop them. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "indirect_check.h"
+
+int host_counter = 40;                 /* neither declare target nor mapped */
+int host_only(int x) { return x + 1; } /* not declare target */
+
+#pragma omp begin declare target indirect
+int triple(int x, const void **self) {
+  *self = (const void *)triple;
+  return 3 * x;
+}
+#pragma omp end declare target
+
+#pragma omp begin declare target
+int device_global = 1;
+static probe_fn device_addr(void) { return triple; }
+#pragma omp end declare target
+
+struct vec {
+  int len;
+  int *data;
+};
+#pragma omp declare mapper(struct vec v) map(v, v.data[0 : v.len])
+
+static void *nowait_regions(void *arg) {
+  int *out = arg;
+  for (int i = 0; i < 8; i++) {
+#pragma omp target map(tofrom : out[i : 1]) nowait
+    out[i] = out[i] * 2 + 1;
+  }
+#pragma omp taskwait
+  return 0;
+}
+
+static int allowed(void) {
+  int mapped[4] = {1, 2, 3, 4}, sum = 0;
+#pragma omp target map(to : mapped[0 : 4]) map(tofrom : sum)
+  for (int i = 0; i < 4; i++)
+    sum += mapped[i];
+  EXPECT(sum == 10, "mapped data: %d", sum);
+
+  device_global = 5;
+#pragma omp target update to(device_global)
+#pragma omp target
+  device_global *= 3;
+#pragma omp target update from(device_global)
+  EXPECT(device_global == 15, "declare target global and target update: %d", device_global);
+
+  int kept[3] = {7, 8, 9};
+#pragma omp target enter data map(to : kept[0 : 3])
+#pragma omp target
+  for (int i = 0; i < 3; i++)
+    kept[i] += 10;
+#pragma omp target exit data map(from : kept[0 : 3])
+  EXPECT(kept[0] == 17 && kept[2] == 19, "enter/exit data: %d %d", kept[0], kept[2]);
+
+  int storage[5] = {1, 1, 1, 1, 1};
+  struct vec v = {5, storage};
+#pragma omp target map(tofrom : v)
+  for (int i = 0; i < v.len; i++)
+    v.data[i] = i * i;
+  EXPECT(storage[4] == 16, "user-defined mapper: %d", storage[4]);
+
+  int a[8], b[8];
+  for (int i = 0; i < 8; i++)
+    a[i] = b[i] = i;
+  pthread_t other;
+  pthread_create(&other, 0, nowait_regions, b);
+  nowait_regions(a);
+  pthread_join(other, 0);
+  EXPECT(a[7] == 15 && b[7] == 15, "nowait regions from two threads: %d %d", a[7], b[7]);
+
+  struct probe p;
+  probe_fn fp = triple;
+#pragma omp target firstprivate(fp) map(from : p)
+  probe_call(&p, fp, device_addr(), 4);
+  check_probe("translated call", &p, triple, 12);
+  return finish("strict");
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "ok";
+  if (!strcmp(mode, "ok"))
+    return allowed();
+  int *counter = &host_counter;
+  int (*fn)(int) = host_only;
+  int out = 0;
+  if (!strcmp(mode, "read")) {
+#pragma omp target firstprivate(counter) map(from : out)
+    out = *counter;
+  } else if (!strcmp(mode, "write")) {
+#pragma omp target firstprivate(counter)
+    *counter = 7;
+    out = host_counter;
+  } else if (!strcmp(mode, "call")) {
+#pragma omp target firstprivate(fn) map(from : out)
+    out = TRANSLATE(int (*)(int), fn)(1);
+  } else {
+    printf("unknown mode %s\n", mode);
+    return 2;
+  }
+  printf("touched %d\n", out);
+  return 0;
+}
