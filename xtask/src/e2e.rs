@@ -138,6 +138,18 @@ pub const PROGRAMS: &[Program] = &[
         gpu_flags: &[],
     },
     Program {
+        name: "strict",
+        about: "what the strict device lets through: mapped data, globals, enter/exit data, a mapper, nowait from two threads",
+        units: &[unit("strict.c")],
+        library: &[],
+        needs_map: true,
+        expect_line: None,
+        unmodified: false,
+        // Its other modes touch the host program on purpose ([`strict_stops`]).
+        on_gpus: false,
+        gpu_flags: &[],
+    },
+    Program {
         name: "multi",
         about: "several translation units and a static library",
         units: &[unit("multi_main.c"), unit("multi_unit.c")],
@@ -576,6 +588,46 @@ fn expect_strict_stop(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: 
         .map(|(name, _)| name.to_string())
         .with_context(|| format!("{what}: the strict line names no host function: {line}"))?;
     Ok(function)
+}
+
+/// `tests/e2e/strict.c`'s modes that touch the host program from device code (a host global
+/// read and written, a host function called, each through a pointer passed as a value): the
+/// loose x86_64 device lets each through (exit 0), the strict device stops each with its line.
+pub fn strict_stops(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
+    let program = PROGRAMS.iter().find(|p| p.name == "strict").context("no strict program")?;
+    let exe = build(workspace, toolchain, &OffloadTarget::x86_64(), program)?;
+    for (mode, expected) in [
+        ("read", "read of host variable `host_counter`"),
+        ("write", "write to host variable `host_counter`"),
+        ("call", "call of host function `host_only`"),
+    ] {
+        for device in [Device::Loose, Device::Strict] {
+            let mut c = Command::new(&exe);
+            c.arg(mode).env_remove("LD_LIBRARY_PATH").envs(toolchain.run_env()).env_remove("LD_PRELOAD");
+            if device == Device::Strict {
+                c.env("LD_PRELOAD", toolchain.dist().strict_lib());
+            }
+            let out = c.output().with_context(|| format!("cannot run {}", exe.display()))?;
+            let code = out.status.code().unwrap_or(-1);
+            let text =
+                format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let lines: Vec<&str> =
+                text.lines().filter(|l| l.starts_with("omptarget-indirect strict: ")).collect();
+            match device {
+                Device::Loose => ensure!(
+                    code == 0 && text.contains("touched") && lines.is_empty(),
+                    "{mode} on the loose device exited with {code}:\n{text}"
+                ),
+                Device::Strict => ensure!(
+                    code == 70 && lines.len() == 1 && lines[0].contains(expected) && lines[0].contains(" by device code at `__omp_offloading_") && lines[0].ends_with("on a GPU this faults") && !text.contains("touched"),
+                    "{mode} on the strict device exited with {code}, expected 70 and one line with `{expected}`:\n{text}"
+                ),
+            }
+        }
+    }
+    Ok("the loose device lets device code read, write and call into the host program; the strict device \
+        stops each with its line (exit 70), naming the symbol and the kernel"
+        .to_string())
 }
 
 /// Builds every program for a GPU target and checks that each device image defines our function

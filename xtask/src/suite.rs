@@ -147,6 +147,13 @@ pub fn run(workspace: &Path) -> Result<()> {
     });
     for llvm in Llvm::ALL {
         let toolchain = Toolchain::new(llvm, &tools, &dist);
+        report.step(
+            format!(
+                "strict device, {}: host globals read and written and a host function called by device code are stopped",
+                toolchain.describe()
+            ),
+            || e2e::strict_stops(workspace, &toolchain),
+        );
         for program in e2e::PROGRAMS {
             report.step(
                 format!(
