@@ -99,6 +99,17 @@ pub fn enter() {
                     loader: objects::loader_code(),
                 }));
                 window.protected = Some((fresh, loaded));
+                if std::env::var("LIBOMPTARGET_INFO")
+                    .is_ok_and(|v| v.trim().parse::<i64>().is_ok_and(|n| n != 0))
+                {
+                    let segments: usize = fresh.objects.iter().map(|o| o.segments.len()).sum();
+                    eprintln!(
+                        "{}info: protecting {segments} segments of {} objects of the host program{}",
+                        crate::fault::PREFIX,
+                        fresh.objects.len(),
+                        if fresh.unified_shared_memory { " (code only: unified_shared_memory)" } else { "" }
+                    );
+                }
                 fresh
             }
         };
@@ -124,19 +135,38 @@ pub fn leave() {
     RUNNING.store(window.running, Ordering::Release);
 }
 
-/// Closes (`on`) or reopens the host program's segments.
+/// Closes (`on`) or reopens the host program's segments. Each `mprotect` costs about a
+/// microsecond (most of it the TLB shootdown), so calls are merged: closing takes one call per
+/// run of adjacent segments (an object's segments are one mapping span), reopening one per run
+/// of adjacent segments with the same protection.
 fn protect(snapshot: &Protected, on: bool) {
     for object in &snapshot.objects {
-        for s in &object.segments {
-            if snapshot.unified_shared_memory && s.prot & libc::PROT_EXEC == 0 {
-                continue;
-            }
+        let mut run: Option<(usize, usize, libc::c_int)> = None;
+        let guarded = object
+            .segments
+            .iter()
+            .filter(|s| !(snapshot.unified_shared_memory && s.prot & libc::PROT_EXEC == 0));
+        for s in guarded {
             let prot = if on { libc::PROT_NONE } else { s.prot };
-            // SAFETY: page-aligned ranges of mapped segments of loaded objects; only this
-            // library changes their protection, always back to what the loader gave them.
-            unsafe { libc::mprotect(s.start as *mut libc::c_void, s.end - s.start, prot) };
+            run = match run {
+                Some((start, end, p)) if end == s.start && p == prot => Some((start, s.end, p)),
+                Some(done) => {
+                    apply(done);
+                    Some((s.start, s.end, prot))
+                }
+                None => Some((s.start, s.end, prot)),
+            };
+        }
+        if let Some(done) = run {
+            apply(done);
         }
     }
+}
+
+fn apply((start, end, prot): (usize, usize, libc::c_int)) {
+    // SAFETY: page-aligned ranges of mapped segments of loaded objects; only this library
+    // changes their protection, always back to what the loader gave them.
+    unsafe { libc::mprotect(start as *mut libc::c_void, end - start, prot) };
 }
 
 /// Reopens, until the window closes, the protected page range holding `addr` if it is not code:

@@ -85,10 +85,11 @@ static int allowed(void) {
   pthread_join(other, 0);
   EXPECT(a[7] == 15 && b[7] == 15, "nowait regions from two threads: %d %d", a[7], b[7]);
 
+  /* Mapped as data: the host address arrives, and only the map translates it. */
   struct probe p;
-  probe_fn fp = triple;
-#pragma omp target firstprivate(fp) map(from : p)
-  probe_call(&p, fp, device_addr(), 4);
+  probe_fn fps[1] = {triple};
+#pragma omp target map(to : fps[0 : 1]) map(from : p)
+  probe_call(&p, fps[0], device_addr(), 4);
   check_probe("translated call", &p, triple, 12);
   return finish("strict");
 }

@@ -53,6 +53,8 @@ pub struct Program {
     pub on_gpus: bool,
     /// Compile flags added for the GPU targets only.
     pub gpu_flags: &'static [&'static str],
+    /// Its negative controls must also be stopped on the strict device.
+    pub strict_control: bool,
 }
 
 /// How a program is compiled.
@@ -101,6 +103,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        strict_control: true,
     },
     Program {
         name: "reach",
@@ -112,6 +115,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        strict_control: true,
     },
     Program {
         name: "table",
@@ -124,6 +128,7 @@ pub const PROGRAMS: &[Program] = &[
         on_gpus: true,
         // ptxas peaks at 23 GB over 1024 address-taken functions, 0.4 GB over 256.
         gpu_flags: &["-DTABLE_FUNCTIONS_256"],
+        strict_control: true,
     },
     Program {
         name: "requires",
@@ -136,6 +141,7 @@ pub const PROGRAMS: &[Program] = &[
         // The GPU plugins do not give unified shared memory: they refuse this program's image.
         on_gpus: false,
         gpu_flags: &[],
+        strict_control: true,
     },
     Program {
         name: "strict",
@@ -148,6 +154,7 @@ pub const PROGRAMS: &[Program] = &[
         // Its other modes touch the host program on purpose ([`strict_stops`]).
         on_gpus: false,
         gpu_flags: &[],
+        strict_control: true,
     },
     Program {
         name: "multi",
@@ -159,6 +166,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        strict_control: true,
     },
     Program {
         name: "passthrough",
@@ -170,6 +178,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        strict_control: true,
     },
     Program {
         name: "devices",
@@ -181,6 +190,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        strict_control: true,
     },
     Program {
         name: "no_indirect",
@@ -192,6 +202,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        strict_control: true,
     },
     Program {
         name: "cxx",
@@ -203,6 +214,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        strict_control: true,
     },
     Program {
         name: "unmodified",
@@ -215,6 +227,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         on_gpus: true,
         gpu_flags: &[],
+        strict_control: true,
     },
     Program {
         name: "unmodified_virtual",
@@ -227,6 +240,10 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         on_gpus: true,
         gpu_flags: &[],
+        // Its one case that fails without the pass plugin reads a host-built object's host
+        // vtable, which the strict device skips as a GPU does (calls through host vtables are
+        // not translated yet), so nothing is left for the strict device to stop.
+        strict_control: false,
     },
 ];
 
@@ -470,18 +487,27 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
         let control = build_as(workspace, toolchain, &target, program, Build::WithoutPassPlugin)?;
         let failed =
             expect_failure(toolchain, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
-        let stopped =
-            expect_strict_stop(toolchain, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
-        detail.push_str(&format!(
-            "; compiled without the pass plugin: {failed} checks fail, and the strict device stops it at the call of `{stopped}` (negative controls)"
-        ));
+        detail.push_str(&format!("; compiled without the pass plugin: {failed} checks fail"));
+        if program.strict_control {
+            let stopped = expect_strict_stop(
+                toolchain,
+                &control,
+                MapSetup::Indexed,
+                "compiled without the pass plugin",
+            )?;
+            detail.push_str(&format!(", and the strict device stops it at the call of `{stopped}`"));
+        }
+        detail.push_str(" (negative controls)");
     }
     if program.needs_map && ours {
         let failed = expect_failure(toolchain, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
-        let stopped = expect_strict_stop(toolchain, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
-        detail.push_str(&format!(
-            "; without the map: {failed} checks fail, and the strict device stops it at the call of `{stopped}` (negative controls)"
-        ));
+        detail.push_str(&format!("; without the map: {failed} checks fail"));
+        if program.strict_control {
+            let stopped =
+                expect_strict_stop(toolchain, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
+            detail.push_str(&format!(", and the strict device stops it at the call of `{stopped}`"));
+        }
+        detail.push_str(" (negative controls)");
         detail.push_str(&format!("; {}", check_diagnostics(toolchain, &exe, program)?));
     }
     if !ours {

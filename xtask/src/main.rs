@@ -14,6 +14,7 @@ mod metrics;
 mod offload;
 mod pass_ir;
 mod requirements;
+mod strict_bench;
 mod suite;
 mod toolchain;
 mod tools;
@@ -36,8 +37,9 @@ commands:
   demo                                          build, then run examples/indirect_calls.c on a device
                                                 (NVIDIA GPU 0 if present, else x86_64 host offload)
   env                                           print the compile flags and environment for users
-  bench                                         build, then time set_function_ptr_map and the
-                                                translation the pass plugin inserts (target/bench/)
+  bench                                         build, then time set_function_ptr_map, the
+                                                translation the pass plugin inserts, and what strict
+                                                mode adds to a target region (target/bench/)
   gpu-test [--require-gpu]                      build target/gpu-bundle/ and run it on this machine's
                                                 NVIDIA GPU (without one: \"built, not run\", exit 0)
   gpu-bench                                     the same bundle's translation benchmark (target/bench/)
@@ -267,7 +269,8 @@ fn bench(workspace: &Path) -> Result<()> {
         "--bench",
         "set_function_ptr_map",
     ]))?;
-    translation_bench::run(workspace, &tools, &dist)
+    translation_bench::run(workspace, &tools, &dist)?;
+    strict_bench::run(workspace, &tools, &dist)
 }
 
 /// `cargo xtask env`: what a user needs to build and run their own program with this project,
