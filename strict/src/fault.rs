@@ -94,32 +94,33 @@ pub fn describe(access: Access, addr: usize, from: usize, protected: &window::Pr
 /// is reported.
 const HOST_THREAD_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The path of the loaded object holding `pc`, as the dynamic loader knows it.
-fn object_path(pc: usize) -> Option<String> {
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer.
-    if pc == 0 || unsafe { libc::dladdr(pc as *const c_void, &mut info) } == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: a non-null dli_fname is the loader's NUL-terminated name.
-    Some(unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned())
-}
-
-/// `symbol+offset (object)` of a code address, as the dynamic loader knows it.
-fn location(pc: usize) -> String {
+/// What the dynamic loader knows of code address `pc`: the path of the object holding it, and
+/// the symbol before it with its address, if any.
+fn loaded_at(pc: usize) -> Option<(String, Option<(String, usize)>)> {
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer.
     if pc == 0 || unsafe { libc::dladdr(pc as *const c_void, &mut info) } == 0 {
-        return format!("{pc:#x}");
+        return None;
     }
     let text = |p: *const libc::c_char| {
         // SAFETY: non-null strings dladdr returns are the loader's NUL-terminated names.
         (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
     };
-    let object = text(info.dli_fname).unwrap_or_default();
-    match text(info.dli_sname) {
-        Some(name) => format!("`{name}`+{:#x} ({object})", pc - info.dli_saddr as usize),
-        None => format!("{pc:#x} ({object})"),
+    let symbol = text(info.dli_sname).map(|name| (name, info.dli_saddr as usize));
+    Some((text(info.dli_fname).unwrap_or_default(), symbol))
+}
+
+/// The path of the loaded object holding `pc`.
+fn object_path(pc: usize) -> Option<String> {
+    loaded_at(pc).map(|(object, _)| object).filter(|o| !o.is_empty())
+}
+
+/// `symbol+offset (object)` of a code address, as the dynamic loader knows it.
+fn location(pc: usize) -> String {
+    match loaded_at(pc) {
+        Some((object, Some((name, start)))) => format!("`{name}`+{:#x} ({object})", pc - start),
+        Some((object, None)) => format!("{pc:#x} ({object})"),
+        None => format!("{pc:#x}"),
     }
 }
 

@@ -37,19 +37,10 @@ pub static omptarget_indirect_strict_mode: u8 = 1;
 /// `void *dlsym(void *, const char *)` of the C library.
 type Dlsym = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
 
-/// The C library's own `dlsym`, found with `dlvsym` (which this library does not interpose).
-fn real_dlsym() -> Option<Dlsym> {
-    static REAL: OnceLock<Option<usize>> = OnceLock::new();
-    let found = REAL.get_or_init(|| {
-        ["GLIBC_2.34", "GLIBC_2.2.5"].iter().find_map(|version| {
-            let version = std::ffi::CString::new(*version).ok()?;
-            // SAFETY: valid C strings; RTLD_NEXT looks past this library.
-            let f = unsafe { libc::dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), version.as_ptr()) };
-            (!f.is_null()).then_some(f as usize)
-        })
-    });
+/// The C library's own `dlsym`.
+fn real_dlsym() -> Dlsym {
     // SAFETY: the address is the C library's dlsym, of type `Dlsym`.
-    found.map(|f| unsafe { std::mem::transmute::<usize, Dlsym>(f) })
+    unsafe { std::mem::transmute::<usize, Dlsym>(real_dlsym_address()) }
 }
 
 /// Whether this project's x86_64 plugin is loaded: it then launches kernels through `ffi_call`
@@ -70,12 +61,23 @@ fn our_plugin_launches() -> bool {
     })
 }
 
-/// The C library's `dlsym`, for `dlsym(RTLD_NEXT, ...)`: set before the first such call.
+/// The C library's `dlsym` (0 until first needed), found with `dlvsym`, which this library does
+/// not interpose.
 static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
 
-/// For the assembly below: the C library's `dlsym` (aborts if there is none: nothing could run).
+/// The C library's `dlsym`, found once; also called by the assembly below. Aborts if there is
+/// none (no program could run).
 extern "C" fn real_dlsym_address() -> usize {
-    let real = real_dlsym().map_or_else(|| std::process::abort(), |f| f as usize);
+    let known = REAL_DLSYM.load(Ordering::Acquire);
+    if known != 0 {
+        return known;
+    }
+    let found = [c"GLIBC_2.34", c"GLIBC_2.2.5"].iter().find_map(|version| {
+        // SAFETY: valid C strings; RTLD_NEXT looks past this library.
+        let f = unsafe { libc::dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), version.as_ptr()) };
+        (!f.is_null()).then_some(f as usize)
+    });
+    let real = found.unwrap_or_else(|| std::process::abort());
     REAL_DLSYM.store(real, Ordering::Release);
     real
 }
@@ -122,7 +124,7 @@ pub unsafe extern "C" fn dlsym(_handle: *mut c_void, _name: *const c_char) -> *m
 /// # Safety
 /// As `dlsym(3)`.
 unsafe extern "C" fn strict_dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void {
-    let Some(real) = real_dlsym() else { return std::ptr::null_mut() };
+    let real = real_dlsym();
     // SAFETY: forwarded with the caller's arguments (the caller's identity matters only for
     // RTLD_NEXT, which never comes here).
     let found = unsafe { real(handle, name) };
@@ -169,9 +171,8 @@ fn real_ffi_call() -> Option<FfiCall> {
         // SAFETY: valid C strings; RTLD_NEXT looks past this library.
         let f = unsafe { libc::dlvsym(libc::RTLD_NEXT, c"ffi_call".as_ptr(), c"LIBFFI_BASE_8.0".as_ptr()) };
         let f = if f.is_null() {
-            let real = real_dlsym()?;
             // SAFETY: the C library's dlsym with valid arguments.
-            unsafe { real(libc::RTLD_NEXT, c"ffi_call".as_ptr()) }
+            unsafe { real_dlsym()(libc::RTLD_NEXT, c"ffi_call".as_ptr()) }
         } else {
             f
         };

@@ -23,15 +23,13 @@ pub struct Protected {
 }
 
 struct Window {
-    /// Kernels running now.
-    running: usize,
-    /// The snapshot in force, and how many objects were loaded when it was taken.
-    protected: Option<(&'static Protected, usize)>,
+    /// The snapshot in force, and the loader's load count when it was taken.
+    protected: Option<(&'static Protected, u64)>,
     /// Load bases of the device images kernels were seen in.
     device_images: Vec<usize>,
 }
 
-static WINDOW: Mutex<Window> = Mutex::new(Window { running: 0, protected: None, device_images: Vec::new() });
+static WINDOW: Mutex<Window> = Mutex::new(Window { protected: None, device_images: Vec::new() });
 
 /// The protected objects, for the fault handler (`None` before the first window).
 pub fn protected() -> Option<&'static Protected> {
@@ -45,6 +43,7 @@ pub fn is_open() -> bool {
     RUNNING.load(Ordering::Acquire) > 0
 }
 
+/// Kernels running now: changed under the `WINDOW` lock, read by the fault handler without it.
 static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Records that the object loaded at `base` is a device image (never protected).
@@ -88,7 +87,7 @@ pub fn enter() {
     IN_KERNEL.with(|k| k.set(k.get() + 1));
     crate::fault::install();
     let mut window = WINDOW.lock().unwrap_or_else(|e| e.into_inner());
-    if window.running == 0 {
+    if RUNNING.load(Ordering::Acquire) == 0 {
         let loaded = loaded_objects();
         let snapshot = match window.protected {
             Some((snapshot, count)) if count == loaded => snapshot,
@@ -119,20 +118,20 @@ pub fn enter() {
     } else {
         RUNNING.fetch_add(1, Ordering::AcqRel);
     }
-    window.running += 1;
 }
 
 /// A kernel finished: the last one opens the host program again.
 pub fn leave() {
     IN_KERNEL.with(|k| k.set(k.get().saturating_sub(1)));
-    let mut window = WINDOW.lock().unwrap_or_else(|e| e.into_inner());
-    window.running = window.running.saturating_sub(1);
-    if window.running == 0 {
+    let window = WINDOW.lock().unwrap_or_else(|e| e.into_inner());
+    let running = RUNNING.load(Ordering::Acquire).saturating_sub(1);
+    if running == 0 {
         if let Some((snapshot, _)) = window.protected {
             protect(snapshot, false);
         }
     }
-    RUNNING.store(window.running, Ordering::Release);
+    // After reopening: a host thread waiting for the window to close goes on to open memory.
+    RUNNING.store(running, Ordering::Release);
 }
 
 /// Closes (`on`) or reopens the host program's segments. Each `mprotect` costs about a
@@ -185,15 +184,22 @@ pub fn let_loader_through(addr: usize) -> bool {
     false
 }
 
-/// How many objects are loaded (a new snapshot is taken when it changes).
-fn loaded_objects() -> usize {
-    unsafe extern "C" fn count(_: *mut libc::dl_phdr_info, _: usize, data: *mut libc::c_void) -> libc::c_int {
-        // SAFETY: `data` is the counter below.
-        unsafe { *(data as *mut usize) += 1 };
-        0
+/// The loader's count of objects loaded and unloaded so far (`dlpi_adds + dlpi_subs`): a new
+/// snapshot is taken when it changes. Read from the first object alone, so each window pays for
+/// one callback, not one per loaded object.
+fn loaded_objects() -> u64 {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        _: usize,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info (whose size covers the counters, glibc
+        // 2.4+) and `data` is the u64 below.
+        unsafe { *(data as *mut u64) = (*info).dlpi_adds.wrapping_add((*info).dlpi_subs) };
+        1
     }
-    let mut n = 0usize;
-    // SAFETY: the callback only counts.
-    unsafe { libc::dl_iterate_phdr(Some(count), &mut n as *mut usize as *mut libc::c_void) };
-    n
+    let mut generation = 0u64;
+    // SAFETY: the callback only reads the counters and stops the walk.
+    unsafe { libc::dl_iterate_phdr(Some(first), &mut generation as *mut u64 as *mut libc::c_void) };
+    generation
 }

@@ -368,7 +368,7 @@ pub enum MapSetup {
 /// the run used libomptarget 22 and loaded no library of the project's dist tree: the stock
 /// runtime and the device library did the work alone.
 pub fn run(toolchain: &Toolchain, exe: &Path, setup: MapSetup) -> Result<(i32, String)> {
-    run_with(toolchain, exe, setup, false, Device::Loose)
+    run_with(toolchain, exe, &[], setup, false, Device::Loose)
 }
 
 /// How forgiving the x86_64 device is.
@@ -381,16 +381,17 @@ pub enum Device {
     Strict,
 }
 
-/// [`run`], with `LIBOMPTARGET_INFO=1` where `info`, on the `device` given.
-fn run_with(
+/// [`run`] with `args`, with `LIBOMPTARGET_INFO=1` where `info`, on the `device` given.
+pub fn run_with(
     toolchain: &Toolchain,
     exe: &Path,
+    args: &[&str],
     setup: MapSetup,
     info: bool,
     device: Device,
 ) -> Result<(i32, String)> {
     let mut c = Command::new(exe);
-    c.env_remove("LD_LIBRARY_PATH").envs(toolchain.run_env()).env_remove("LIBOMPTARGET_INFO");
+    c.args(args).env_remove("LD_LIBRARY_PATH").envs(toolchain.run_env()).env_remove("LIBOMPTARGET_INFO");
     c.env_remove("LD_PRELOAD");
     if device == Device::Strict {
         c.env("LD_PRELOAD", toolchain.dist().strict_lib());
@@ -524,9 +525,9 @@ fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Re
     let ours = |text: &str| -> Vec<String> {
         text.lines().filter(|l| l.starts_with("omptarget-indirect (")).map(str::to_string).collect()
     };
-    let (_, quiet) = run_with(toolchain, exe, MapSetup::Indexed, false, Device::Loose)?;
+    let (_, quiet) = run_with(toolchain, exe, &[], MapSetup::Indexed, false, Device::Loose)?;
     ensure!(ours(&quiet).is_empty(), "{}: a passing run printed {:?}", exe.display(), ours(&quiet));
-    let (code, informed) = run_with(toolchain, exe, MapSetup::Indexed, true, Device::Loose)?;
+    let (code, informed) = run_with(toolchain, exe, &[], MapSetup::Indexed, true, Device::Loose)?;
     let lines = ours(&informed);
     ensure!(code == 0, "{} with LIBOMPTARGET_INFO=1 exited with {code}", exe.display());
     let summary = lines
@@ -543,7 +544,7 @@ fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Re
         "{}: error lines in a passing run: {lines:?}",
         program.name
     );
-    let (_, unmapped) = run_with(toolchain, exe, MapSetup::None, false, Device::Loose)?;
+    let (_, unmapped) = run_with(toolchain, exe, &[], MapSetup::None, false, Device::Loose)?;
     let notices =
         ours(&unmapped).into_iter().filter(|l| l.contains(") notice: OMPTARGET_INDIRECT_MAP=0")).count();
     ensure!(notices == 1, "{}: {notices} OMPTARGET_INDIRECT_MAP=0 notices, expected 1", program.name);
@@ -564,7 +565,7 @@ fn expect_pass_on(
     setup: MapSetup,
     device: Device,
 ) -> Result<String> {
-    let (code, output) = run_with(toolchain, exe, setup, false, device)?;
+    let (code, output) = run_with(toolchain, exe, &[], setup, false, device)?;
     let summary = output.lines().find(|l| l.starts_with(&format!("{}: ", program.name))).unwrap_or("");
     ensure!(
         code == 0 && summary.ends_with(" 0 failed"),
@@ -594,7 +595,7 @@ fn expect_failure(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: &str
 /// device code calls: exit status 70 and one line `omptarget-indirect strict: call of host function
 /// `f` ...` naming it; returns the function's name.
 fn expect_strict_stop(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: &str) -> Result<String> {
-    let (code, output) = run_with(toolchain, exe, setup, false, Device::Strict)?;
+    let (code, output) = run_with(toolchain, exe, &[], setup, false, Device::Strict)?;
     let lines: Vec<&str> = output.lines().filter(|l| l.starts_with("omptarget-indirect strict: ")).collect();
     let [line] = lines[..] else {
         bail!(
@@ -628,15 +629,7 @@ pub fn strict_stops(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
         ("call", "call of host function `host_only`"),
     ] {
         for device in [Device::Loose, Device::Strict] {
-            let mut c = Command::new(&exe);
-            c.arg(mode).env_remove("LD_LIBRARY_PATH").envs(toolchain.run_env()).env_remove("LD_PRELOAD");
-            if device == Device::Strict {
-                c.env("LD_PRELOAD", toolchain.dist().strict_lib());
-            }
-            let out = c.output().with_context(|| format!("cannot run {}", exe.display()))?;
-            let code = out.status.code().unwrap_or(-1);
-            let text =
-                format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let (code, text) = run_with(toolchain, &exe, &[mode], MapSetup::Indexed, false, device)?;
             let lines: Vec<&str> =
                 text.lines().filter(|l| l.starts_with("omptarget-indirect strict: ")).collect();
             match device {

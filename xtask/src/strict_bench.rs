@@ -12,6 +12,7 @@ use anyhow::{ensure, Context, Result};
 
 use crate::build::Dist;
 use crate::cmd;
+use crate::e2e::{run_with, Device, MapSetup};
 use crate::offload::OffloadTarget;
 use crate::toolchain::Toolchain;
 use crate::tools::Tools;
@@ -65,19 +66,9 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
                 .arg("-o")
                 .arg(&exe),
         )?;
-        let once = |strict: bool, info: bool| -> Result<(f64, String)> {
-            let mut c = Command::new(&exe);
-            c.envs(toolchain.run_env()).env_remove("LD_PRELOAD").env_remove("LIBOMPTARGET_INFO");
-            if strict {
-                c.env("LD_PRELOAD", dist.strict_lib());
-            }
-            if info {
-                c.env("LIBOMPTARGET_INFO", "1");
-            }
-            let o = c.output().with_context(|| format!("cannot run {}", exe.display()))?;
-            let text =
-                format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-            ensure!(o.status.success(), "{} failed:\n{text}", exe.display());
+        let once = |device: Device, info: bool| -> Result<(f64, String)> {
+            let (code, text) = run_with(&toolchain, &exe, &[], MapSetup::Indexed, info, device)?;
+            ensure!(code == 0, "{} ({device:?} device) exited with {code}:\n{text}", exe.display());
             let us = text
                 .lines()
                 .find_map(|l| l.strip_prefix("strict_cost,"))
@@ -86,14 +77,14 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
                 .parse()?;
             Ok((us, text))
         };
-        let (_, info) = once(true, true)?;
+        let (_, info) = once(Device::Strict, true)?;
         let segments: usize = info
             .lines()
             .find_map(|l| l.split("protecting ").nth(1)?.split(' ').next()?.parse().ok())
             .with_context(|| format!("strict mode said nothing with LIBOMPTARGET_INFO=1:\n{info}"))?;
         let mut pairs = Vec::new();
         for _ in 0..PAIRS {
-            pairs.push((once(false, false)?.0, once(true, false)?.0));
+            pairs.push((once(Device::Loose, false)?.0, once(Device::Strict, false)?.0));
         }
         let median = |mut v: Vec<f64>| {
             v.sort_by(f64::total_cmp);

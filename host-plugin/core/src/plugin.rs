@@ -21,6 +21,29 @@ use crate::error::{PluginError, Result};
 use crate::fptr_map::{header_bytes, slot_bytes, FptrTable, HashIndex};
 use crate::registry::DeviceRegistry;
 
+/// Fails, naming each, when `required` holds requirements `B`'s devices cannot meet.
+fn check_requirements<B: Backend>(required: u64) -> Result<()> {
+    let unmet = required & !(B::SUPPORTED_REQUIREMENTS | OMP_REQ_NONE);
+    if unmet == 0 {
+        return Ok(());
+    }
+    let names: Vec<&str> = [
+        (OMP_REQ_REVERSE_OFFLOAD, "reverse_offload"),
+        (OMP_REQ_UNIFIED_ADDRESS, "unified_address"),
+        (OMP_REQ_UNIFIED_SHARED_MEMORY, "unified_shared_memory"),
+        (OMP_REQ_DYNAMIC_ALLOCATORS, "dynamic_allocators"),
+    ]
+    .iter()
+    .filter(|(flag, _)| unmet & flag != 0)
+    .map(|(_, name)| *name)
+    .collect();
+    Err(PluginError::InvalidImage(format!(
+        "the program requires {} (OMP_REQ flags {unmet:#x}), which {} devices do not give",
+        if names.is_empty() { "unknown requirements".to_string() } else { names.join(", ") },
+        B::NAME
+    )))
+}
+
 /// One image loaded on a device, with the target table handed to libomptarget.
 struct LoadedImage<B: Backend> {
     /// `image_start` of the `__tgt_device_image` it came from: identifies it for unloading.
@@ -365,6 +388,8 @@ impl<B: Backend> Plugin<B> {
         let mut globals = Vec::new();
         let mut kernels = Vec::new();
         let mut kernel_boxes = Vec::new();
+        // The program's requirements: libomptarget's, and those of this image's requirement
+        // entries (clang 18+), which this device must meet.
         let required =
             entries.iter().fold(self.requires.load(std::sync::atomic::Ordering::Relaxed), |all, e| {
                 match e.kind() {
@@ -372,11 +397,13 @@ impl<B: Backend> Plugin<B> {
                     _ => all,
                 }
             });
+        if let Err(err) = check_requirements::<B>(required) {
+            return Err((err, image));
+        }
         for entry in entries {
             let resolved = (|| -> Result<u64> {
-                if let EntryKind::Requirement(required) = entry.kind() {
-                    // No device symbol: the program's requirements, which this device must meet.
-                    self.check_requirements(required)?;
+                if let EntryKind::Requirement(_) = entry.kind() {
+                    // No device symbol; its flags are in `required`.
                     return Ok(0);
                 }
                 if entry.kind() == EntryKind::Kernel {
@@ -405,27 +432,29 @@ impl<B: Backend> Plugin<B> {
                         entry.name, entry.size
                     )));
                 }
-                if !entry.is_indirect() && required & OMP_REQ_UNIFIED_SHARED_MEMORY != 0 {
-                    // Under unified shared memory clang makes each declare-target variable a
-                    // reference pointer (as for `link`) whose host copy holds the host variable's
-                    // address; the device's copy must hold it too. libomptarget 19+ copies every
-                    // global entry's host bytes at load for that; libomptarget 16 only for `link`
-                    // entries and only when the program registered the requirement by a call
-                    // (clang 17 and older), while clang 18+ says it in the image's entries: the
-                    // plugin copies them.
-                    if !global.writable {
-                        return Err(PluginError::InvalidImage(format!(
-                            "entry {} is read-only on the device; unified shared memory needs it written",
-                            entry.name
-                        )));
-                    }
-                    // SAFETY: libomptarget's contract for the host's entries: a global entry's
-                    // address is the host variable, `size` bytes long, alive while the program is.
-                    let host =
-                        unsafe { std::slice::from_raw_parts(entry.addr as *const u8, entry.size as usize) };
-                    self.backend.write(device, global.addr, host)?;
-                }
                 if !entry.is_indirect() {
+                    if required & OMP_REQ_UNIFIED_SHARED_MEMORY != 0 {
+                        // Under unified shared memory clang makes each declare-target variable a
+                        // reference pointer (as for `link`) whose host copy holds the host
+                        // variable's address; the device's copy must hold it too. libomptarget
+                        // 19+ copies every global entry's host bytes at load for that;
+                        // libomptarget 16 only for `link` entries and only when the program
+                        // registered the requirement by a call (clang 17 and older), while clang
+                        // 18+ says it in the image's entries: the plugin copies them.
+                        if !global.writable {
+                            return Err(PluginError::InvalidImage(format!(
+                                "entry {} is read-only on the device; unified shared memory needs it written",
+                                entry.name
+                            )));
+                        }
+                        // SAFETY: libomptarget's contract for the host's entries: a global entry's
+                        // address is the host variable, `size` bytes long, alive while the
+                        // program is.
+                        let host = unsafe {
+                            std::slice::from_raw_parts(entry.addr as *const u8, entry.size as usize)
+                        };
+                        self.backend.write(device, global.addr, host)?;
+                    }
                     // Read-only globals (constants) are not libomptarget's to copy into.
                     if global.writable {
                         globals.push((global.addr, entry.size));
@@ -489,30 +518,6 @@ impl<B: Backend> Plugin<B> {
     pub fn init_requires(&self, flags: i64) -> i64 {
         self.requires.fetch_or(flags as u64, std::sync::atomic::Ordering::Relaxed);
         flags
-    }
-
-    /// Fails, naming each, when `required` holds requirements this backend's devices cannot meet.
-    fn check_requirements(&self, required: u64) -> Result<()> {
-        let all = required | self.requires.load(std::sync::atomic::Ordering::Relaxed);
-        let unmet = all & !(B::SUPPORTED_REQUIREMENTS | OMP_REQ_NONE);
-        if unmet == 0 {
-            return Ok(());
-        }
-        let names: Vec<&str> = [
-            (OMP_REQ_REVERSE_OFFLOAD, "reverse_offload"),
-            (OMP_REQ_UNIFIED_ADDRESS, "unified_address"),
-            (OMP_REQ_UNIFIED_SHARED_MEMORY, "unified_shared_memory"),
-            (OMP_REQ_DYNAMIC_ALLOCATORS, "dynamic_allocators"),
-        ]
-        .iter()
-        .filter(|(flag, _)| unmet & flag != 0)
-        .map(|(_, name)| *name)
-        .collect();
-        Err(PluginError::InvalidImage(format!(
-            "the program requires {} (OMP_REQ flags {unmet:#x}), which {} devices do not give",
-            if names.is_empty() { "unknown requirements".to_string() } else { names.join(", ") },
-            B::NAME
-        )))
     }
 
     /// Unloads the image registered under `key` and reinstalls the map of the remaining ones.

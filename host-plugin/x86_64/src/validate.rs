@@ -542,29 +542,28 @@ fn check_versions(
 ) -> Result<u64> {
     let half = |b: &[u8], i: usize| u64::from(u16::from_le_bytes(b[i..i + 2].try_into().expect("2 bytes")));
     let word = |b: &[u8], i: usize| u64::from(u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes")));
-    // Follows a chain of `size`-byte records from `at`, whose `next` offset is at `next_at`.
-    let chain = |mut at: u64, size: u64, next_at: usize, what: &str| -> Result<Vec<&[u8]>> {
+    let offset = |at: u64, by: u64, what: &str| {
+        at.checked_add(by).ok_or_else(|| PluginError::InvalidImage(format!("{what}: offset overflows")))
+    };
+    // Follows a chain of `size`-byte records from `at`, whose `next` offset is at `next_at`:
+    // each record's address and bytes.
+    let chain = |mut at: u64, size: u64, next_at: usize, what: &str| -> Result<Vec<(u64, &[u8])>> {
         let mut records = Vec::new();
         loop {
             if records.len() == MAX_VERSION_RECORDS {
                 return bad(format!("more than {MAX_VERSION_RECORDS} {what}s"));
             }
             let record = space.file_bytes(at, size, what)?;
-            records.push(record);
+            records.push((at, record));
             match word(record, next_at) {
                 0 => return Ok(records),
-                step => {
-                    at = at
-                        .checked_add(step)
-                        .ok_or_else(|| PluginError::InvalidImage(format!("{what}: offset overflows")))?
-                }
+                step => at = offset(at, step, what)?,
             }
         }
     };
     let mut highest = 0;
     if let Some(at) = value(elf::DT_VERNEED) {
-        let mut record_at = at;
-        for need in chain(at, 16, 12, "version requirement")? {
+        for (need_at, need) in chain(at, 16, 12, "version requirement")? {
             if half(need, 0) != 1 {
                 return bad("a version requirement of an unknown version");
             }
@@ -574,21 +573,20 @@ fn check_versions(
             if !is_needed(word(need, 4)) {
                 return bad("a version requirement names a file that is not a DT_NEEDED dependency");
             }
-            for entry in chain(record_at + word(need, 8), 16, 12, "version requirement entry")? {
+            let entries_at = offset(need_at, word(need, 8), "version requirement entry")?;
+            for (_, entry) in chain(entries_at, 16, 12, "version requirement entry")? {
                 string(word(entry, 8), "a version name")?;
                 highest = highest.max(half(entry, 6) & 0x7fff);
             }
-            record_at += word(need, 12);
         }
     }
     if let Some(at) = value(elf::DT_VERDEF) {
-        let mut record_at = at;
-        for def in chain(at, 20, 16, "version definition")? {
+        for (def_at, def) in chain(at, 20, 16, "version definition")? {
             highest = highest.max(half(def, 4) & 0x7fff);
             // The loader reads the first auxiliary entry's name.
-            let aux = space.file_bytes(record_at + word(def, 12), 8, "a version definition's name")?;
+            let name_at = offset(def_at, word(def, 12), "a version definition's name")?;
+            let aux = space.file_bytes(name_at, 8, "a version definition's name")?;
             string(word(aux, 0), "a version definition's name")?;
-            record_at += word(def, 16);
         }
     }
     Ok(highest)
