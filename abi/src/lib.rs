@@ -185,3 +185,52 @@ mod pod {
     // SAFETY: see the module comment.
     unsafe impl bytemuck::Pod for DeviceEnvironment {}
 }
+
+/// Prefix of the device globals through which the host learns where the device keeps each word
+/// of a vtable. The pass plugin defines, in every device module, for every word `k` (byte offset
+/// `8 * k`) of every vtable or construction vtable the module defines with external linkage
+/// (`_ZTV*`, `_ZTC*`), a constant 8-byte global `<prefix><k>_<vtable symbol>` that holds the
+/// device address of that word. The plugins pair it with the same word of the host's vtable of
+/// the same name, so that a vtable pointer a host-built object carries (any address point,
+/// primary or secondary) translates like a function address.
+pub const VTABLE_WORD_PREFIX: &str = "__omptarget_indirect_vtable_";
+
+/// The word index and the vtable symbol a [`VTABLE_WORD_PREFIX`] global names, or None when
+/// `name` is not such a global (no prefix, no decimal index, no `_`, or a vtable name that is not
+/// an Itanium vtable or construction vtable).
+pub fn vtable_word(name: &str) -> Option<(u64, &str)> {
+    let rest = name.strip_prefix(VTABLE_WORD_PREFIX)?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let vtable = rest[digits..].strip_prefix('_')?;
+    if digits == 0 || digits > 9 || !(vtable.starts_with("_ZTV") || vtable.starts_with("_ZTC")) {
+        return None;
+    }
+    Some((rest[..digits].parse().ok()?, vtable))
+}
+
+/// The name of the [`VTABLE_WORD_PREFIX`] global of word `index` of `vtable`, into `out`
+/// (no allocation: `core::fmt::Write`).
+pub fn write_vtable_word(out: &mut impl core::fmt::Write, index: u64, vtable: &str) -> core::fmt::Result {
+    write!(out, "{VTABLE_WORD_PREFIX}{index}_{vtable}")
+}
+
+#[cfg(test)]
+mod vtable_word_tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_others_are_refused() {
+        assert_eq!(vtable_word("__omptarget_indirect_vtable_3__ZTV6Square"), Some((3, "_ZTV6Square")));
+        assert_eq!(vtable_word("__omptarget_indirect_vtable_0__ZTC1D0_1B"), Some((0, "_ZTC1D0_1B")));
+        for other in [
+            "__omptarget_indirect_vtable__ZTV1A",
+            "__omptarget_indirect_vtable_1_ZTV1A",
+            "__omptarget_indirect_vtable_1__ZTI1A",
+            "__omptarget_indirect_vtable_1234567890__ZTV1A",
+            "__omptarget_indirect_vtable_x__ZTV1A",
+            "_ZTV1A",
+        ] {
+            assert_eq!(vtable_word(other), None, "{other}");
+        }
+    }
+}

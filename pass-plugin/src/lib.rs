@@ -17,6 +17,7 @@
 pub mod llvm;
 pub mod remarks;
 pub mod rewrite;
+pub mod vtables;
 
 use core::ffi::{c_char, c_void};
 

@@ -30,6 +30,7 @@ use crate::llvm::prelude::*;
 use crate::llvm::target::{LLVMGetModuleDataLayout, LLVMPointerSizeForAS};
 use crate::llvm::LLVMAttributeFunctionIndex;
 use crate::remarks::{Kind, Remarks};
+use crate::vtables;
 
 /// The device library's translation (this project's ABI).
 pub const TRANSLATE: &CStr = c"__kmpc_target_translate_fptr";
@@ -67,12 +68,28 @@ pub struct Summary {
     pub other_signature: usize,
     /// `__kmpc_target_translate_fptr` was declared by this run.
     pub declared: bool,
+    /// Loads of a vtable pointer whose result is now translated ([`crate::vtables`]).
+    pub vtable_loads: usize,
+    /// Indirect calls through a slot of a translated vtable: the slot already holds a device
+    /// address, so the callee is not translated again.
+    pub from_device_vtable: usize,
+    /// Device globals defined for the words of the module's vtables ([`crate::vtables`]).
+    pub vtable_words: usize,
+}
+
+/// Why a value cannot be translated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Untranslatable {
+    /// A pointer in this address space, whose pointers are not the size of generic ones.
+    OtherAddressSpace(u32),
+    /// The program declares `__kmpc_target_translate_fptr` with another type.
+    OtherSignature,
 }
 
 impl Summary {
     /// Whether the module was modified.
     pub fn changed(&self) -> bool {
-        self.translated > 0 || self.folded > 0 || self.declared
+        self.translated > 0 || self.folded > 0 || self.declared || self.vtable_loads > 0 || self.vtable_words > 0
     }
 }
 
@@ -107,6 +124,9 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
         let pure = pure_attributes(context);
         let mut pass = Pass { module, context, remarks: &remarks, pure, translate: None, summary, phase };
         pass.fold_translations();
+        if phase == Phase::PipelineStart {
+            pass.export_vtable_words();
+        }
         let mut function = LLVMGetFirstFunction(module);
         while !function.is_null() {
             if LLVMIsDeclaration(function) == 0 {
@@ -126,17 +146,17 @@ unsafe fn is_device_module(module: LLVMModuleRef) -> bool {
     }
 }
 
-struct Pass<'r> {
-    module: LLVMModuleRef,
-    context: LLVMContextRef,
-    remarks: &'r Remarks,
+pub(crate) struct Pass<'r> {
+    pub(crate) module: LLVMModuleRef,
+    pub(crate) context: LLVMContextRef,
+    pub(crate) remarks: &'r Remarks,
     /// [`pure_attributes`], for the declaration and every inserted call.
     pure: Vec<LLVMAttributeRef>,
     /// The translation function and its type once looked up or declared; `Some(None)` when the
     /// program declared it with another type.
     translate: Option<Option<(LLVMValueRef, LLVMTypeRef)>>,
-    summary: Summary,
-    phase: Phase,
+    pub(crate) summary: Summary,
+    pub(crate) phase: Phase,
 }
 
 /// Per-function counts for the analysis remark.
@@ -145,6 +165,7 @@ struct FunctionCounts {
     translated: usize,
     already_translated: usize,
     in_runtime: usize,
+    from_device_vtable: usize,
 }
 
 impl Pass<'_> {
@@ -196,6 +217,9 @@ impl Pass<'_> {
         // SAFETY: handles from the module; the calls are collected before the first insertion.
         unsafe {
             let runtime = value_name_bytes(function).is_some_and(is_runtime_function);
+            if !runtime {
+                self.translate_vtable_loads(function);
+            }
             let mut counts = FunctionCounts::default();
             let mut sites = Vec::new();
             let mut block = LLVMGetFirstBasicBlock(function);
@@ -210,6 +234,8 @@ impl Pass<'_> {
                             });
                         } else if is_translation(callee, &mut HashSet::new()) {
                             counts.already_translated += 1;
+                        } else if vtables::is_device_vtable_slot(callee) {
+                            counts.from_device_vtable += 1;
                         } else {
                             sites.push(inst);
                         }
@@ -226,19 +252,24 @@ impl Pass<'_> {
             self.summary.translated += counts.translated;
             self.summary.already_translated += counts.already_translated;
             self.summary.in_runtime += counts.in_runtime;
+            self.summary.from_device_vtable += counts.from_device_vtable;
             // After the optimizer, only news: the calls translated at the start are counted then.
             let report = match self.phase {
-                Phase::PipelineStart => counts.translated + counts.already_translated + counts.in_runtime > 0,
+                Phase::PipelineStart => {
+                    counts.translated + counts.already_translated + counts.in_runtime + counts.from_device_vtable > 0
+                }
                 Phase::OptimizerLast => counts.translated > 0,
             };
             if report {
                 let phase = self.phase;
                 self.remarks.emit(Kind::Analysis, function, c"IndirectCalls", || {
                     format!(
-                        "{}{} indirect call(s) translated, {} already translated, {} in the runtime left alone",
+                        "{}{} indirect call(s) translated, {} already translated, {} through a translated \
+                         vtable, {} in the runtime left alone",
                         if phase == Phase::OptimizerLast { "after optimization: " } else { "" },
                         counts.translated,
                         counts.already_translated,
+                        counts.from_device_vtable,
                         counts.in_runtime
                     )
                 });
@@ -249,54 +280,16 @@ impl Pass<'_> {
     /// Inserts `%t = translate(callee)` before `site` and makes `%t` its callee. Returns false
     /// (and says why in a missed remark) when the callee cannot be translated.
     unsafe fn translate_callee(&mut self, site: LLVMValueRef) -> bool {
-        // SAFETY: `site` is a call or invoke of the module; the builder is disposed before return.
+        // SAFETY: `site` is a call or invoke of the module.
         unsafe {
             let callee = LLVMGetCalledValue(site);
-            let callee_type = LLVMTypeOf(callee);
-            let address_space = LLVMGetPointerAddressSpace(callee_type);
-            // A callee in another address space (amdgcn loads vtable slots as global, AS 1) is
-            // cast to the generic one and back, where pointers of both have the same size.
-            let layout = LLVMGetModuleDataLayout(self.module);
-            if address_space != 0
-                && LLVMPointerSizeForAS(layout, address_space) != LLVMPointerSizeForAS(layout, 0)
-            {
-                self.summary.other_address_space += 1;
-                self.remarks.emit(Kind::Missed, site, c"CalleeNotTranslated", || {
-                    format!(
-                        "indirect call not translated: its callee is a pointer in address space {address_space}, \
-                         not the size of a generic pointer"
-                    )
-                });
-                return false;
-            }
-            let Some((translate, function_type)) = self.translation_function() else {
-                self.summary.other_signature += 1;
-                self.remarks.emit(Kind::Missed, site, c"CalleeNotTranslated", || {
-                    "indirect call not translated: the program declares __kmpc_target_translate_fptr with \
-                     another type than ptr (ptr)"
-                        .into()
-                });
-                return false;
+            let translated = match self.build_translation(callee, site) {
+                Ok((translated, _)) => translated,
+                Err(why) => {
+                    self.not_translated(site, "indirect call not translated", why);
+                    return false;
+                }
             };
-            let builder = LLVMCreateBuilderInContext(self.context);
-            LLVMPositionBuilderBefore(builder, site);
-            LLVMSetCurrentDebugLocation2(builder, LLVMInstructionGetDebugLoc(site));
-            let generic = LLVMPointerTypeInContext(self.context, 0);
-            let mut args = [if address_space == 0 {
-                callee
-            } else {
-                LLVMBuildAddrSpaceCast(builder, callee, generic, c"".as_ptr())
-            }];
-            let call = LLVMBuildCall2(builder, function_type, translate, args.as_mut_ptr(), 1, c"".as_ptr());
-            for &attribute in &self.pure {
-                LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, attribute);
-            }
-            let translated = if address_space == 0 {
-                call
-            } else {
-                LLVMBuildAddrSpaceCast(builder, call, callee_type, c"".as_ptr())
-            };
-            LLVMDisposeBuilder(builder);
             let callee_index = LLVMGetNumOperands(site) - 1;
             debug_assert_eq!(LLVMGetOperand(site, callee_index as u32), callee);
             LLVMSetOperand(site, callee_index as u32, translated);
@@ -307,6 +300,79 @@ impl Pass<'_> {
                 format!("translated the callee of an indirect call through {what} with __kmpc_target_translate_fptr{when}")
             });
             true
+        }
+    }
+
+    /// Builds `translate(value)` before the instruction `before`: through the generic address
+    /// space and back when `value` is a pointer in another address space of the same size
+    /// (amdgcn loads vtable slots as global, AS 1). Returns the translated value and the
+    /// instruction that reads `value`.
+    pub(crate) unsafe fn build_translation(
+        &mut self,
+        value: LLVMValueRef,
+        before: LLVMValueRef,
+    ) -> Result<(LLVMValueRef, LLVMValueRef), Untranslatable> {
+        // SAFETY: `value` and `before` belong to the module; the builder is disposed before return.
+        unsafe {
+            let value_type = LLVMTypeOf(value);
+            let address_space = LLVMGetPointerAddressSpace(value_type);
+            let layout = LLVMGetModuleDataLayout(self.module);
+            if address_space != 0
+                && LLVMPointerSizeForAS(layout, address_space) != LLVMPointerSizeForAS(layout, 0)
+            {
+                return Err(Untranslatable::OtherAddressSpace(address_space));
+            }
+            let Some((translate, function_type)) = self.translation_function() else {
+                return Err(Untranslatable::OtherSignature);
+            };
+            let builder = LLVMCreateBuilderInContext(self.context);
+            LLVMPositionBuilderBefore(builder, before);
+            LLVMSetCurrentDebugLocation2(builder, LLVMInstructionGetDebugLoc(before));
+            let generic = LLVMPointerTypeInContext(self.context, 0);
+            let mut args = [if address_space == 0 {
+                value
+            } else {
+                LLVMBuildAddrSpaceCast(builder, value, generic, c"".as_ptr())
+            }];
+            let reader = if address_space == 0 { None } else { Some(args[0]) };
+            let call = LLVMBuildCall2(builder, function_type, translate, args.as_mut_ptr(), 1, c"".as_ptr());
+            for &attribute in &self.pure {
+                LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, attribute);
+            }
+            let translated = if address_space == 0 {
+                call
+            } else {
+                LLVMBuildAddrSpaceCast(builder, call, value_type, c"".as_ptr())
+            };
+            LLVMDisposeBuilder(builder);
+            Ok((translated, reader.unwrap_or(call)))
+        }
+    }
+
+    /// Counts and reports (a missed remark at `at`) why a value was not translated.
+    pub(crate) unsafe fn not_translated(&mut self, at: LLVMValueRef, what: &'static str, why: Untranslatable) {
+        // SAFETY: `at` is an instruction of the module.
+        unsafe {
+            match why {
+                Untranslatable::OtherAddressSpace(address_space) => {
+                    self.summary.other_address_space += 1;
+                    self.remarks.emit(Kind::Missed, at, c"CalleeNotTranslated", || {
+                        format!(
+                            "{what}: it is a pointer in address space {address_space}, not the size of a \
+                             generic pointer"
+                        )
+                    });
+                }
+                Untranslatable::OtherSignature => {
+                    self.summary.other_signature += 1;
+                    self.remarks.emit(Kind::Missed, at, c"CalleeNotTranslated", || {
+                        format!(
+                            "{what}: the program declares __kmpc_target_translate_fptr with another type \
+                             than ptr (ptr)"
+                        )
+                    });
+                }
+            }
         }
     }
 
@@ -381,7 +447,7 @@ unsafe fn is_known_callee(callee: LLVMValueRef) -> bool {
 /// `__llvm_omp_indirect_call_lookup`, an address-space cast of one, or a phi / select all of
 /// whose inputs are translations or known functions (what the optimizer makes of translations on
 /// several paths).
-unsafe fn is_translation(value: LLVMValueRef, visited: &mut HashSet<LLVMValueRef>) -> bool {
+pub(crate) unsafe fn is_translation(value: LLVMValueRef, visited: &mut HashSet<LLVMValueRef>) -> bool {
     // SAFETY: type queries and operand reads on valid values.
     unsafe {
         if !LLVMIsACallInst(value).is_null() {
@@ -427,7 +493,7 @@ unsafe fn describe_callee(callee: LLVMValueRef) -> String {
 }
 
 /// The name of a named value, as bytes.
-unsafe fn value_name_bytes<'a>(value: LLVMValueRef) -> Option<&'a [u8]> {
+pub(crate) unsafe fn value_name_bytes<'a>(value: LLVMValueRef) -> Option<&'a [u8]> {
     // SAFETY: LLVM returns the name's bytes and length; they live as long as the value's name.
     unsafe {
         let mut len = 0;

@@ -534,7 +534,7 @@ fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Re
         .iter()
         .find(|l| {
             l.starts_with("omptarget-indirect (x86_64) info: device 0: ")
-                && l.contains(" indirect functions, table ")
+                && l.contains(" indirect functions, ") && l.contains(" vtables (")
         })
         .with_context(|| {
             format!("{} printed no map summary with LIBOMPTARGET_INFO=1: {lines:?}", program.name)

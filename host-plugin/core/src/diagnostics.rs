@@ -65,8 +65,12 @@ pub fn notice_once(flag: &AtomicBool, plugin: &str, message: impl Display) {
 /// What an installed map costs, for the informational summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MapSummary {
-    /// Entries of the table.
+    /// Entries of the table that are functions.
     pub functions: u64,
+    /// Vtables whose words the table holds.
+    pub vtables: u64,
+    /// Entries of the table that are vtable words.
+    pub vtable_words: u64,
     /// Bytes of the sorted table.
     pub table_bytes: u64,
     /// Bytes of the hash index's slots (0 without an index).
@@ -79,8 +83,10 @@ impl Display for MapSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} indirect functions, table {} B, index {} B, longest probe {}",
+            "{} indirect functions, {} vtables ({} words), table {} B, index {} B, longest probe {}",
             self.functions,
+            self.vtables,
+            self.vtable_words,
             self.table_bytes,
             self.index_bytes,
             self.longest_probe.map_or_else(|| "-".to_string(), |p| p.to_string())
@@ -94,8 +100,18 @@ mod tests {
 
     #[test]
     fn the_map_summary_reads_as_documented() {
-        let s = MapSummary { functions: 3, table_bytes: 48, index_bytes: 128, longest_probe: Some(1) };
-        assert_eq!(s.to_string(), "3 indirect functions, table 48 B, index 128 B, longest probe 1");
+        let s = MapSummary {
+            functions: 3,
+            vtables: 1,
+            vtable_words: 4,
+            table_bytes: 112,
+            index_bytes: 128,
+            longest_probe: Some(1),
+        };
+        assert_eq!(
+            s.to_string(),
+            "3 indirect functions, 1 vtables (4 words), table 112 B, index 128 B, longest probe 1"
+        );
         let plain = MapSummary { index_bytes: 0, longest_probe: None, ..s };
         assert!(plain.to_string().ends_with("index 0 B, longest probe -"));
     }

@@ -18,6 +18,7 @@ pub mod image;
 pub mod plugin;
 pub mod registry;
 pub mod vendor_library;
+pub mod vtables;
 
 // Layouts shared with the device are copied as the host's bytes: the devices (NVPTX, AMDGPU,
 // x86_64) are little-endian, so the host must be too.

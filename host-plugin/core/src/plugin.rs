@@ -53,8 +53,11 @@ struct LoadedImage<B: Backend> {
     table: Box<TgtTargetTable>,
     entries: Box<[TgtOffloadEntry]>,
     _names: Vec<CString>,
-    /// `(host function, device function)` of the image's indirect entries.
+    /// `(host function, device function)` of the image's indirect entries, then `(host word,
+    /// device word)` of its vtables ([`crate::vtables`]).
     indirect: Vec<FptrMapEntry>,
+    /// How many vtables, and words of them, `indirect` pairs.
+    vtables: VtableCount,
     /// `(address, size)` of the image's global variables named by entries: what copies may touch.
     globals: Vec<(u64, u64)>,
     /// The kernel handles of its target table: what launches may name.
@@ -67,6 +70,15 @@ struct LoadedImage<B: Backend> {
     environment: Option<(u64, usize)>,
     /// The image's own DeviceRTL memory pool (device memory), freed when it is unloaded.
     memory_pool: Option<u64>,
+}
+
+/// The vtables of an image the map pairs with the host's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct VtableCount {
+    /// Vtables found on both sides.
+    vtables: u64,
+    /// Their words: pairs of the map.
+    words: u64,
 }
 
 /// A kernel of a loaded image: the backend's handle and what its launches are computed from.
@@ -313,7 +325,7 @@ impl<B: Backend> Plugin<B> {
                 return Err(err);
             }
         };
-        match self.resolve_entries(device, loaded, key, entries) {
+        match self.resolve_entries(device, loaded, key, image, entries) {
             Ok(mut resolved) => {
                 resolved.environment = environment;
                 resolved.memory_pool = memory_pool;
@@ -380,6 +392,7 @@ impl<B: Backend> Plugin<B> {
         device: i32,
         image: B::Image,
         key: usize,
+        bytes: &[u8],
         entries: &[OffloadEntry],
     ) -> std::result::Result<LoadedImage<B>, (PluginError, B::Image)> {
         let mut names = Vec::with_capacity(entries.len());
@@ -494,6 +507,13 @@ impl<B: Backend> Plugin<B> {
             });
             names.push(name);
         }
+        let vtables = match self.vtable_pairs(device, &image, bytes) {
+            Ok((pairs, count)) => {
+                indirect.extend(pairs);
+                count
+            }
+            Err(err) => return Err((err, image)),
+        };
         let mut entries: Box<[TgtOffloadEntry]> = table.into_boxed_slice();
         let range = entries.as_mut_ptr_range();
         let table = Box::new(TgtTargetTable { entries_begin: range.start, entries_end: range.end });
@@ -504,12 +524,69 @@ impl<B: Backend> Plugin<B> {
             entries,
             _names: names,
             indirect,
+            vtables,
             globals,
             kernels,
             kernel_boxes,
             environment: None,
             memory_pool: None,
         })
+    }
+
+    /// `(host word, device word)` for every word of every vtable `bytes` (the image `image` was
+    /// loaded from) defines a word global for and the host defines too ([`crate::vtables`]).
+    /// A vtable the host program does not define (or does not name: a stripped executable) is
+    /// left out and said with `LIBOMPTARGET_INFO`.
+    fn vtable_pairs(&self, device: i32, image: &B::Image, bytes: &[u8]) -> Result<(Vec<FptrMapEntry>, VtableCount)> {
+        let words = crate::vtables::device_words(bytes);
+        if words.is_empty() {
+            return Ok(Default::default());
+        }
+        let names = words.iter().map(|w| w.vtable.as_str()).collect();
+        let host = crate::vtables::host_definitions(&names);
+        let mut pairs = Vec::new();
+        let mut count = VtableCount::default();
+        let mut missing = std::collections::BTreeSet::new();
+        for word in &words {
+            let Some(definitions) = host.get(&word.vtable) else {
+                missing.insert(word.vtable.as_str());
+                continue;
+            };
+            let global = self
+                .backend
+                .global(image, &word.symbol)?
+                .ok_or_else(|| PluginError::MissingSymbol(word.symbol.clone()))?;
+            let mut value = [0u8; 8];
+            self.backend.read(device, &mut value, global.addr)?;
+            let device_word = u64::from_le_bytes(value);
+            if device_word == 0 {
+                return Err(PluginError::InvalidImage(format!("{} holds no address", word.symbol)));
+            }
+            let offset = word.index * 8;
+            let before = pairs.len();
+            pairs.extend(
+                definitions
+                    .iter()
+                    .filter(|&&(_, size)| offset + 8 <= size)
+                    .map(|&(host, _)| FptrMapEntry { host_ptr: host + offset, tgt_ptr: device_word }),
+            );
+            count.words += (pairs.len() - before) as u64;
+            if word.index == 0 {
+                count.vtables += 1;
+            }
+        }
+        if !missing.is_empty() {
+            diagnostics::info(
+                B::NAME,
+                format_args!(
+                    "device {device}: {} vtable(s) of the image not found in the host program (stripped, or not \
+                     linked in): {}",
+                    missing.len(),
+                    missing.into_iter().collect::<Vec<_>>().join(", ")
+                ),
+            );
+        }
+        Ok((pairs, count))
     }
 
     /// `__tgt_rtl_init_requires`: the program's `OMP_REQ_*` flags as libomptarget knows them
@@ -627,8 +704,14 @@ impl<B: Backend> Plugin<B> {
         }
         // Publish.
         if let Some(t) = new {
+            let vtables = state.images.iter().fold(VtableCount::default(), |all, i| VtableCount {
+                vtables: all.vtables + i.vtables.vtables,
+                words: all.words + i.vtables.words,
+            });
             let summary = MapSummary {
-                functions: t.len,
+                functions: t.len - vtables.words.min(t.len),
+                vtables: vtables.vtables,
+                vtable_words: vtables.words,
                 table_bytes: t.len * 16,
                 index_bytes: t.index_bytes,
                 longest_probe: t.longest_probe,

@@ -428,7 +428,7 @@ fn failures_print_one_error_line_each_and_info_adds_the_map_summary() {
     assert_eq!(run_child(Some("0")), errors);
     // With LIBOMPTARGET_INFO (any non-zero value): the same, plus the summary of each installed map
     // (the load installs the image's 2 indirect functions, the unload clears them).
-    let summary = "omptarget-indirect (x86_64) info: device 0: 2 indirect functions, table 32 B, index ";
+    let summary = "omptarget-indirect (x86_64) info: device 0: 2 indirect functions, 0 vtables (0 words), table 32 B, index ";
     for value in ["1", "-1"] {
         let lines = run_child(Some(value));
         let version = format!(

@@ -1,0 +1,394 @@
+//! Virtual calls on objects the host built.
+//!
+//! An object built on the host and mapped to the device keeps, in its device copy, the host's
+//! vtable pointer: a virtual call reads a slot of the *host* vtable (an illegal address on a GPU)
+//! and calls the host function it holds. Two parts fix that:
+//!
+//! - **Vtable pointer loads are translated** ([`Pass::translate_vtable_loads`]): right after a
+//!   load of an object's vtable pointer, `__kmpc_target_translate_fptr(vptr)` replaces it for
+//!   every use (slot loads, offset-to-top, virtual-base offsets, RTTI). The table pairs every
+//!   word of every host vtable with the same word of the device's, so any address point
+//!   translates; a device-built object's vtable pointer is not in the table and passes through.
+//!   A slot read from a translated vtable holds a device address, so the indirect call that
+//!   follows is not translated again ([`is_device_vtable_slot`]).
+//! - **The device says where its vtables are** ([`Pass::export_vtable_words`]): for every word of
+//!   every vtable the module defines, a constant global named by
+//!   [`omptarget_indirect_abi::VTABLE_WORD_PREFIX`] holds the word's device address; the plugins
+//!   pair it with the host's vtable of the same name.
+//!
+//! Which loads are vtable pointer loads: clang tags them with the TBAA type `vtable pointer` at
+//! -O1 and above, and with `!invariant.group` under `-fstrict-vtable-pointers`; those are certain.
+//! A function without any TBAA (-O0, `-fno-strict-aliasing`) has no such tag, so there a pointer
+//! loaded from memory other than a local variable is taken for a vtable pointer when a pointer
+//! read at a constant offset from it is called, or when it is read at a negative offset (what a
+//! virtual call, a virtual-base adjustment and `typeid` do). That may also pick a table of
+//! function pointers reached through a pointer: translating such a data pointer returns it
+//! unchanged (it is no key of the table), and the call through it stays translated, so the guess
+//! costs one lookup and never changes a result.
+
+use omptarget_indirect_abi::write_vtable_word;
+
+use crate::llvm::core::*;
+use crate::llvm::prelude::*;
+use crate::llvm::target::{LLVMABISizeOfType, LLVMGetModuleDataLayout};
+use crate::llvm::{LLVMLinkage, LLVMTypeKind, LLVMVisibility};
+use crate::remarks::Kind;
+use crate::rewrite::{is_translation, value_name_bytes, Pass, Phase, TRANSLATE};
+
+/// How a load was recognised as a vtable pointer load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Evidence {
+    /// clang's TBAA type `vtable pointer`, or `!invariant.group`.
+    Tagged,
+    /// The shape of its uses, in a function without TBAA.
+    Shape,
+}
+
+impl Pass<'_> {
+    /// Translates the result of every vtable pointer load in `function` that is not translated
+    /// yet: `%t = translate(%vptr)` right after the load replaces `%vptr` for every other use.
+    pub(crate) unsafe fn translate_vtable_loads(&mut self, function: LLVMValueRef) {
+        // SAFETY: instructions of the module's function; collected before any insertion.
+        unsafe {
+            let tagged_only = has_tbaa(self.context, function);
+            let mut loads = Vec::new();
+            let mut block = LLVMGetFirstBasicBlock(function);
+            while !block.is_null() {
+                let mut inst = LLVMGetFirstInstruction(block);
+                while !inst.is_null() {
+                    if let Some(evidence) = vtable_load(self.context, inst, tagged_only) {
+                        if !only_translated(inst) {
+                            loads.push((inst, evidence));
+                        }
+                    }
+                    inst = LLVMGetNextInstruction(inst);
+                }
+                block = LLVMGetNextBasicBlock(block);
+            }
+            for (load, evidence) in loads {
+                let next = LLVMGetNextInstruction(load);
+                let (translated, reader) = match self.build_translation(load, next) {
+                    Ok(built) => built,
+                    Err(why) => {
+                        self.not_translated(load, "vtable pointer not translated", why);
+                        continue;
+                    }
+                };
+                LLVMReplaceAllUsesWith(load, translated);
+                // The translation itself reads the load, not its own result.
+                LLVMSetOperand(reader, 0, load);
+                self.summary.vtable_loads += 1;
+                let phase = self.phase;
+                self.remarks.emit(Kind::Passed, load, c"VtablePointerTranslated", || {
+                    let how = match evidence {
+                        Evidence::Tagged => "a vtable pointer load",
+                        Evidence::Shape => "a pointer used as a vtable (no TBAA here to tell)",
+                    };
+                    let when = if phase == Phase::OptimizerLast { " (found after optimization)" } else { "" };
+                    format!(
+                        "translated {how} with __kmpc_target_translate_fptr: an object built on the host \
+                         reaches the device's vtable{when}"
+                    )
+                });
+            }
+        }
+    }
+
+    /// Defines, for every word of every vtable and construction vtable the module defines with
+    /// external linkage, the [`omptarget_indirect_abi::VTABLE_WORD_PREFIX`] global that holds the
+    /// word's device address, kept (`llvm.compiler.used`) and visible by name to the plugins.
+    /// Vtables of classes with internal linkage (anonymous namespaces, local classes) have no
+    /// name the host can look up and are left out.
+    pub(crate) unsafe fn export_vtable_words(&mut self) {
+        // SAFETY: globals of the module; new globals are added after the walk.
+        unsafe {
+            let layout = LLVMGetModuleDataLayout(self.module);
+            let mut vtables = Vec::new();
+            let mut global = LLVMGetFirstGlobal(self.module);
+            while !global.is_null() {
+                let name = value_name_bytes(global).unwrap_or_default();
+                let linkage = LLVMGetLinkage(global);
+                if (name.starts_with(b"_ZTV") || name.starts_with(b"_ZTC"))
+                    && LLVMIsDeclaration(global) == 0
+                    && !matches!(
+                        linkage,
+                        LLVMLinkage::LLVMInternalLinkage
+                            | LLVMLinkage::LLVMPrivateLinkage
+                            | LLVMLinkage::LLVMAvailableExternallyLinkage
+                    )
+                {
+                    let size = LLVMABISizeOfType(layout, LLVMGlobalGetValueType(global));
+                    vtables.push((global, String::from_utf8_lossy(name).into_owned(), size));
+                }
+                global = LLVMGetNextGlobal(global);
+            }
+            let i8_type = LLVMInt8TypeInContext(self.context);
+            let i64_type = LLVMInt64TypeInContext(self.context);
+            let mut defined = Vec::new();
+            for (vtable, name, size) in vtables {
+                let mut word_name = String::new();
+                for index in 0..size / 8 {
+                    word_name.clear();
+                    write_vtable_word(&mut word_name, index, &name).expect("a String takes any text");
+                    word_name.push('\0');
+                    if !LLVMGetNamedGlobal(self.module, word_name.as_ptr().cast()).is_null() {
+                        continue;
+                    }
+                    let mut offset = [LLVMConstInt(i64_type, index * 8, 0)];
+                    let address = LLVMConstInBoundsGEP2(i8_type, vtable, offset.as_mut_ptr(), 1);
+                    let word = LLVMAddGlobalInAddressSpace(
+                        self.module,
+                        LLVMTypeOf(address),
+                        word_name.as_ptr().cast(),
+                        LLVMGetPointerAddressSpace(LLVMTypeOf(vtable)),
+                    );
+                    LLVMSetInitializer(word, address);
+                    LLVMSetGlobalConstant(word, 1);
+                    // One definition per program however many units define the vtable (its
+                    // words are the same by the ODR), visible to the plugins' symbol lookup.
+                    LLVMSetLinkage(word, LLVMLinkage::LLVMWeakODRLinkage);
+                    LLVMSetVisibility(word, LLVMVisibility::LLVMProtectedVisibility);
+                    LLVMSetAlignment(word, 8);
+                    defined.push(word);
+                }
+            }
+            if defined.is_empty() {
+                return;
+            }
+            self.summary.vtable_words += defined.len();
+            keep(self.module, self.context, &defined);
+        }
+    }
+}
+
+/// Whether `callee` was read from a slot of a vtable whose pointer this pass translated (a load
+/// at a constant offset from the translation of a tagged vtable pointer load): the slot holds a
+/// device address already.
+pub(crate) unsafe fn is_device_vtable_slot(callee: LLVMValueRef) -> bool {
+    // SAFETY: type queries and operand reads on valid values.
+    unsafe {
+        if LLVMIsALoadInst(callee).is_null() {
+            return false;
+        }
+        let mut address = LLVMGetOperand(callee, 0);
+        while !LLVMIsAGetElementPtrInst(address).is_null() && constant_indices(address) {
+            address = LLVMGetOperand(address, 0);
+        }
+        if !LLVMIsAAddrSpaceCastInst(address).is_null() {
+            address = LLVMGetOperand(address, 0);
+        }
+        if LLVMIsACallInst(address).is_null()
+            || !is_translation(address, &mut Default::default())
+            || LLVMGetNumArgOperands(address) != 1
+        {
+            return false;
+        }
+        let mut translated = LLVMGetOperand(address, 0);
+        if !LLVMIsAAddrSpaceCastInst(translated).is_null() {
+            translated = LLVMGetOperand(translated, 0);
+        }
+        tagged_vtable_load(LLVMGetTypeContext(LLVMTypeOf(callee)), translated)
+    }
+}
+
+/// How `inst` is a vtable pointer load, if it is one. `tagged_only`: the function has TBAA, so
+/// only clang's tags count.
+unsafe fn vtable_load(context: LLVMContextRef, inst: LLVMValueRef, tagged_only: bool) -> Option<Evidence> {
+    // SAFETY: type queries, metadata and use reads on a valid instruction.
+    unsafe {
+        if LLVMIsALoadInst(inst).is_null() || LLVMGetTypeKind(LLVMTypeOf(inst)) != LLVMTypeKind::LLVMPointerTypeKind
+        {
+            return None;
+        }
+        if tagged_vtable_load(context, inst) {
+            return Some(Evidence::Tagged);
+        }
+        if tagged_only {
+            return None;
+        }
+        // A local variable (at -O0 every pointer variable lives in an alloca) holds no vtable
+        // pointer; an object does.
+        let address = LLVMGetOperand(inst, 0);
+        if !LLVMIsAAllocaInst(address).is_null()
+            && LLVMGetTypeKind(LLVMGetAllocatedType(address)) == LLVMTypeKind::LLVMPointerTypeKind
+        {
+            return None;
+        }
+        used_as_vtable(inst).then_some(Evidence::Shape)
+    }
+}
+
+/// Whether clang tagged the load `inst` as a vtable pointer load.
+unsafe fn tagged_vtable_load(context: LLVMContextRef, inst: LLVMValueRef) -> bool {
+    // SAFETY: metadata reads on a valid instruction.
+    unsafe {
+        if LLVMIsALoadInst(inst).is_null() {
+            return false;
+        }
+        if !LLVMGetMetadata(inst, kind_id(context, "invariant.group")).is_null() {
+            return true;
+        }
+        let tag = LLVMGetMetadata(inst, kind_id(context, "tbaa"));
+        // A struct-path access tag is !{base type, access type, offset}; a type node begins with
+        // its name.
+        let Some(access) = node_operands(tag).get(1).copied() else { return false };
+        node_operands(access).first().is_some_and(|&name| md_string(name) == Some(b"vtable pointer".as_slice()))
+    }
+}
+
+/// Whether `function` carries TBAA on any instruction (clang emits it at -O1 and above).
+unsafe fn has_tbaa(context: LLVMContextRef, function: LLVMValueRef) -> bool {
+    // SAFETY: instruction walk and metadata reads on a valid function.
+    unsafe {
+        let tbaa = kind_id(context, "tbaa");
+        let mut block = LLVMGetFirstBasicBlock(function);
+        while !block.is_null() {
+            let mut inst = LLVMGetFirstInstruction(block);
+            while !inst.is_null() {
+                if !LLVMGetMetadata(inst, tbaa).is_null() {
+                    return true;
+                }
+                inst = LLVMGetNextInstruction(inst);
+            }
+            block = LLVMGetNextBasicBlock(block);
+        }
+        false
+    }
+}
+
+/// Whether the pointer `value` is used as a vtable: a pointer read from it at a constant offset
+/// is called, or it is read at a negative constant offset.
+unsafe fn used_as_vtable(value: LLVMValueRef) -> bool {
+    // SAFETY: use-list walk on a valid value.
+    unsafe {
+        users(value).into_iter().any(|user| {
+            if !LLVMIsALoadInst(user).is_null() {
+                return is_called(user);
+            }
+            if LLVMIsAGetElementPtrInst(user).is_null() || LLVMGetOperand(user, 0) != value || !constant_indices(user)
+            {
+                return false;
+            }
+            let negative = (1..LLVMGetNumOperands(user) as u32)
+                .any(|i| LLVMConstIntGetSExtValue(LLVMGetOperand(user, i)) < 0);
+            users(user).into_iter().any(|read| {
+                !LLVMIsALoadInst(read).is_null() && LLVMGetOperand(read, 0) == user && (negative || is_called(read))
+            })
+        })
+    }
+}
+
+/// Whether `value` is the callee of a call or invoke.
+unsafe fn is_called(value: LLVMValueRef) -> bool {
+    // SAFETY: use-list walk and callee reads on valid values.
+    unsafe {
+        users(value).into_iter().any(|user| {
+            (!LLVMIsACallInst(user).is_null() || !LLVMIsAInvokeInst(user).is_null()) && LLVMGetCalledValue(user) == value
+        })
+    }
+}
+
+/// Whether every user of `load` is already a translation of it (directly or through an
+/// address-space cast): a load translated by an earlier run.
+unsafe fn only_translated(load: LLVMValueRef) -> bool {
+    // SAFETY: use-list walk on a valid value.
+    unsafe {
+        let all = users(load);
+        !all.is_empty()
+            && all.into_iter().all(|user| {
+                if !LLVMIsAAddrSpaceCastInst(user).is_null() {
+                    let casts = users(user);
+                    !casts.is_empty() && casts.into_iter().all(|c| is_translation_call(c))
+                } else {
+                    is_translation_call(user)
+                }
+            })
+    }
+}
+
+/// Whether `value` is a call of `__kmpc_target_translate_fptr`.
+unsafe fn is_translation_call(value: LLVMValueRef) -> bool {
+    // SAFETY: type queries and name reads on a valid value.
+    unsafe {
+        !LLVMIsACallInst(value).is_null()
+            && value_name_bytes(LLVMGetCalledValue(value)).is_some_and(|name| name == TRANSLATE.to_bytes())
+    }
+}
+
+/// Whether every index of the GEP `gep` is a constant integer.
+unsafe fn constant_indices(gep: LLVMValueRef) -> bool {
+    // SAFETY: operand reads on a valid GEP.
+    unsafe { (1..LLVMGetNumOperands(gep) as u32).all(|i| !LLVMIsAConstantInt(LLVMGetOperand(gep, i)).is_null()) }
+}
+
+/// The users of `value`.
+unsafe fn users(value: LLVMValueRef) -> Vec<LLVMValueRef> {
+    // SAFETY: use-list walk on a valid value.
+    unsafe {
+        let mut out = Vec::new();
+        let mut using = LLVMGetFirstUse(value);
+        while !using.is_null() {
+            out.push(LLVMGetUser(using));
+            using = LLVMGetNextUse(using);
+        }
+        out
+    }
+}
+
+/// The metadata kind `name` in `context`.
+unsafe fn kind_id(context: LLVMContextRef, name: &str) -> u32 {
+    // SAFETY: the name is passed with its length.
+    unsafe { LLVMGetMDKindIDInContext(context, name.as_ptr().cast(), name.len() as u32) }
+}
+
+/// The operands of the metadata node `node` (as values); empty for null or a non-node.
+unsafe fn node_operands(node: LLVMValueRef) -> Vec<LLVMValueRef> {
+    // SAFETY: `node` is null or metadata wrapped as a value; the buffer has the node's size.
+    unsafe {
+        if node.is_null() || LLVMIsAMDNode(node).is_null() {
+            return Vec::new();
+        }
+        let mut operands = vec![std::ptr::null_mut(); LLVMGetMDNodeNumOperands(node) as usize];
+        LLVMGetMDNodeOperands(node, operands.as_mut_ptr());
+        operands
+    }
+}
+
+/// The bytes of the metadata string `value`, if it is one.
+unsafe fn md_string<'a>(value: LLVMValueRef) -> Option<&'a [u8]> {
+    // SAFETY: LLVM returns the string's bytes and length, owned by the context.
+    unsafe {
+        if value.is_null() || LLVMIsAMDString(value).is_null() {
+            return None;
+        }
+        let mut len = 0;
+        let text = LLVMGetMDString(value, &mut len);
+        (!text.is_null()).then(|| std::slice::from_raw_parts(text.cast::<u8>(), len as usize))
+    }
+}
+
+/// Appends `globals` to `llvm.compiler.used` (which keeps a global through optimization and
+/// linking without making it a root of the program), creating it if the module has none.
+unsafe fn keep(module: LLVMModuleRef, context: LLVMContextRef, globals: &[LLVMValueRef]) {
+    // SAFETY: the old array's elements are read before it is deleted; the new one has the same
+    // name, linkage and section, as LLVM's own appendToCompilerUsed makes it.
+    unsafe {
+        let generic = LLVMPointerTypeInContext(context, 0);
+        let mut elements = Vec::new();
+        let old = LLVMGetNamedGlobal(module, c"llvm.compiler.used".as_ptr());
+        if !old.is_null() {
+            let init = LLVMGetInitializer(old);
+            if !init.is_null() {
+                let count = LLVMGetArrayLength2(LLVMTypeOf(init));
+                elements.extend((0..count as u32).map(|i| LLVMGetAggregateElement(init, i)));
+            }
+            LLVMDeleteGlobal(old);
+        }
+        elements.extend(globals.iter().map(|&g| LLVMConstPointerCast(g, generic)));
+        let array = LLVMConstArray2(generic, elements.as_mut_ptr(), elements.len() as u64);
+        let used = LLVMAddGlobal(module, LLVMTypeOf(array), c"llvm.compiler.used".as_ptr());
+        LLVMSetInitializer(used, array);
+        LLVMSetLinkage(used, LLVMLinkage::LLVMAppendingLinkage);
+        LLVMSetSection(used, c"llvm.metadata".as_ptr());
+    }
+}
