@@ -256,34 +256,39 @@ unsafe fn has_tbaa(context: LLVMContextRef, function: LLVMValueRef) -> bool {
     }
 }
 
-/// Whether the pointer `value` is used as a vtable: a pointer read from it at a constant offset
-/// is called, or it is read at a negative constant offset.
+/// Whether the pointer `value` is used as a vtable: a pointer read from it (at any offset: a
+/// pointer to a virtual member function holds a variable one) is called, or it is read at a
+/// negative constant offset (offset-to-top, RTTI, a virtual base's offset).
 unsafe fn used_as_vtable(value: LLVMValueRef) -> bool {
     // SAFETY: use-list walk on a valid value.
     unsafe {
         users(value).into_iter().any(|user| {
             if !LLVMIsALoadInst(user).is_null() {
-                return is_called(user);
+                return is_called(user, 0);
             }
-            if LLVMIsAGetElementPtrInst(user).is_null() || LLVMGetOperand(user, 0) != value || !constant_indices(user)
-            {
+            if LLVMIsAGetElementPtrInst(user).is_null() || LLVMGetOperand(user, 0) != value {
                 return false;
             }
-            let negative = (1..LLVMGetNumOperands(user) as u32)
-                .any(|i| LLVMConstIntGetSExtValue(LLVMGetOperand(user, i)) < 0);
+            let negative = constant_indices(user)
+                && (1..LLVMGetNumOperands(user) as u32).any(|i| LLVMConstIntGetSExtValue(LLVMGetOperand(user, i)) < 0);
             users(user).into_iter().any(|read| {
-                !LLVMIsALoadInst(read).is_null() && LLVMGetOperand(read, 0) == user && (negative || is_called(read))
+                !LLVMIsALoadInst(read).is_null() && LLVMGetOperand(read, 0) == user && (negative || is_called(read, 0))
             })
         })
     }
 }
 
-/// Whether `value` is the callee of a call or invoke.
-unsafe fn is_called(value: LLVMValueRef) -> bool {
+/// Whether `value` is the callee of a call or invoke, directly or through phis and selects (a
+/// call through a member pointer picks the virtual or the plain function on two paths).
+unsafe fn is_called(value: LLVMValueRef, depth: u32) -> bool {
     // SAFETY: use-list walk and callee reads on valid values.
     unsafe {
         users(value).into_iter().any(|user| {
-            (!LLVMIsACallInst(user).is_null() || !LLVMIsAInvokeInst(user).is_null()) && LLVMGetCalledValue(user) == value
+            if !LLVMIsACallInst(user).is_null() || !LLVMIsAInvokeInst(user).is_null() {
+                return LLVMGetCalledValue(user) == value;
+            }
+            let merges = !LLVMIsAPHINode(user).is_null() || !LLVMIsASelectInst(user).is_null();
+            merges && depth < 4 && is_called(user, depth + 1)
         })
     }
 }
