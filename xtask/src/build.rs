@@ -86,6 +86,11 @@ impl Dist {
         self.lib_dir().join(STRICT.2)
     }
 
+    /// The registration library clang 22's configuration file links.
+    pub fn register_lib(&self) -> PathBuf {
+        self.lib_dir().join(REGISTER.2)
+    }
+
     /// The fat device library for `clang -fopenmp ... -lomptarget-indirect`.
     pub fn fat_lib(&self) -> PathBuf {
         self.lib_dir().join("libomptarget-indirect.a")
@@ -295,6 +300,11 @@ pub const PLUGINS: &[(&str, &str, &str)] = &[
 pub const STRICT: (&str, &str, &str) =
     ("omptarget-indirect-strict", "libomptarget_indirect_strict.so", "libomptarget-indirect-strict.so");
 
+/// The registration library clang 22's configuration file links (`host-plugin/register`): its
+/// cargo package, the library cargo writes, and its installed name.
+pub const REGISTER: (&str, &str, &str) =
+    ("omptarget-indirect-register", "libomptarget_indirect_register.so", "libomptarget-indirect-register.so");
+
 /// The pass plugin's cargo package and the library file cargo writes.
 pub const PASS_PLUGIN: (&str, &str) = ("pass-plugin", "libomptarget_indirect_pass.so");
 
@@ -314,8 +324,9 @@ fn plugins(workspace: &Path, dist: &Dist) -> Result<()> {
             installs.extend(
                 PLUGINS.iter().map(|(_, built, name)| (workspace.join("target/release").join(built), *name)),
             );
-            build.args(["-p", STRICT.0]);
+            build.args(["-p", STRICT.0, "-p", REGISTER.0]);
             installs.push((workspace.join("target/release").join(STRICT.1), STRICT.2));
+            installs.push((workspace.join("target/release").join(REGISTER.1), REGISTER.2));
             workspace.join("target/release")
         } else {
             // Another feature set in a target dir of its own, so neither build undoes the other.

@@ -425,8 +425,10 @@ pub fn run_with(
         let foreign: Vec<&String> = loaded
             .iter()
             .filter(|o| {
-                (Path::new(o).starts_with(&ours) && Path::new(o) != toolchain.dist().strict_lib())
-                    || o.contains("libomptarget.rtl.")
+                let o = Path::new(o);
+                let allowed = [toolchain.dist().strict_lib(), toolchain.dist().register_lib()];
+                (o.starts_with(&ours) && !allowed.iter().any(|a| a == o))
+                    || o.to_string_lossy().contains("libomptarget.rtl.")
             })
             .collect();
         ensure!(foreign.is_empty(), "{} loaded plugins with libomptarget 22: {foreign:?}", exe.display());

@@ -82,6 +82,7 @@ pub fn install(workspace: &Path, dist: &Dist, root: &Path) -> Result<Vec<PathBuf
         files.push(copy(dist.lib_dir().join(name), &format!("lib/omptarget-indirect/{name}"))?);
     }
     files.push(copy(dist.strict_lib(), &format!("lib/{}", crate::build::STRICT.2))?);
+    files.push(copy(dist.register_lib(), &format!("lib/{}", crate::build::REGISTER.2))?);
     for (name, to) in [
         ("omptarget-indirect.h.in", "include/omptarget-indirect.h"),
         ("OmptargetIndirectConfig.cmake.in", "lib/cmake/OmptargetIndirect/OmptargetIndirectConfig.cmake"),

@@ -56,7 +56,10 @@ impl Llvm {
                 "# clang 19 cannot hold link-only options here: link with -L<prefix>/lib -lomptarget-indirect.\n",
             ),
             Llvm::V22 => text.push_str(
-                "# Links the device library (link steps only).\n$-Wl,-L<CFGDIR>/../../lib\n$-lomptarget-indirect\n",
+                "# Links the device library (link steps only).\n$-Wl,-L<CFGDIR>/../../lib\n$-lomptarget-indirect\n\
+                 # Links, ahead of libomptarget, the library that adds the images' vtables to the table\n\
+                 # libomptarget builds (docs/virtual.md).\n\
+                 $-lomptarget-indirect-register\n$-Wl,-rpath,<CFGDIR>/../../lib\n",
             ),
         }
         text

@@ -1,0 +1,237 @@
+//! `libomptarget-indirect-register.so`: the host-side piece that lets LLVM 22's stock
+//! libomptarget translate the vtable pointers of host-built objects.
+//!
+//! libomptarget 22 builds its indirect-call table from the images' `OMP_DECLARE_TARGET_INDIRECT`
+//! entries only (it ignores vtable entries), and clang 22 emits none for vtables. Nothing of this
+//! project runs inside libomptarget 22 (it links its plugins in), so the only place left to add
+//! the vtables is the registration itself: this library defines `__tgt_register_lib` and
+//! `__tgt_unregister_lib`, which the program's registration code calls. Linked ahead of
+//! libomptarget (clang 22's configuration file does it), its definitions are the ones the program
+//! binds to; they register with libomptarget (the next definition, `dlsym(RTLD_NEXT)`) a copy of
+//! the descriptor in which each image's entries are followed by one indirect entry per vtable
+//! word the image defines ([`plugin_core::vtables`]): host address of the word of the host's
+//! vtable of the same name, device symbol the word global, size 8. libomptarget reads each word
+//! global, as it reads an indirect function's, and pairs the two addresses in its table, which
+//! the device library reads.
+//!
+//! The descriptor's host entries stay as they are: libomptarget finds a kernel by its index among
+//! them, and the added entries come after every original one. A program without vtables in its
+//! images, an image in the legacy entry layout (clang 19, whose libomptarget 16 runs this
+//! project's plugins, which pair the vtables themselves), or any failure registers the original
+//! descriptor unchanged.
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::Mutex;
+
+use plugin_core::abi::{TgtDeviceImage, TgtOffloadEntry, OMP_DECLARE_TARGET_INDIRECT};
+use plugin_core::entries::V1_ENTRY_SIZE;
+use plugin_core::{diagnostics, image, vtables};
+
+/// The name in this library's diagnostics.
+const NAME: &str = "register";
+
+/// `struct __tgt_bin_desc`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TgtBinDesc {
+    /// Number of device images.
+    pub num_device_images: i32,
+    /// The images.
+    pub device_images: *mut TgtDeviceImage,
+    /// The host's offload entries.
+    pub host_entries_begin: *mut TgtOffloadEntry,
+    /// One past the last host entry.
+    pub host_entries_end: *mut TgtOffloadEntry,
+}
+
+/// An offload entry in LLVM 20+'s layout (`llvm::offloading::EntryTy`, 56 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct EntryV1 {
+    reserved: u64,
+    version: u16,
+    kind: u16,
+    flags: u32,
+    address: *mut c_void,
+    symbol_name: *const c_char,
+    size: u64,
+    data: u64,
+    aux_addr: *mut c_void,
+}
+
+const _: () = assert!(std::mem::size_of::<EntryV1>() == V1_ENTRY_SIZE);
+
+/// `OFK_OpenMP` of `llvm::object::OffloadKind`.
+const OFFLOAD_KIND_OPENMP: u16 = 1;
+
+/// A descriptor registered in place of the program's, with everything it points to.
+struct Registered {
+    /// The program's descriptor (the key `__tgt_unregister_lib` is called with).
+    original: usize,
+    desc: Box<TgtBinDesc>,
+    _images: Box<[TgtDeviceImage]>,
+    _entries: Box<[EntryV1]>,
+    _names: Vec<CString>,
+}
+
+// SAFETY: the raw pointers point into the boxes the value owns (or the program's own constant
+// data); nothing is shared with another thread except under REGISTERED's lock.
+unsafe impl Send for Registered {}
+
+static REGISTERED: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
+
+type RegisterFn = unsafe extern "C" fn(*mut TgtBinDesc);
+
+/// libomptarget's definition of `name` (the next one after this library's).
+fn next(name: &std::ffi::CStr) -> Option<RegisterFn> {
+    // SAFETY: dlsym with a NUL-terminated name; a non-null result is the function of that name,
+    // whose C signature is `void (__tgt_bin_desc *)` for both names used here.
+    unsafe {
+        let found = libc::dlsym(libc::RTLD_NEXT, name.as_ptr());
+        (!found.is_null()).then(|| std::mem::transmute::<*mut c_void, RegisterFn>(found))
+    }
+}
+
+/// `void __tgt_register_lib(__tgt_bin_desc *desc)`: registers `desc` with libomptarget, its
+/// images' entries extended by their vtable words (see the crate documentation). Without a
+/// libomptarget behind this library, says so on stderr and registers nothing.
+///
+/// # Safety
+/// `desc` must be what clang's registration code passes: a valid descriptor whose images and
+/// entries stay alive until `__tgt_unregister_lib(desc)`.
+#[no_mangle]
+pub unsafe extern "C" fn __tgt_register_lib(desc: *mut TgtBinDesc) {
+    let Some(register) = next(c"__tgt_register_lib") else {
+        eprintln!("omptarget-indirect ({NAME}) error: no __tgt_register_lib after this library: link libomptarget");
+        return;
+    };
+    // SAFETY: the caller's contract.
+    let extended = match unsafe { extend(desc) } {
+        Ok(extended) => extended,
+        Err(why) => {
+            diagnostics::info(NAME, format_args!("registering the program's images unchanged: {why}"));
+            None
+        }
+    };
+    let Some(mut extended) = extended else {
+        // SAFETY: forwarded as received.
+        return unsafe { register(desc) };
+    };
+    let ours = &mut *extended.desc as *mut TgtBinDesc;
+    REGISTERED.lock().unwrap_or_else(|e| e.into_inner()).push(extended);
+    // SAFETY: a descriptor whose every pointer is kept alive in REGISTERED until unregistered.
+    unsafe { register(ours) }
+}
+
+/// `void __tgt_unregister_lib(__tgt_bin_desc *desc)`: unregisters what [`__tgt_register_lib`]
+/// registered for `desc`. The copy stays allocated: libomptarget reads a descriptor's images and
+/// entries after unregistering it (when it unloads the images at exit), as the program's own
+/// descriptor, constant data, allows.
+///
+/// # Safety
+/// `desc` must be a descriptor passed to `__tgt_register_lib` before.
+#[no_mangle]
+pub unsafe extern "C" fn __tgt_unregister_lib(desc: *mut TgtBinDesc) {
+    let Some(unregister) = next(c"__tgt_unregister_lib") else { return };
+    let registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
+    let ours = registered.iter().find(|r| r.original == desc as usize).map(|r| &*r.desc as *const TgtBinDesc);
+    drop(registered);
+    // SAFETY: the descriptor registered for `desc` (never freed), or `desc` as received.
+    unsafe { unregister(ours.map_or(desc, |d| d as *mut TgtBinDesc)) }
+}
+
+/// A copy of `desc` whose entries are followed by the vtable words every image defines, or None
+/// when there are none (or the entries are in the legacy layout, or an image has entries of its
+/// own rather than the host's).
+///
+/// libomptarget walks an image's entries and the host's in step, so both are one array here:
+/// the words go to the host's entries and every image's, and only words that every image defines
+/// (an image missing one would fail to load).
+///
+/// # Safety
+/// As [`__tgt_register_lib`].
+unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Registered>, String> {
+    // SAFETY: the caller's contract: a valid descriptor.
+    let original = unsafe { desc.as_ref() }.ok_or("a null descriptor")?;
+    let count = usize::try_from(original.num_device_images).map_err(|_| "a negative image count")?;
+    if count == 0 || original.device_images.is_null() {
+        return Ok(None);
+    }
+    let (begin, end) = (original.host_entries_begin as usize, original.host_entries_end as usize);
+    let bytes = end.checked_sub(begin).ok_or("host entries that end before they begin")?;
+    if bytes == 0 || bytes % V1_ENTRY_SIZE != 0 {
+        return Ok(None);
+    }
+    // SAFETY: the host's entries, `bytes` long (the caller's contract).
+    let host_entries =
+        unsafe { std::slice::from_raw_parts(original.host_entries_begin as *const EntryV1, bytes / V1_ENTRY_SIZE) };
+    if host_entries[0].reserved != 0 || host_entries[0].version != 1 {
+        return Ok(None); // The legacy layout: libomptarget 16 and this project's plugins.
+    }
+    // SAFETY: `num_device_images` images at `device_images` (the caller's contract).
+    let images = unsafe { std::slice::from_raw_parts(original.device_images, count) };
+    let mut common: Option<std::collections::BTreeSet<(String, u64, u64)>> = None;
+    for img in images {
+        if img.entries_begin != original.host_entries_begin || img.entries_end != original.host_entries_end {
+            return Ok(None);
+        }
+        let size = (img.image_end as usize).checked_sub(img.image_start as usize).ok_or("an inverted image range")?;
+        // SAFETY: the image's bytes (the caller's contract).
+        let raw = unsafe { std::slice::from_raw_parts(img.image_start as *const u8, size) };
+        let words = image::unwrap(raw).map(|i| vtables::device_words(i.bytes)).unwrap_or_default();
+        let wanted = words.iter().map(|w| w.vtable.as_str()).collect();
+        let host = vtables::host_definitions(&wanted);
+        let mut pairs = std::collections::BTreeSet::new();
+        for word in &words {
+            let offset = word.index * 8;
+            for &(address, _) in host.get(&word.vtable).into_iter().flatten().filter(|&&(_, size)| offset + 8 <= size) {
+                pairs.insert((word.symbol.clone(), address + offset, word.index));
+            }
+        }
+        common = Some(match common {
+            None => pairs,
+            Some(before) => before.intersection(&pairs).cloned().collect(),
+        });
+    }
+    let common = common.unwrap_or_default();
+    if common.is_empty() {
+        return Ok(None);
+    }
+    let mut names = Vec::new();
+    let mut entries = host_entries.to_vec();
+    for (symbol, address, _) in &common {
+        let name = CString::new(symbol.as_str()).map_err(|_| "a symbol name with a NUL")?;
+        entries.push(EntryV1 {
+            reserved: 0,
+            version: 1,
+            kind: OFFLOAD_KIND_OPENMP,
+            flags: OMP_DECLARE_TARGET_INDIRECT,
+            address: *address as *mut c_void,
+            symbol_name: name.as_ptr(),
+            size: 8,
+            data: 0,
+            aux_addr: std::ptr::null_mut(),
+        });
+        names.push(name);
+    }
+    diagnostics::info(NAME, format_args!("{} vtable words added to the program's entries", common.len()));
+    let mut entries = entries.into_boxed_slice();
+    let range = entries.as_mut_ptr_range();
+    let (first, last) = (range.start.cast::<TgtOffloadEntry>(), range.end.cast::<TgtOffloadEntry>());
+    let mut new_images: Box<[TgtDeviceImage]> = images
+        .iter()
+        .map(|img| TgtDeviceImage {
+            image_start: img.image_start,
+            image_end: img.image_end,
+            entries_begin: first,
+            entries_end: last,
+        })
+        .collect();
+    let desc_copy = Box::new(TgtBinDesc {
+        num_device_images: original.num_device_images,
+        device_images: new_images.as_mut_ptr(),
+        host_entries_begin: first,
+        host_entries_end: last,
+    });
+    Ok(Some(Registered { original: desc as usize, desc: desc_copy, _images: new_images, _entries: entries, _names: names }))
+}
