@@ -89,7 +89,11 @@ pub(crate) enum Untranslatable {
 impl Summary {
     /// Whether the module was modified.
     pub fn changed(&self) -> bool {
-        self.translated > 0 || self.folded > 0 || self.declared || self.vtable_loads > 0 || self.vtable_words > 0
+        self.translated > 0
+            || self.folded > 0
+            || self.declared
+            || self.vtable_loads > 0
+            || self.vtable_words > 0
     }
 }
 
@@ -256,7 +260,11 @@ impl Pass<'_> {
             // After the optimizer, only news: the calls translated at the start are counted then.
             let report = match self.phase {
                 Phase::PipelineStart => {
-                    counts.translated + counts.already_translated + counts.in_runtime + counts.from_device_vtable > 0
+                    counts.translated
+                        + counts.already_translated
+                        + counts.in_runtime
+                        + counts.from_device_vtable
+                        > 0
                 }
                 Phase::OptimizerLast => counts.translated > 0,
             };
@@ -350,7 +358,12 @@ impl Pass<'_> {
     }
 
     /// Counts and reports (a missed remark at `at`) why a value was not translated.
-    pub(crate) unsafe fn not_translated(&mut self, at: LLVMValueRef, what: &'static str, why: Untranslatable) {
+    pub(crate) unsafe fn not_translated(
+        &mut self,
+        at: LLVMValueRef,
+        what: &'static str,
+        why: Untranslatable,
+    ) {
         // SAFETY: `at` is an instruction of the module.
         unsafe {
             match why {

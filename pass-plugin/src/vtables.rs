@@ -196,7 +196,8 @@ pub(crate) unsafe fn is_device_vtable_slot(callee: LLVMValueRef) -> bool {
 unsafe fn vtable_load(context: LLVMContextRef, inst: LLVMValueRef, tagged_only: bool) -> Option<Evidence> {
     // SAFETY: type queries, metadata and use reads on a valid instruction.
     unsafe {
-        if LLVMIsALoadInst(inst).is_null() || LLVMGetTypeKind(LLVMTypeOf(inst)) != LLVMTypeKind::LLVMPointerTypeKind
+        if LLVMIsALoadInst(inst).is_null()
+            || LLVMGetTypeKind(LLVMTypeOf(inst)) != LLVMTypeKind::LLVMPointerTypeKind
         {
             return None;
         }
@@ -232,7 +233,9 @@ unsafe fn tagged_vtable_load(context: LLVMContextRef, inst: LLVMValueRef) -> boo
         // A struct-path access tag is !{base type, access type, offset}; a type node begins with
         // its name.
         let Some(access) = node_operands(tag).get(1).copied() else { return false };
-        node_operands(access).first().is_some_and(|&name| md_string(name) == Some(b"vtable pointer".as_slice()))
+        node_operands(access)
+            .first()
+            .is_some_and(|&name| md_string(name) == Some(b"vtable pointer".as_slice()))
     }
 }
 
@@ -270,9 +273,12 @@ unsafe fn used_as_vtable(value: LLVMValueRef) -> bool {
                 return false;
             }
             let negative = constant_indices(user)
-                && (1..LLVMGetNumOperands(user) as u32).any(|i| LLVMConstIntGetSExtValue(LLVMGetOperand(user, i)) < 0);
+                && (1..LLVMGetNumOperands(user) as u32)
+                    .any(|i| LLVMConstIntGetSExtValue(LLVMGetOperand(user, i)) < 0);
             users(user).into_iter().any(|read| {
-                !LLVMIsALoadInst(read).is_null() && LLVMGetOperand(read, 0) == user && (negative || is_called(read, 0))
+                !LLVMIsALoadInst(read).is_null()
+                    && LLVMGetOperand(read, 0) == user
+                    && (negative || is_called(read, 0))
             })
         })
     }
@@ -323,7 +329,9 @@ unsafe fn is_translation_call(value: LLVMValueRef) -> bool {
 /// Whether every index of the GEP `gep` is a constant integer.
 unsafe fn constant_indices(gep: LLVMValueRef) -> bool {
     // SAFETY: operand reads on a valid GEP.
-    unsafe { (1..LLVMGetNumOperands(gep) as u32).all(|i| !LLVMIsAConstantInt(LLVMGetOperand(gep, i)).is_null()) }
+    unsafe {
+        (1..LLVMGetNumOperands(gep) as u32).all(|i| !LLVMIsAConstantInt(LLVMGetOperand(gep, i)).is_null())
+    }
 }
 
 /// The users of `value`.

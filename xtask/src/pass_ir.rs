@@ -44,8 +44,8 @@ pub fn check(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) ->
                     text.lines().filter(|l| l.contains(TRANSLATE_CALL) && !l.starts_with("declare")).count();
                 ensure!(calls > 0 && translations > 0, "{what}: no translated indirect call at all");
                 if level == "-O0" {
-                    let remarks =
-                        remarks.lines().filter(|l| l.contains("remark: translated the callee")).count();
+                    // An indirect call's callee, a vtable pointer: one remark per translation.
+                    let remarks = remarks.lines().filter(|l| l.contains("remark: translated ")).count();
                     ensure!(
                         remarks == translations,
                         "{what}: {translations} translations but {remarks} remarks"
@@ -110,7 +110,7 @@ pub fn indirect_calls(ir: &str) -> (usize, Vec<String>) {
             let line = line.trim();
             let Some(callee) = indirect_callee(line) else { continue };
             count += 1;
-            if !is_translation(callee, &definitions, 0) {
+            if !is_translation(callee, &definitions, 0) && !is_translated_vtable_slot(callee, &definitions) {
                 missing.push(line.to_string());
             }
         }
@@ -140,6 +140,36 @@ fn indirect_callee(line: &str) -> Option<&str> {
         }
     }
     None
+}
+
+/// Whether `value` is read from a slot of a translated vtable: `load ptr, ptr %p` where `%p` is a
+/// translation, or a GEP (or address-space cast) of one. The slot holds a device address, so the
+/// pass plugin leaves such a call as it is.
+fn is_translated_vtable_slot(value: &str, definitions: &HashMap<&str, &str>) -> bool {
+    let Some(definition) = definitions.get(value) else { return false };
+    if !definition.starts_with("load ptr") {
+        return false;
+    }
+    let Some(mut address) = definition.split_once(", ").and_then(|(_, rest)| first_operand(rest)) else {
+        return false;
+    };
+    for _ in 0..4 {
+        if is_translation(address, definitions, 0) {
+            return true;
+        }
+        let Some(next) = definitions.get(address) else { return false };
+        let moves = next.starts_with("getelementptr") || next.starts_with("addrspacecast");
+        match first_operand(next) {
+            Some(base) if moves => address = base,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The first `%value` operand of an instruction's text.
+fn first_operand(text: &str) -> Option<&str> {
+    text.split([' ', ',', '(', ')']).find(|t| t.starts_with('%'))
 }
 
 fn is_translation(value: &str, definitions: &HashMap<&str, &str>, depth: usize) -> bool {
@@ -247,5 +277,18 @@ mod tests {
         let (count, missing) = indirect_calls(ir);
         assert_eq!(count, 3);
         assert_eq!(missing, vec!["call void %0(i32 1)".to_string()]);
+    }
+
+    #[test]
+    fn a_call_through_a_translated_vtables_slot_is_translated_and_one_through_a_plain_one_is_not() {
+        let ir = "x\ndefine void @f(ptr %obj) {\n  %vt = load ptr, ptr %obj, align 8\n  \
+                  %t = call ptr @__kmpc_target_translate_fptr(ptr %vt)\n  \
+                  %slot = getelementptr inbounds ptr, ptr %t, i64 2\n  %fn = load ptr, ptr %slot, align 8\n  \
+                  call void %fn(ptr %obj)\n  %first = load ptr, ptr %t, align 8\n  call void %first(ptr %obj)\n  \
+                  %raw = getelementptr inbounds ptr, ptr %vt, i64 1\n  %host = load ptr, ptr %raw, align 8\n  \
+                  call void %host(ptr %obj)\n  ret void\n}\n";
+        let (count, missing) = indirect_calls(ir);
+        assert_eq!(count, 3);
+        assert_eq!(missing, vec!["call void %host(ptr %obj)".to_string()]);
     }
 }

@@ -537,7 +537,12 @@ impl<B: Backend> Plugin<B> {
     /// loaded from) defines a word global for and the host defines too ([`crate::vtables`]).
     /// A vtable the host program does not define (or does not name: a stripped executable) is
     /// left out and said with `LIBOMPTARGET_INFO`.
-    fn vtable_pairs(&self, device: i32, image: &B::Image, bytes: &[u8]) -> Result<(Vec<FptrMapEntry>, VtableCount)> {
+    fn vtable_pairs(
+        &self,
+        device: i32,
+        image: &B::Image,
+        bytes: &[u8],
+    ) -> Result<(Vec<FptrMapEntry>, VtableCount)> {
         let words = crate::vtables::device_words(bytes);
         if words.is_empty() {
             return Ok(Default::default());

@@ -102,7 +102,9 @@ fn next(name: &std::ffi::CStr) -> Option<RegisterFn> {
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_register_lib(desc: *mut TgtBinDesc) {
     let Some(register) = next(c"__tgt_register_lib") else {
-        eprintln!("omptarget-indirect ({NAME}) error: no __tgt_register_lib after this library: link libomptarget");
+        eprintln!(
+            "omptarget-indirect ({NAME}) error: no __tgt_register_lib after this library: link libomptarget"
+        );
         return;
     };
     // SAFETY: the caller's contract.
@@ -163,8 +165,9 @@ unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Registered>, String> {
         return Ok(None);
     }
     // SAFETY: the host's entries, `bytes` long (the caller's contract).
-    let host_entries =
-        unsafe { std::slice::from_raw_parts(original.host_entries_begin as *const EntryV1, bytes / V1_ENTRY_SIZE) };
+    let host_entries = unsafe {
+        std::slice::from_raw_parts(original.host_entries_begin as *const EntryV1, bytes / V1_ENTRY_SIZE)
+    };
     if host_entries[0].reserved != 0 || host_entries[0].version != 1 {
         return Ok(None); // The legacy layout: libomptarget 16 and this project's plugins.
     }
@@ -175,7 +178,9 @@ unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Registered>, String> {
         if img.entries_begin != original.host_entries_begin || img.entries_end != original.host_entries_end {
             return Ok(None);
         }
-        let size = (img.image_end as usize).checked_sub(img.image_start as usize).ok_or("an inverted image range")?;
+        let size = (img.image_end as usize)
+            .checked_sub(img.image_start as usize)
+            .ok_or("an inverted image range")?;
         // SAFETY: the image's bytes (the caller's contract).
         let raw = unsafe { std::slice::from_raw_parts(img.image_start as *const u8, size) };
         let words = image::unwrap(raw).map(|i| vtables::device_words(i.bytes)).unwrap_or_default();
@@ -184,7 +189,9 @@ unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Registered>, String> {
         let mut pairs = std::collections::BTreeSet::new();
         for word in &words {
             let offset = word.index * 8;
-            for &(address, _) in host.get(&word.vtable).into_iter().flatten().filter(|&&(_, size)| offset + 8 <= size) {
+            for &(address, _) in
+                host.get(&word.vtable).into_iter().flatten().filter(|&&(_, size)| offset + 8 <= size)
+            {
                 pairs.insert((word.symbol.clone(), address + offset, word.index));
             }
         }
@@ -233,5 +240,11 @@ unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Registered>, String> {
         host_entries_begin: first,
         host_entries_end: last,
     });
-    Ok(Some(Registered { original: desc as usize, desc: desc_copy, _images: new_images, _entries: entries, _names: names }))
+    Ok(Some(Registered {
+        original: desc as usize,
+        desc: desc_copy,
+        _images: new_images,
+        _entries: entries,
+        _names: names,
+    }))
 }
