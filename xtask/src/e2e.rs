@@ -502,7 +502,11 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
         detail.push_str(&format!("; {}", check_diagnostics(toolchain, &exe, program)?));
     }
     if !ours {
-        detail.push_str(&format!("; loaded {} and nothing of target/dist", toolchain.libomptarget_soname()));
+        detail.push_str(&format!(
+            "; loaded {}, and of target/dist only {}",
+            toolchain.libomptarget_soname(),
+            crate::build::REGISTER.2
+        ));
     }
     Ok(detail)
 }

@@ -59,11 +59,28 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, seconds: u32) -> Result
             .output()
             .context("cannot run cargo fuzz")?;
         let log = String::from_utf8_lossy(&out.stderr);
+        // The suite's summary shows an error's first line: libFuzzer's verdict goes there.
+        let verdict = log
+            .lines()
+            .find(|l| {
+                l.contains("ERROR: libFuzzer:")
+                    || l.starts_with("SUMMARY: libFuzzer:")
+                    || l.contains("panicked at")
+            })
+            .unwrap_or("no libFuzzer verdict (see the log below)");
         ensure!(
             out.status.success(),
-            "fuzz target {target} failed (input saved in {}):\n{}",
+            "fuzz target {target} failed: {verdict} (input saved in {}):\n{}",
             artifacts.display(),
-            log.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
+            log.lines()
+                .filter(|l| !l.starts_with("omptarget-indirect ("))
+                .rev()
+                .take(40)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n")
         );
         let runs = log
             .lines()

@@ -8,17 +8,17 @@
 //! `__tgt_unregister_lib`, which the program's registration code calls. Linked ahead of
 //! libomptarget (clang 22's configuration file does it), its definitions are the ones the program
 //! binds to; they register with libomptarget (the next definition, `dlsym(RTLD_NEXT)`) a copy of
-//! the descriptor in which each image's entries are followed by one indirect entry per vtable
-//! word the image defines ([`plugin_core::vtables`]): host address of the word of the host's
-//! vtable of the same name, device symbol the word global, size 8. libomptarget reads each word
-//! global, as it reads an indirect function's, and pairs the two addresses in its table, which
-//! the device library reads.
+//! the descriptor whose entries are followed by one indirect entry per vtable word the images
+//! define ([`plugin_core::vtables`]): host address of the word of the host's vtable of the same
+//! name, device symbol the word global, size 8. libomptarget reads each word global, as it reads
+//! an indirect function's, and pairs the two addresses in its table, which the device library
+//! reads.
 //!
-//! The descriptor's host entries stay as they are: libomptarget finds a kernel by its index among
-//! them, and the added entries come after every original one. A program without vtables in its
-//! images, an image in the legacy entry layout (clang 19, whose libomptarget 16 runs this
-//! project's plugins, which pair the vtables themselves), or any failure registers the original
-//! descriptor unchanged.
+//! libomptarget walks an image's entries and the host's in step, so the added entries go to both
+//! (one array) after every original one: a kernel keeps its index. A program without vtables in
+//! its images, entries in the legacy layout (clang 19, whose libomptarget 16 runs this project's
+//! plugins, which pair the vtables themselves), or any failure registers the original descriptor
+//! unchanged.
 
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Mutex;
@@ -247,4 +247,61 @@ unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Registered>, String> {
         _entries: entries,
         _names: names,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v1_entry(address: usize, name: &std::ffi::CStr) -> EntryV1 {
+        EntryV1 {
+            reserved: 0,
+            version: 1,
+            kind: OFFLOAD_KIND_OPENMP,
+            flags: 0,
+            address: address as *mut c_void,
+            symbol_name: name.as_ptr(),
+            size: 0,
+            data: 0,
+            aux_addr: std::ptr::null_mut(),
+        }
+    }
+
+    /// Registers `entries` with one image of `image` bytes, through [`extend`].
+    fn extended(entries: &mut [EntryV1], image: &mut [u8], own_image_entries: bool) -> Result<bool, String> {
+        let range = entries.as_mut_ptr_range();
+        let (first, last) = (range.start.cast::<TgtOffloadEntry>(), range.end.cast::<TgtOffloadEntry>());
+        let image_range = image.as_mut_ptr_range();
+        let mut images = [TgtDeviceImage {
+            image_start: image_range.start.cast(),
+            image_end: image_range.end.cast(),
+            entries_begin: if own_image_entries { first.wrapping_add(1) } else { first },
+            entries_end: last,
+        }];
+        let mut desc = TgtBinDesc {
+            num_device_images: 1,
+            device_images: images.as_mut_ptr(),
+            host_entries_begin: first,
+            host_entries_end: last,
+        };
+        // SAFETY: a descriptor of live arrays.
+        unsafe { extend(&mut desc) }.map(|r| r.is_some())
+    }
+
+    #[test]
+    fn what_has_no_vtable_words_is_registered_unchanged() {
+        // SAFETY: null is refused before anything is read.
+        assert!(unsafe { extend(std::ptr::null_mut()) }.is_err());
+        let mut entries = [v1_entry(0x1000, c"kernel"), v1_entry(0x2000, c"f")];
+        // An image that is no ELF file, one that is an ELF header only, an image with entries of
+        // its own: nothing to add, nothing changed.
+        assert_eq!(extended(&mut entries, &mut [0u8; 64], false), Ok(false));
+        let mut header = [0u8; 64];
+        header[..4].copy_from_slice(b"\x7fELF");
+        assert_eq!(extended(&mut entries, &mut header, false), Ok(false));
+        assert_eq!(extended(&mut entries, &mut [0u8; 64], true), Ok(false));
+        // The legacy layout (clang 19): left to this project's plugins.
+        entries[0].reserved = 0x1000;
+        assert_eq!(extended(&mut entries, &mut [0u8; 64], false), Ok(false));
+    }
 }

@@ -55,6 +55,9 @@ struct Space<'a> {
     segments: Vec<Segment>,
     /// `p_memsz` of the `PT_TLS` header: the thread-local block symbols of `STT_TLS` index.
     tls_size: Option<u64>,
+    /// `(sh_addr, sh_size)` of each section that occupies memory (`SHF_ALLOC`), by index (None
+    /// for one that does not); None when the file has no readable section headers.
+    sections: Option<Vec<Option<(u64, u64)>>>,
 }
 
 impl<'a> Space<'a> {
@@ -136,7 +139,18 @@ pub fn check_shared_object(data: &[u8]) -> Result<CheckedImage> {
     let phdrs = header
         .program_headers(e, data)
         .map_err(|e| PluginError::InvalidImage(format!("program headers: {e}")))?;
-    let space = segments(data, phdrs)?;
+    let mut space = segments(data, phdrs)?;
+    // The loader never reads section headers, but linkers write them consistently: a dynamic
+    // symbol must lie in the section it names (see `check_dynamic`).
+    space.sections = header.section_headers(e, data).ok().filter(|h| !h.is_empty()).map(|headers| {
+        headers
+            .iter()
+            .map(|h| {
+                (h.sh_flags.get(e) & u64::from(elf::SHF_ALLOC) != 0)
+                    .then(|| (h.sh_addr.get(e), h.sh_size.get(e)))
+            })
+            .collect()
+    });
     let code = phdrs
         .iter()
         .filter(|p| p.p_type(e) == elf::PT_LOAD && p.p_flags(e) & elf::PF_X != 0)
@@ -233,7 +247,7 @@ fn segments<'a>(data: &'a [u8], phdrs: &[elf::ProgramHeader64<LE>]) -> Result<Sp
         return bad(format!("the segments span {:#x} bytes", last.vaddr + last.memsz - first.vaddr));
     }
     let tls_size = phdrs.iter().find(|p| p.p_type(e) == elf::PT_TLS).map(|p| p.p_memsz(e));
-    let space = Space { data, segments, tls_size };
+    let space = Space { data, segments, tls_size, sections: None };
     // The other headers the loader acts on (mprotect of RELRO, TLS initialisation, notes,
     // unwinding tables) must describe memory of the segments and bytes of the file.
     for (i, p) in phdrs.iter().enumerate() {
@@ -339,6 +353,29 @@ fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
                 return bad(format!("symbol {i} is undefined and local (binding or visibility)"));
             }
             continue;
+        }
+        // A defined symbol at address 0 is the ELF header, and one outside the section it names
+        // was not made by a linker: a relocation would hand code (say, the call of
+        // `__cxa_finalize` when the image is unloaded) the address of something that is not it.
+        if section != elf::SHN_ABS && kind != elf::STT_TLS {
+            if at == 0 {
+                return bad(format!("symbol {i} is defined at address 0 (the ELF header)"));
+            }
+            if section >= elf::SHN_LORESERVE {
+                return bad(format!("symbol {i} names reserved section index {section:#x}"));
+            }
+            if let Some(sections) = &space.sections {
+                let inside =
+                    sections.get(usize::from(section)).copied().flatten().is_some_and(|(start, len)| {
+                        at >= start
+                            && at.checked_add(size).is_some_and(|end| end <= start.saturating_add(len))
+                    });
+                if !inside {
+                    return bad(format!(
+                        "symbol {i}: {size} bytes at {at:#x} are not inside its section {section}"
+                    ));
+                }
+            }
         }
         if kind == elf::STT_GNU_IFUNC {
             // Looking it up (dlsym, a relocation) would call whatever it points at.
