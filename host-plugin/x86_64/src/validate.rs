@@ -55,9 +55,9 @@ struct Space<'a> {
     segments: Vec<Segment>,
     /// `p_memsz` of the `PT_TLS` header: the thread-local block symbols of `STT_TLS` index.
     tls_size: Option<u64>,
-    /// `(sh_addr, sh_size)` of each section that occupies memory (`SHF_ALLOC`), by index (None
-    /// for one that does not); None when the file has no readable section headers.
-    sections: Option<Vec<Option<(u64, u64)>>>,
+    /// Each section that occupies memory (`SHF_ALLOC`), by index (None for one that does not);
+    /// None when the file has no readable section headers.
+    sections: Option<Vec<Option<Section>>>,
 }
 
 impl<'a> Space<'a> {
@@ -76,8 +76,17 @@ impl<'a> Space<'a> {
     }
 
     /// Whether `vaddr` is in the file-backed part of an executable segment (zero-filled memory
-    /// is no code).
+    /// is no code) and, where the file has section headers, in a section of code: a segment's
+    /// flags alone may claim other bytes (the ELF header, the hash table) are code.
     fn in_code(&self, vaddr: u64) -> bool {
+        let in_code_section = self.sections.as_ref().is_none_or(|sections| {
+            sections.iter().flatten().any(|s| s.executable && vaddr >= s.addr && vaddr - s.addr < s.size)
+        });
+        in_code_section && self.in_code_segment(vaddr)
+    }
+
+    /// Whether `vaddr` is in the file-backed part of an executable segment.
+    fn in_code_segment(&self, vaddr: u64) -> bool {
         self.segments.iter().any(|s| s.executable && vaddr >= s.vaddr && vaddr < s.vaddr + s.filesz)
     }
 
@@ -95,6 +104,14 @@ impl<'a> Space<'a> {
             .checked_add(len)
             .is_some_and(|end| self.segments.iter().any(|s| vaddr >= s.vaddr && end <= s.vaddr + s.memsz))
     }
+}
+
+/// A section that occupies memory: where, and whether it holds code.
+#[derive(Debug, Clone, Copy)]
+struct Section {
+    addr: u64,
+    size: u64,
+    executable: bool,
 }
 
 /// Reads `count` values of `T` from the start of `bytes`.
@@ -141,13 +158,18 @@ pub fn check_shared_object(data: &[u8]) -> Result<CheckedImage> {
         .map_err(|e| PluginError::InvalidImage(format!("program headers: {e}")))?;
     let mut space = segments(data, phdrs)?;
     // The loader never reads section headers, but linkers write them consistently: a dynamic
-    // symbol must lie in the section it names (see `check_dynamic`).
+    // symbol must lie in the section it names, and code the loader calls in a section of code
+    // (see `check_dynamic`, `Space::in_code`).
     space.sections = header.section_headers(e, data).ok().filter(|h| !h.is_empty()).map(|headers| {
         headers
             .iter()
             .map(|h| {
-                (h.sh_flags.get(e) & u64::from(elf::SHF_ALLOC) != 0)
-                    .then(|| (h.sh_addr.get(e), h.sh_size.get(e)))
+                let flags = h.sh_flags.get(e);
+                (flags & u64::from(elf::SHF_ALLOC) != 0).then(|| Section {
+                    addr: h.sh_addr.get(e),
+                    size: h.sh_size.get(e),
+                    executable: flags & u64::from(elf::SHF_EXECINSTR) != 0,
+                })
             })
             .collect()
     });
@@ -365,11 +387,10 @@ fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
                 return bad(format!("symbol {i} names reserved section index {section:#x}"));
             }
             if let Some(sections) = &space.sections {
-                let inside =
-                    sections.get(usize::from(section)).copied().flatten().is_some_and(|(start, len)| {
-                        at >= start
-                            && at.checked_add(size).is_some_and(|end| end <= start.saturating_add(len))
-                    });
+                let inside = sections.get(usize::from(section)).copied().flatten().is_some_and(|s| {
+                    at >= s.addr
+                        && at.checked_add(size).is_some_and(|end| end <= s.addr.saturating_add(s.size))
+                });
                 if !inside {
                     return bad(format!(
                         "symbol {i}: {size} bytes at {at:#x} are not inside its section {section}"

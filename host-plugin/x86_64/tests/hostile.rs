@@ -515,6 +515,30 @@ fn imported_symbols_made_definitions_are_refused() {
     assert!(tried >= 32);
 }
 
+/// Bytes that are no code made executable by their segment's flags, and the initialiser pointed
+/// at them (the fuzzer's second find: the loader called the hash table). The sections say where
+/// code is: refused.
+#[test]
+fn code_claimed_by_segment_flags_alone_is_refused() {
+    use plugin_test_support::elf_mutations::{fields, Family};
+    let _g = fresh();
+    let api = api();
+    let good = compile_indirect().clone();
+    let all = fields(&good);
+    let first_segment = all.iter().find(|f| f.family == Family::SegmentFlags).expect("a segment");
+    let init = all
+        .iter()
+        .find(|f| f.family == Family::DynamicTag && good[f.at..f.at + 8] == 0x0cu64.to_le_bytes())
+        .expect("a DT_INIT entry");
+    let mut image = good.clone();
+    image[first_segment.at..first_segment.at + 4].copy_from_slice(&5u32.to_le_bytes()); // PF_R | PF_X
+                                                                                        // Into the first segment (the ELF and program headers, the hash table), 8-aligned.
+    image[init.at + 8..init.at + 16].copy_from_slice(&0x100u64.to_le_bytes());
+    let image = indirect_image_with(image, &[]);
+    // SAFETY: a well-formed descriptor of corrupted bytes, which must be refused.
+    assert!(unsafe { (api.load_binary)(1, image.ptr()) }.is_null());
+}
+
 #[test]
 fn every_entry_point_refuses_bad_arguments() {
     let _g = fresh();
