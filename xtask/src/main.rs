@@ -19,6 +19,7 @@ mod suite;
 mod toolchain;
 mod tools;
 mod translation_bench;
+mod virtual_bench;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -270,6 +271,7 @@ fn bench(workspace: &Path) -> Result<()> {
         "set_function_ptr_map",
     ]))?;
     translation_bench::run(workspace, &tools, &dist)?;
+    virtual_bench::run(workspace, &tools, &dist)?;
     strict_bench::run(workspace, &tools, &dist)
 }
 

@@ -1,0 +1,101 @@
+//! `cargo xtask bench`, third part (after `translation_bench`): a virtual call on the x86_64 device through a host-built
+//! object (vtable pointer translated: a hit) against the same call on a device-built object (a
+//! miss), and both against the call compiled without the pass plugin, in one run
+//! (`tests/bench/virtual_cost.cpp`, `virtual_loops.cpp`). Figures in
+//! `target/bench/virtual_cost.csv`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{ensure, Result};
+
+use crate::build::Dist;
+use crate::cmd;
+use crate::offload::OffloadTarget;
+use crate::toolchain::Toolchain;
+use crate::tools::Tools;
+
+/// (case, baseline, goal for case / baseline; issue 29's goal for host-built objects).
+const RATIOS: [(&str, &str, f64); 2] =
+    [("host_built", "device_built", 1.5), ("device_built", "device_built_plain", 1.5)];
+
+/// Builds and runs the benchmark, prints each ratio with its spread over the rounds and whether
+/// its goal is met (or that the run was too noisy to say).
+pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
+    let sources = workspace.join("tests/bench");
+    let out = workspace.join("target/bench/virtual-cost");
+    std::fs::create_dir_all(&out)?;
+    let target = OffloadTarget::x86_64();
+    let toolchain = Toolchain::llvm19(tools, dist);
+    let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| -> Result<PathBuf> {
+        let path = out.join(object);
+        let mut c = Command::new(&tools.clangxx);
+        c.args(toolchain.offload_args(&target)).args(["-O2", "-Wall", "-Werror", "-c"]).args(defines);
+        if plugin {
+            c.args(toolchain.pass_plugin_args());
+        }
+        cmd::output(c.arg(sources.join(source)).arg("-o").arg(&path))?;
+        Ok(path)
+    };
+    let objects = [
+        compile("virtual_cost.cpp", "virtual_cost.o", true, &[])?,
+        compile("virtual_loops.cpp", "loops_plain.o", false, &["-DVARIANT=plain"])?,
+        compile(
+            "virtual_loops.cpp",
+            "loops_translated.o",
+            true,
+            &["-DVARIANT=translated", "-DWITH_METHODS"],
+        )?,
+    ];
+    let exe = out.join("virtual_cost");
+    cmd::output(
+        Command::new(&tools.clangxx)
+            .args(toolchain.offload_args(&target))
+            .args(&objects)
+            .args(toolchain.link_args())
+            .arg("-o")
+            .arg(&exe),
+    )?;
+    let printed = cmd::stdout(Command::new(&exe).envs(toolchain.run_env()))?;
+    ensure!(
+        printed.lines().any(|l| l.starts_with("virtual_cost: ") && l.ends_with(" 0 failed")),
+        "the benchmark's results are wrong:\n{printed}"
+    );
+    let csv: Vec<&str> = printed.lines().filter(|l| l.matches(',').count() == 2).collect();
+    std::fs::write(workspace.join("target/bench/virtual_cost.csv"), csv.join("\n") + "\n")?;
+    let rounds = |case: &str| -> Result<Vec<f64>> {
+        let values: Vec<f64> = csv
+            .iter()
+            .filter_map(|l| l.strip_prefix(case)?.strip_prefix(','))
+            .filter_map(|l| l.rsplit(',').next()?.parse().ok())
+            .collect();
+        ensure!(!values.is_empty(), "no {case} figures in:\n{printed}");
+        Ok(values)
+    };
+    println!("\nvirtual calls, x86_64 device, ns per call (median of the rounds of 4M calls, one program):");
+    for (case, base, goal) in RATIOS {
+        let (with, without) = (rounds(case)?, rounds(base)?);
+        let ratios: Vec<f64> = with.iter().zip(&without).map(|(w, b)| w / b).collect();
+        let (low, high) = ratios.iter().fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
+        let ratio = median(ratios.clone());
+        let verdict = if high - low > 0.5 * ratio {
+            "too noisy to judge".to_string()
+        } else if ratio <= goal {
+            format!("goal <= {goal}x met")
+        } else {
+            format!("goal <= {goal}x MISSED")
+        };
+        println!(
+            "  {case:<13} {:6.2}  vs {base:<19} {:6.2}  ratio {ratio:.2}x (rounds {low:.2}x..{high:.2}x): {verdict}",
+            median(with),
+            median(without)
+        );
+    }
+    println!("figures: target/bench/virtual_cost.csv");
+    Ok(())
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
