@@ -45,6 +45,10 @@ pub struct Program {
     pub needs_map: bool,
     /// A line its output must hold on our x86_64 plugin (2 devices), beside the summary.
     pub expect_line: Option<&'static str>,
+    /// Calls virtual functions of host-built objects: it must fail with the vtables left out of
+    /// the map (`OMPTARGET_INDIRECT_VTABLES=0`, both toolchains), and be stopped on the strict
+    /// device.
+    pub host_vtables: bool,
     /// Written without any explicit translation: compiled with the pass plugin, and it must fail
     /// when compiled without it.
     pub unmodified: bool,
@@ -98,6 +102,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
@@ -109,6 +114,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
@@ -120,6 +126,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        host_vtables: false,
         unmodified: false,
         on_gpus: true,
         // ptxas peaks at 23 GB over 1024 address-taken functions, 0.4 GB over 256.
@@ -132,6 +139,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        host_vtables: false,
         unmodified: false,
         // The GPU plugins do not give unified shared memory: they refuse this program's image.
         on_gpus: false,
@@ -144,6 +152,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        host_vtables: false,
         unmodified: false,
         // Its other modes touch the host program on purpose ([`strict_stops`]).
         on_gpus: false,
@@ -156,6 +165,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[unit("multi_lib.c")],
         needs_map: true,
         expect_line: None,
+        host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
@@ -167,6 +177,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
@@ -178,6 +189,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: Some("device count: 2"),
+        host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
@@ -189,6 +201,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: false,
         expect_line: None,
+        host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
@@ -200,6 +213,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
@@ -212,6 +226,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        host_vtables: false,
         unmodified: true,
         on_gpus: true,
         gpu_flags: &[],
@@ -224,6 +239,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        host_vtables: true,
         unmodified: true,
         on_gpus: true,
         gpu_flags: &[],
@@ -237,6 +253,7 @@ pub const PROGRAMS: &[Program] = &[
         library: &[],
         needs_map: true,
         expect_line: None,
+        host_vtables: true,
         unmodified: true,
         // typeid needs the C++ runtime's type_info code on the device, which no GPU image links.
         on_gpus: false,
@@ -358,6 +375,9 @@ pub enum MapSetup {
     SearchOnly,
     /// `OMPTARGET_INDIRECT_MAP=0`: nothing installed (the negative control).
     None,
+    /// `OMPTARGET_INDIRECT_VTABLES=0`: functions paired, vtables not (the negative control of
+    /// virtual calls on host-built objects).
+    NoVtables,
 }
 
 /// Runs an x86_64 build with the map installed as `setup` says. Returns (exit code, stdout and
@@ -404,6 +424,9 @@ pub fn run_with(
         }
         MapSetup::None => {
             c.env("OMPTARGET_INDIRECT_MAP", "0");
+        }
+        MapSetup::NoVtables => {
+            c.env("OMPTARGET_INDIRECT_VTABLES", "0");
         }
     }
     let trace = exe.with_extension("ld-debug");
@@ -492,6 +515,15 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
             expect_strict_stop(toolchain, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
         detail.push_str(&format!(", and the strict device stops it at the {stopped}"));
         detail.push_str(" (negative controls)");
+    }
+    if program.host_vtables {
+        let what = "with OMPTARGET_INDIRECT_VTABLES=0";
+        let failed = expect_failure(toolchain, &exe, MapSetup::NoVtables, what)?;
+        let stopped = expect_strict_stop(toolchain, &exe, MapSetup::NoVtables, what)?;
+        detail.push_str(&format!(
+            "; without the vtables in the map: {failed} checks fail, and the strict device stops it at the {stopped} \
+             (negative controls)"
+        ));
     }
     if program.needs_map && ours {
         let failed = expect_failure(toolchain, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
@@ -587,8 +619,9 @@ fn expect_failure(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: &str
 }
 
 /// Runs a negative control on the strict device, which must stop it at the first host function
-/// device code calls: exit status 70 and one line `omptarget-indirect strict: call of host function
-/// `f` ...` naming it; returns the function's name.
+/// device code calls or host variable it reads: exit status 70 and one line `omptarget-indirect
+/// strict: call of host function `f` ...` (or `read of host variable `v`+0x10 ...`) naming it;
+/// returns what it names ("call of host function `f`").
 fn expect_strict_stop(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: &str) -> Result<String> {
     let (code, output) = run_with(toolchain, exe, &[], setup, false, Device::Strict)?;
     let lines: Vec<&str> = output.lines().filter(|l| l.starts_with("omptarget-indirect strict: ")).collect();

@@ -160,6 +160,8 @@ pub struct Plugin<B: Backend> {
     map_on_load: bool,
     /// Whether installing a table also builds its hash index (see [`HASH_INDEX_ENV`]).
     hash_index: bool,
+    /// Whether loading an image pairs its vtables (see [`crate::vtables::VTABLES_ENV`]).
+    vtables: bool,
     /// The `OMP_REQ_*` flags libomptarget passed to `__tgt_rtl_init_requires`.
     requires: std::sync::atomic::AtomicU64,
 }
@@ -176,7 +178,7 @@ pub const MAP_ON_LOAD_ENV: &str = "OMPTARGET_INDIRECT_MAP";
 pub const HASH_INDEX_ENV: &str = "OMPTARGET_INDIRECT_INDEX";
 
 /// Whether the switch `name` is on: anything but `0` or `off`, and on when unset.
-fn switch_from_env(name: &str) -> bool {
+pub fn switch_from_env(name: &str) -> bool {
     !std::env::var(name).is_ok_and(|v| matches!(v.trim(), "0" | "off"))
 }
 
@@ -203,6 +205,7 @@ impl<B: Backend> Plugin<B> {
             devices,
             map_on_load: switch_from_env(MAP_ON_LOAD_ENV),
             hash_index: switch_from_env(HASH_INDEX_ENV),
+            vtables: crate::vtables::enabled(),
             requires: std::sync::atomic::AtomicU64::new(0),
         })
     }
@@ -545,6 +548,18 @@ impl<B: Backend> Plugin<B> {
     ) -> Result<(Vec<FptrMapEntry>, VtableCount)> {
         let words = crate::vtables::device_words(bytes);
         if words.is_empty() {
+            return Ok(Default::default());
+        }
+        if !self.vtables {
+            static NOTICED: AtomicBool = AtomicBool::new(false);
+            let env = crate::vtables::VTABLES_ENV;
+            diagnostics::notice_once(
+                &NOTICED,
+                B::NAME,
+                format_args!(
+                    "{env}=0: the images' vtables are not paired (host-built objects keep host vtables)"
+                ),
+            );
             return Ok(Default::default());
         }
         let names = words.iter().map(|w| w.vtable.as_str()).collect();

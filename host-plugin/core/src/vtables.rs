@@ -15,6 +15,17 @@ use std::ffi::{c_int, c_void, CStr};
 
 use omptarget_indirect_abi::vtable_word;
 
+/// Environment variable that, set to `0` or `off`, leaves the images' vtables out of the map (the
+/// plugins) and out of the registered entries (`libomptarget-indirect-register.so`): virtual calls
+/// on host-built objects then read the host's vtables, as without this project. A diagnostic
+/// switch, and the end-to-end tests' negative control of the vtable part alone.
+pub const VTABLES_ENV: &str = "OMPTARGET_INDIRECT_VTABLES";
+
+/// Whether [`VTABLES_ENV`] leaves vtables paired (anything but `0` or `off`; on when unset).
+pub fn enabled() -> bool {
+    crate::plugin::switch_from_env(VTABLES_ENV)
+}
+
 /// One word global of a device image.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceWord {

@@ -107,6 +107,15 @@ pub unsafe extern "C" fn __tgt_register_lib(desc: *mut TgtBinDesc) {
         );
         return;
     };
+    if !vtables::enabled() {
+        eprintln!(
+            "omptarget-indirect ({NAME}) notice: {}=0: the images' vtables are not registered (host-built objects \
+             keep host vtables)",
+            vtables::VTABLES_ENV
+        );
+        // SAFETY: forwarded as received.
+        return unsafe { register(desc) };
+    }
     // SAFETY: the caller's contract.
     let extended = match unsafe { extend(desc) } {
         Ok(extended) => extended,
