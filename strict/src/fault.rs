@@ -16,6 +16,8 @@ pub const PREFIX: &str = "omptarget-indirect strict: ";
 
 static mut PREVIOUS: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();
 static INSTALL: Once = Once::new();
+/// Set by the first thread that reports a stop.
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Installs the handler (once), keeping the program's own for every other fault.
 pub fn install() {
@@ -156,6 +158,14 @@ extern "C" fn handler(signal: c_int, info: *mut libc::siginfo_t, context: *mut c
                 && window::wait_until_closed(HOST_THREAD_WAIT)
             {
                 return;
+            }
+            // One report per process: threads of one region often meet the host program
+            // together; the first reports and ends the process, the others wait for that.
+            if STOPPING.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                loop {
+                    // SAFETY: async-signal-safe; the reporting thread's _exit ends this one.
+                    unsafe { libc::pause() };
+                }
             }
             let mut line = describe(access, addr, from, protected);
             line.push('\n');

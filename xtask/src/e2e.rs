@@ -40,6 +40,12 @@ pub struct Program {
     pub units: &'static [Unit],
     /// Archived into `lib<name>.a` and linked with `-l<name>`.
     pub library: &'static [Unit],
+    /// Linked into the shared library `lib<name>_shared.so` (with its own device image), which
+    /// the program links with `-l<name>_shared` and finds through its rpath.
+    pub shared_library: &'static [Unit],
+    /// Also run with clang 22 through the stock libomptarget 22 (not: what its per-image tables
+    /// cannot do, see the program's comment).
+    pub on_llvm22: bool,
     /// Whether it must fail with the map disabled (the negative control): programs whose
     /// pointers all reach the device untranslated.
     pub needs_map: bool,
@@ -100,30 +106,35 @@ pub const PROGRAMS: &[Program] = &[
         about: "begin/end block, to(f) indirect, enter(f) indirect (5.2)",
         units: &[unit("forms.c"), Unit { source: "forms_enter.c", flags: &["-fopenmp-version=52"] }],
         library: &[],
+        shared_library: &[],
         needs_map: true,
         expect_line: None,
         host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_llvm22: true,
     },
     Program {
         name: "reach",
         about: "captured, firstprivate, struct member, mapped array, returned by a device function",
         units: &[unit("reach.c")],
         library: &[],
+        shared_library: &[],
         needs_map: true,
         expect_line: None,
         host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_llvm22: true,
     },
     Program {
         name: "table",
         about: "1024 indirect functions chosen by index, and summed by a teams reduction",
         units: &[unit("table.c")],
         library: &[],
+        shared_library: &[],
         needs_map: true,
         expect_line: None,
         host_vtables: false,
@@ -131,12 +142,14 @@ pub const PROGRAMS: &[Program] = &[
         on_gpus: true,
         // ptxas peaks at 23 GB over 1024 address-taken functions, 0.4 GB over 256.
         gpu_flags: &["-DTABLE_FUNCTIONS_256"],
+        on_llvm22: true,
     },
     Program {
         name: "requires",
         about: "requires unified_shared_memory, unified_address, dynamic_allocators: unmapped host data",
         units: &[unit("requires.c")],
         library: &[],
+        shared_library: &[],
         needs_map: true,
         expect_line: None,
         host_vtables: false,
@@ -144,12 +157,14 @@ pub const PROGRAMS: &[Program] = &[
         // The GPU plugins do not give unified shared memory: they refuse this program's image.
         on_gpus: false,
         gpu_flags: &[],
+        on_llvm22: true,
     },
     Program {
         name: "strict",
         about: "what the strict device lets through: mapped data, globals, enter/exit data, a mapper, nowait from two threads",
         units: &[unit("strict.c")],
         library: &[],
+        shared_library: &[],
         needs_map: true,
         expect_line: None,
         host_vtables: false,
@@ -157,66 +172,77 @@ pub const PROGRAMS: &[Program] = &[
         // Its other modes touch the host program on purpose ([`strict_stops`]).
         on_gpus: false,
         gpu_flags: &[],
+        on_llvm22: true,
     },
     Program {
         name: "multi",
         about: "several translation units and a static library",
         units: &[unit("multi_main.c"), unit("multi_unit.c")],
         library: &[unit("multi_lib.c")],
+        shared_library: &[],
         needs_map: true,
         expect_line: None,
         host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_llvm22: true,
     },
     Program {
         name: "passthrough",
         about: "device addresses, non-indirect and host-only functions, data, null pass unchanged",
         units: &[unit("passthrough.c")],
         library: &[],
+        shared_library: &[],
         needs_map: true,
         expect_line: None,
         host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_llvm22: true,
     },
     Program {
         name: "devices",
         about: "two devices, each with its own image and map",
         units: &[unit("devices.c")],
         library: &[],
+        shared_library: &[],
         needs_map: true,
         expect_line: Some("device count: 2"),
         host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_llvm22: true,
     },
     Program {
         name: "no_indirect",
         about: "an image with no indirect function",
         units: &[unit("no_indirect.c")],
         library: &[],
+        shared_library: &[],
         needs_map: false,
         expect_line: None,
         host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_llvm22: true,
     },
     Program {
         name: "cxx",
         about: "C++ free, static member, namespaced functions",
         units: &[unit("cxx.cpp")],
         library: &[],
+        shared_library: &[],
         needs_map: true,
         expect_line: None,
         host_vtables: false,
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_llvm22: true,
     },
     Program {
         name: "unmodified",
@@ -224,12 +250,14 @@ pub const PROGRAMS: &[Program] = &[
                 functions, per team/thread, device addresses, NULL, not indirect",
         units: &[unit("unmodified.c")],
         library: &[],
+        shared_library: &[],
         needs_map: true,
         expect_line: None,
         host_vtables: false,
         unmodified: true,
         on_gpus: true,
         gpu_flags: &[],
+        on_llvm22: true,
     },
     Program {
         name: "unmodified_virtual",
@@ -237,12 +265,31 @@ pub const PROGRAMS: &[Program] = &[
             "no explicit translation (pass plugin): C++ virtual calls on device-built and mapped host objects",
         units: &[unit("unmodified_virtual.cpp")],
         library: &[],
+        shared_library: &[],
         needs_map: true,
         expect_line: None,
         host_vtables: true,
         unmodified: true,
         on_gpus: true,
         gpu_flags: &[],
+        on_llvm22: true,
+    },
+    Program {
+        name: "library_objects",
+        about: "no explicit translation (pass plugin): virtual calls on objects a shared library with its own device \
+                image built, of classes it defines",
+        units: &[unit("library_objects.cpp")],
+        library: &[],
+        shared_library: &[unit("library_objects_lib.cpp")],
+        needs_map: true,
+        expect_line: None,
+        host_vtables: true,
+        unmodified: true,
+        on_gpus: false,
+        gpu_flags: &[],
+        // libomptarget 22 builds one table per image: the program's image has none of the
+        // library's vtables (docs/virtual.md).
+        on_llvm22: false,
     },
     Program {
         name: "host_objects",
@@ -251,6 +298,7 @@ pub const PROGRAMS: &[Program] = &[
                 beside them, a virtual member pointer, typeid, two devices)",
         units: &[unit("host_objects.cpp")],
         library: &[],
+        shared_library: &[],
         needs_map: true,
         expect_line: None,
         host_vtables: true,
@@ -258,6 +306,7 @@ pub const PROGRAMS: &[Program] = &[
         // typeid needs the C++ runtime's type_info code on the device, which no GPU image links.
         on_gpus: false,
         gpu_flags: &[],
+        on_llvm22: true,
     },
 ];
 
@@ -283,9 +332,16 @@ pub fn build_as(
     let out = toolchain.e2e_dir(workspace, target).join(program.name).join(how.dir());
     let exe = out.join(program.name);
     // Rebuild only when an input changed (ptxas and the GPU links take most of the suite's time).
-    let mut inputs: Vec<PathBuf> =
-        program.units.iter().chain(program.library).map(|u| sources.join(u.source)).collect();
-    inputs.extend(["check.h", "indirect_check.h", "device_copy.h"].map(|h| sources.join(h)));
+    let mut inputs: Vec<PathBuf> = program
+        .units
+        .iter()
+        .chain(program.library)
+        .chain(program.shared_library)
+        .map(|u| sources.join(u.source))
+        .collect();
+    inputs.extend(
+        ["check.h", "indirect_check.h", "device_copy.h", "library_objects.h"].map(|h| sources.join(h)),
+    );
     inputs.extend([toolchain.dist().fat_lib(), toolchain.libomptarget()]);
     if program.unmodified {
         inputs.extend([toolchain.pass_plugin(), toolchain.dist().clang_config(toolchain.llvm)]);
@@ -303,12 +359,14 @@ pub fn build_as(
     if with_plugin {
         flags.extend(toolchain.pass_plugin_args());
     }
-    let compile = |u: &Unit| -> Result<PathBuf> {
+    // Position-independent code for a shared library's units only (the GPU builds take no -fPIC).
+    let compile_as = |u: &Unit, pic: bool| -> Result<PathBuf> {
         let object = out.join(format!("{}.o", u.source));
         cmd::output(
             Command::new(toolchain.compiler(u.source))
                 .args(&flags)
                 .args(["-Wall", "-Werror", "-c"])
+                .args(pic.then_some("-fPIC"))
                 .args(u.flags)
                 .arg(sources.join(u.source))
                 .arg("-o")
@@ -316,6 +374,8 @@ pub fn build_as(
         )?;
         Ok(object)
     };
+    let compile = |u: &Unit| compile_as(u, false);
+    let link_args = if with_plugin { toolchain.link_args_with_config() } else { toolchain.link_args() };
     let objects = program.units.iter().map(compile).collect::<Result<Vec<_>>>()?;
     let mut link = Command::new(toolchain.compiler(program.units[0].source));
     link.args(&flags).args(&objects);
@@ -326,8 +386,22 @@ pub fn build_as(
         cmd::output(Command::new(&toolchain.tools().llvm_ar).arg("rcs").arg(&archive).args(&members))?;
         link.arg("-L").arg(&out).arg(format!("-l{}", program.name));
     }
-    let link_args = if with_plugin { toolchain.link_args_with_config() } else { toolchain.link_args() };
-    cmd::output(link.args(link_args).arg("-o").arg(&exe))?;
+    if !program.shared_library.is_empty() {
+        let name = format!("{}_shared", program.name);
+        let members =
+            program.shared_library.iter().map(|u| compile_as(u, true)).collect::<Result<Vec<_>>>()?;
+        cmd::output(
+            Command::new(toolchain.compiler(program.shared_library[0].source))
+                .args(&flags)
+                .arg("-shared")
+                .args(&members)
+                .args(&link_args)
+                .arg("-o")
+                .arg(out.join(format!("lib{name}.so"))),
+        )?;
+        link.arg("-L").arg(&out).arg(format!("-l{name}")).arg(format!("-Wl,-rpath,{}", out.display()));
+    }
+    cmd::output(link.args(&link_args).arg("-o").arg(&exe))?;
     check_needs(&exe, toolchain.libomptarget_soname())?;
     Ok(exe)
 }
