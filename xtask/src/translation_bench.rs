@@ -45,22 +45,8 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
         compile("translation_loops.c", "loops_plain.o", vec!["-DVARIANT=plain".into()])?,
         compile("translation_loops.c", "loops_translated.o", translated)?,
     ];
-    let exe = out.join("translation_cost");
-    cmd::output(
-        Command::new(&tools.clang)
-            .args(toolchain.offload_args(&target))
-            .args(&objects)
-            .args(toolchain.link_args())
-            .arg("-o")
-            .arg(&exe),
-    )?;
-    let printed = cmd::stdout(Command::new(&exe).envs(toolchain.run_env()))?;
-    ensure!(
-        printed.lines().any(|l| l.starts_with("translation_cost: ") && l.ends_with(" 0 failed")),
-        "the benchmark's results are wrong:\n{printed}"
-    );
+    let printed = link_and_run(workspace, tools, &toolchain, &objects, &out, "translation_cost")?;
     let csv: Vec<&str> = printed.lines().filter(|l| l.matches(',').count() == 2).collect();
-    std::fs::write(workspace.join("target/bench/translation_cost.csv"), csv.join("\n") + "\n")?;
     let ns = |case: &str, variant: &str| -> Result<f64> {
         let line = csv
             .iter()
@@ -77,4 +63,34 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     }
     println!("figures: target/bench/translation_cost.csv");
     Ok(())
+}
+
+/// Links `objects` (x86_64 offload, clang 19, C++ runtime included) into `<out>/<name>`, runs it,
+/// checks that it printed `<name>: N checks, 0 failed`, writes its CSV lines (those with two
+/// commas) to `target/bench/<name>.csv`, and returns what it printed.
+pub fn link_and_run(
+    workspace: &Path,
+    tools: &Tools,
+    toolchain: &Toolchain,
+    objects: &[std::path::PathBuf],
+    out: &Path,
+    name: &str,
+) -> Result<String> {
+    let exe = out.join(name);
+    cmd::output(
+        Command::new(&tools.clangxx)
+            .args(toolchain.offload_args(&OffloadTarget::x86_64()))
+            .args(objects)
+            .args(toolchain.link_args())
+            .arg("-o")
+            .arg(&exe),
+    )?;
+    let printed = cmd::stdout(Command::new(&exe).envs(toolchain.run_env()))?;
+    ensure!(
+        printed.lines().any(|l| l.starts_with(&format!("{name}: ")) && l.ends_with(" 0 failed")),
+        "the benchmark's results are wrong:\n{printed}"
+    );
+    let csv: Vec<&str> = printed.lines().filter(|l| l.matches(',').count() == 2).collect();
+    std::fs::write(workspace.join("target/bench").join(format!("{name}.csv")), csv.join("\n") + "\n")?;
+    Ok(printed)
 }

@@ -47,22 +47,9 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
             &["-DVARIANT=translated", "-DWITH_METHODS"],
         )?,
     ];
-    let exe = out.join("virtual_cost");
-    cmd::output(
-        Command::new(&tools.clangxx)
-            .args(toolchain.offload_args(&target))
-            .args(&objects)
-            .args(toolchain.link_args())
-            .arg("-o")
-            .arg(&exe),
-    )?;
-    let printed = cmd::stdout(Command::new(&exe).envs(toolchain.run_env()))?;
-    ensure!(
-        printed.lines().any(|l| l.starts_with("virtual_cost: ") && l.ends_with(" 0 failed")),
-        "the benchmark's results are wrong:\n{printed}"
-    );
+    let printed =
+        crate::translation_bench::link_and_run(workspace, tools, &toolchain, &objects, &out, "virtual_cost")?;
     let csv: Vec<&str> = printed.lines().filter(|l| l.matches(',').count() == 2).collect();
-    std::fs::write(workspace.join("target/bench/virtual_cost.csv"), csv.join("\n") + "\n")?;
     let rounds = |case: &str| -> Result<Vec<f64>> {
         let values: Vec<f64> = csv
             .iter()
