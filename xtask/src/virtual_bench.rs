@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{ensure, Result};
+use anyhow::Result;
 
 use crate::build::Dist;
 use crate::cmd;
@@ -49,40 +49,8 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     ];
     let printed =
         crate::translation_bench::link_and_run(workspace, tools, &toolchain, &objects, &out, "virtual_cost")?;
-    let csv: Vec<&str> = printed.lines().filter(|l| l.matches(',').count() == 2).collect();
-    let rounds = |case: &str| -> Result<Vec<f64>> {
-        let values: Vec<f64> = csv
-            .iter()
-            .filter_map(|l| l.strip_prefix(case)?.strip_prefix(','))
-            .filter_map(|l| l.rsplit(',').next()?.parse().ok())
-            .collect();
-        ensure!(!values.is_empty(), "no {case} figures in:\n{printed}");
-        Ok(values)
-    };
-    println!("\nvirtual calls, x86_64 device, ns per call (median of the rounds of 4M calls, one program):");
-    for (case, base, goal) in RATIOS {
-        let (with, without) = (rounds(case)?, rounds(base)?);
-        let ratios: Vec<f64> = with.iter().zip(&without).map(|(w, b)| w / b).collect();
-        let (low, high) = ratios.iter().fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
-        let ratio = median(ratios.clone());
-        let verdict = if high - low > 0.5 * ratio {
-            "too noisy to judge".to_string()
-        } else if ratio <= goal {
-            format!("goal <= {goal}x met")
-        } else {
-            format!("goal <= {goal}x MISSED")
-        };
-        println!(
-            "  {case:<13} {:6.2}  vs {base:<19} {:6.2}  ratio {ratio:.2}x (rounds {low:.2}x..{high:.2}x): {verdict}",
-            median(with),
-            median(without)
-        );
-    }
+    println!("\nvirtual calls, x86_64 device, ns per call (median of 7 rounds of 4M calls, one program):");
+    crate::translation_bench::report_ratios(&printed, &RATIOS)?;
     println!("figures: target/bench/virtual_cost.csv");
     Ok(())
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
