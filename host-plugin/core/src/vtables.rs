@@ -67,8 +67,10 @@ pub fn host_definitions(vtables: &BTreeSet<&str>) -> BTreeMap<String, Vec<(u64, 
         return found;
     }
     for (path, base) in loaded_objects() {
-        let Ok(data) = std::fs::read(&path) else { continue };
-        let Ok(file) = object::File::parse(&*data) else { continue };
+        // Mapped, not read: of a large library (libLLVM, 140 MB) only the headers and the symbol
+        // tables are touched.
+        let Some(data) = MappedFile::open(&path) else { continue };
+        let Ok(file) = object::File::parse(data.bytes()) else { continue };
         // The loader's base is the bias of a position-independent object and 0 for a
         // fixed-address executable.
         for symbol in file.symbols().chain(file.dynamic_symbols()) {
@@ -84,6 +86,44 @@ pub fn host_definitions(vtables: &BTreeSet<&str>) -> BTreeMap<String, Vec<(u64, 
         }
     }
     found
+}
+
+/// A file mapped read-only, unmapped when dropped.
+struct MappedFile {
+    start: *mut c_void,
+    len: usize,
+}
+
+impl MappedFile {
+    /// Maps the regular file at `path`; None if it cannot be opened, is empty or cannot be
+    /// mapped.
+    fn open(path: &str) -> Option<MappedFile> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open(path).ok()?;
+        let len = usize::try_from(file.metadata().ok().filter(|m| m.is_file())?.len()).ok()?;
+        if len == 0 {
+            return None;
+        }
+        // SAFETY: a private read-only mapping of an open file's first `len` bytes; the mapping
+        // stays valid after the descriptor is closed.
+        let start = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0)
+        };
+        (start != libc::MAP_FAILED).then_some(MappedFile { start, len })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `len` readable bytes at `start`, mapped until `self` is dropped. (A loaded
+        // object's file is not truncated while the program runs: its code is mapped from it.)
+        unsafe { std::slice::from_raw_parts(self.start.cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `open`, unmapped once.
+        unsafe { libc::munmap(self.start, self.len) };
+    }
 }
 
 /// Whether the loaded object at `path` is a device image: the x86_64 plugin loads images from
