@@ -15,6 +15,16 @@ pub const EXIT_STATUS: c_int = 70;
 pub const PREFIX: &str = "omptarget-indirect strict: ";
 
 static mut PREVIOUS: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();
+static mut PREVIOUS_TRAP: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();
+
+/// The trap flag of x86 EFLAGS: the CPU raises SIGTRAP after the next instruction.
+const TRAP_FLAG: i64 = 0x100;
+
+thread_local! {
+    /// Pages this thread opened for the loader's current instruction (at most a few: one
+    /// instruction touches at most two pages), closed again when it has run.
+    static OPENED: std::cell::Cell<[usize; 4]> = const { std::cell::Cell::new([0; 4]) };
+}
 static INSTALL: Once = Once::new();
 /// Set by the first thread that reports a stop.
 static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -30,6 +40,11 @@ pub fn install() {
             action.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(libc::SIGSEGV, &action, std::ptr::addr_of_mut!(PREVIOUS).cast());
+            let mut trap: libc::sigaction = std::mem::zeroed();
+            trap.sa_sigaction = step_done as usize;
+            trap.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
+            libc::sigemptyset(&mut trap.sa_mask);
+            libc::sigaction(libc::SIGTRAP, &trap, std::ptr::addr_of_mut!(PREVIOUS_TRAP).cast());
         }
     });
 }
@@ -139,8 +154,24 @@ extern "C" fn handler(signal: c_int, info: *mut libc::siginfo_t, context: *mut c
     };
     if let Some(protected) = window::protected().filter(|_| window::is_open()) {
         let from_loader = protected.loader.iter().any(|&(start, end)| rip >= start && rip < end);
-        if from_loader && window::let_loader_through(addr) {
-            return;
+        if from_loader {
+            if let Some(page) = window::open_page_for_loader(addr) {
+                // Run the loader's one instruction with the page open, then close it again
+                // (`step_done`): the trap flag stops the thread right after it.
+                OPENED.with(|opened| {
+                    let mut pages = opened.get();
+                    if let Some(free) = pages.iter_mut().find(|p| **p == 0) {
+                        *free = page;
+                    }
+                    opened.set(pages);
+                });
+                // SAFETY: the kernel passes a valid, writable ucontext to an SA_SIGINFO handler.
+                unsafe {
+                    (*(context as *mut libc::ucontext_t)).uc_mcontext.gregs[libc::REG_EFL as usize] |=
+                        TRAP_FLAG
+                };
+                return;
+            }
         }
         if objects::object_at(&protected.objects, addr).is_some() {
             let access = Access::of(addr, rip, error);
@@ -178,9 +209,11 @@ extern "C" fn handler(signal: c_int, info: *mut libc::siginfo_t, context: *mut c
         }
     }
     // A fault on the host program that raced with the window's closing: the memory is open
-    // again (or the next window's), so the instruction runs again.
+    // again (or the next window's), so the instruction runs again; a page closed again for the
+    // loader just as the window closed gets its protection back first.
     if let Some(protected) = window::protected() {
         if objects::object_at(&protected.objects, addr).is_some() && !window::is_open() {
+            window::reopen_page(addr);
             return;
         }
     }
@@ -191,6 +224,38 @@ extern "C" fn handler(signal: c_int, info: *mut libc::siginfo_t, context: *mut c
         let previous = &*std::ptr::addr_of!(PREVIOUS).cast::<libc::sigaction>();
         if previous.sa_sigaction == libc::SIG_DFL || previous.sa_sigaction == libc::SIG_IGN {
             libc::signal(signal, libc::SIG_DFL);
+        } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
+            let chained: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+                std::mem::transmute(previous.sa_sigaction);
+            chained(signal, info, context);
+        } else {
+            let chained: extern "C" fn(c_int) = std::mem::transmute(previous.sa_sigaction);
+            chained(signal);
+        }
+    }
+}
+
+/// SIGTRAP: the loader's instruction that ran with pages opened for it is done; they are closed
+/// again and the trap flag cleared. Any other SIGTRAP goes where it went before.
+extern "C" fn step_done(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    let pages = OPENED.with(|opened| opened.replace([0; 4]));
+    if pages.iter().any(|&p| p != 0) {
+        for page in pages.into_iter().filter(|&p| p != 0) {
+            window::close_page(page);
+        }
+        // SAFETY: the kernel passes a valid, writable ucontext to an SA_SIGINFO handler.
+        unsafe {
+            (*(context as *mut libc::ucontext_t)).uc_mcontext.gregs[libc::REG_EFL as usize] &= !TRAP_FLAG
+        };
+        return;
+    }
+    // SAFETY: PREVIOUS_TRAP was filled by `install` before this handler could run.
+    unsafe {
+        let previous = &*std::ptr::addr_of!(PREVIOUS_TRAP).cast::<libc::sigaction>();
+        if previous.sa_sigaction == libc::SIG_DFL {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
+        } else if previous.sa_sigaction == libc::SIG_IGN {
         } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
             let chained: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
                 std::mem::transmute(previous.sa_sigaction);

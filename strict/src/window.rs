@@ -168,20 +168,47 @@ fn apply((start, end, prot): (usize, usize, libc::c_int)) {
     unsafe { libc::mprotect(start as *mut libc::c_void, end - start, prot) };
 }
 
-/// Reopens, until the window closes, the protected page range holding `addr` if it is not code:
-/// for the dynamic loader, which reads the host program's symbol tables when a library function
-/// is first called. Returns whether it did.
-pub fn let_loader_through(addr: usize) -> bool {
-    let Some(snapshot) = protected() else { return false };
-    for object in &snapshot.objects {
-        for s in &object.segments {
-            if addr >= s.start && addr < s.end && s.prot & libc::PROT_EXEC == 0 {
-                // SAFETY: as in `protect`: back to what the loader gave the range.
-                return unsafe { libc::mprotect(s.start as *mut libc::c_void, s.end - s.start, s.prot) } == 0;
-            }
-        }
+/// The page holding `addr` in a protected segment that is not code, opened again with the
+/// segment's own protection: for the dynamic loader, which reads the host program's symbol
+/// tables (in its first segment and in RELRO) when a library function is first called during a
+/// window. The caller lets that one instruction run and then closes the page ([`close_page`]):
+/// opening it for the rest of the window would let device code read what shares the page (a
+/// vtable in RELRO). Returns the page's start, or None when `addr` is in no such segment.
+pub fn open_page_for_loader(addr: usize) -> Option<usize> {
+    let snapshot = protected()?;
+    let page = addr & !(crate::objects::page_size() - 1);
+    let segment = snapshot
+        .objects
+        .iter()
+        .flat_map(|o| &o.segments)
+        .find(|s| addr >= s.start && addr < s.end && s.prot & libc::PROT_EXEC == 0)?;
+    // SAFETY: a page of a mapped segment of a loaded object, given back what the loader gave it.
+    let opened =
+        unsafe { libc::mprotect(page as *mut libc::c_void, crate::objects::page_size(), segment.prot) };
+    (opened == 0).then_some(page)
+}
+
+/// Protects again the page [`open_page_for_loader`] opened, if the window is still open (when
+/// it closed meanwhile, leaving it open is what closing did to every page).
+pub fn close_page(page: usize) {
+    if is_open() {
+        // SAFETY: a page of a protected segment, protected again as the open window has it.
+        unsafe { libc::mprotect(page as *mut libc::c_void, crate::objects::page_size(), libc::PROT_NONE) };
     }
-    false
+}
+
+/// Gives the page holding `addr` back the protection of its segment, if it is one of the host
+/// program's: a page [`close_page`] protected again just as the window closed, found by the next
+/// host access after it.
+pub fn reopen_page(addr: usize) {
+    let Some(snapshot) = protected() else { return };
+    if let Some(segment) =
+        snapshot.objects.iter().flat_map(|o| &o.segments).find(|s| addr >= s.start && addr < s.end)
+    {
+        let page = addr & !(crate::objects::page_size() - 1);
+        // SAFETY: as in `open_page_for_loader`.
+        unsafe { libc::mprotect(page as *mut libc::c_void, crate::objects::page_size(), segment.prot) };
+    }
 }
 
 /// The loader's count of objects loaded and unloaded so far (`dlpi_adds + dlpi_subs`): a new

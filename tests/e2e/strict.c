@@ -6,9 +6,11 @@
  * once, and a call through a translated pointer to an indirect function. Prints
  * "strict: N checks, 0 failed".
  *
- * MODE read / write / call: device code reads a host global, writes one, and calls a host
+ * MODE read / write / call / relro: device code reads a host global, writes one, calls a host
  * function that is not `declare target indirect` (its address passes the translation unchanged),
- * each through a pointer that reached the device as a value. On the loose x86_64 device they
+ * and reads a host constant in RELRO (where vtables are, on the pages the dynamic loader reads
+ * when it binds a symbol during a kernel), each through a pointer that reached the device as a
+ * value. On the loose x86_64 device they
  * work (each prints "touched" and exits 0); the strict device, like a GPU, must stop them. */
 #include <pthread.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 
 int host_counter = 40;                 /* neither declare target nor mapped */
 int host_only(int x) { return x + 1; } /* not declare target */
+static int *const host_relro = &host_counter; /* relocated, then read-only: .data.rel.ro */
 
 #pragma omp begin declare target indirect
 int triple(int x, const void **self) {
@@ -108,6 +111,10 @@ int main(int argc, char **argv) {
 #pragma omp target firstprivate(counter)
     *counter = 7;
     out = host_counter;
+  } else if (!strcmp(mode, "relro")) {
+    int *const *slot = &host_relro;
+#pragma omp target firstprivate(slot) map(from : out)
+    out = *slot != 0;
   } else if (!strcmp(mode, "call")) {
 #pragma omp target firstprivate(fn) map(from : out)
     out = TRANSLATE(int (*)(int), fn)(1);

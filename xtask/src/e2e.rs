@@ -731,6 +731,7 @@ pub fn strict_stops(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
         ("read", "read of host variable `host_counter`"),
         ("write", "write to host variable `host_counter`"),
         ("call", "call of host function `host_only`"),
+        ("relro", "read of host variable `host_relro`"),
     ] {
         for device in [Device::Loose, Device::Strict] {
             let (code, text) = run_with(toolchain, &exe, &[mode], MapSetup::Indexed, false, device)?;
@@ -748,8 +749,8 @@ pub fn strict_stops(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
             }
         }
     }
-    Ok("the loose device lets device code read, write and call into the host program; the strict device \
-        stops each with its line (exit 70), naming the symbol and the kernel"
+    Ok("the loose device lets device code read, write and call into the host program and read its RELRO; the \
+        strict device stops each with its line (exit 70), naming the symbol and the kernel"
         .to_string())
 }
 
