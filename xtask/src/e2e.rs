@@ -303,8 +303,7 @@ pub const PROGRAMS: &[Program] = &[
         expect_line: None,
         host_vtables: true,
         unmodified: true,
-        // typeid needs the C++ runtime's type_info code on the device, which no GPU image links.
-        on_gpus: false,
+        on_gpus: true,
         gpu_flags: &[],
         on_llvm22: true,
     },
