@@ -7,6 +7,9 @@
 //!   an alias, inline asm, null or undef (intrinsics are functions). Its callee operand is
 //!   replaced in place, so it keeps its attributes, calling convention, operand bundles and
 //!   tail-call kind.
+//! - Vtable pointer loads are translated too, and a call through a slot of a translated vtable
+//!   is not translated again (it holds a device address); each vtable's words get a device
+//!   global the plugins pair with the host's ([`crate::vtables`]).
 //! - The OpenMP runtime's own functions are left alone ([`is_runtime_function`]): their indirect
 //!   calls go to outlined regions whose device addresses the compiler took.
 //! - A callee in another address space with generic-sized pointers (amdgcn loads vtable slots
