@@ -624,10 +624,17 @@ impl<B: Backend> Plugin<B> {
             PluginError::InvalidArgument(format!("no image at {key:#x} is loaded on this device"))
         })?;
         let img = state.images.remove(index);
+        // Its handles go first, with no kernel running: the new map is installed without this
+        // image, and the table it retires is the one this image's globals still point at, so
+        // none of its kernels may start after the install (they would translate through freed
+        // memory).
+        {
+            let _no_launches = self.no_launches(device);
+            self.registry(device)?.remove_image(&img.globals, &img.kernels);
+        }
         let result = self.install_images_map(device, &mut state);
-        // No kernel of the device runs while the image's handles are withdrawn and it unloads.
+        // No kernel of the device runs while it unloads.
         let _no_launches = self.no_launches(device);
-        self.registry(device)?.remove_image(&img.globals, &img.kernels);
         self.unload(device, img)?;
         result
     }
