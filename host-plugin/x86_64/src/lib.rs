@@ -21,13 +21,19 @@ pub const DEVICES: i32 = 2;
 /// The host-offload backend.
 pub struct HostOffload;
 
-/// Images unloaded by libomptarget, kept mapped until the process exits. libomp keeps pointers
-/// into the code and data of the images whose kernels it ran (its hot teams keep the outlined
-/// functions and `ident_t` locations of the last parallel region), and touches them at later
-/// forks: with the image unmapped by `dlclose`, a stress test of unloads, reloads and launches
-/// crashed inside the process about once in 20-40 runs under CPU load (0 in 110 since). An
+/// The most recently unloaded images, kept mapped: libomp keeps pointers into the code and data
+/// of the images whose kernels it ran last (its hot teams keep the outlined functions and
+/// `ident_t` locations of the last parallel regions) and touches them at later forks. With the
+/// image unmapped at once by `dlclose`, a stress test of unloads, reloads and launches crashed
+/// inside the process about once in 20-40 runs under CPU load (0 in 110 with them kept). An
 /// unloaded image is inert: its kernels and globals are gone from the registry and the map.
-static RETIRED: std::sync::Mutex<Vec<Library>> = std::sync::Mutex::new(Vec::new());
+/// Older ones are closed, so that a process that loads images without end (the fuzzer) does not
+/// keep them all.
+static RETIRED: std::sync::Mutex<std::collections::VecDeque<Library>> =
+    std::sync::Mutex::new(std::collections::VecDeque::new());
+
+/// How many unloaded images [`RETIRED`] keeps mapped.
+const RETIRED_KEPT: usize = 8;
 
 /// A device image loaded with `dlopen`.
 pub struct Library {
@@ -148,6 +154,14 @@ impl Library {
             Ok(Some(addr))
         }
     }
+
+    fn close(self) -> Result<()> {
+        // SAFETY: the handle came from dlopen and is closed once (self is consumed).
+        if unsafe { libc::dlclose(self.handle) } != 0 {
+            return Err(dl_error("dlclose"));
+        }
+        Ok(())
+    }
 }
 
 /// A kernel: the address of its function in the loaded image.
@@ -190,8 +204,12 @@ impl Backend for HostOffload {
     }
 
     fn unload_image(&self, _device: i32, image: Library) -> Result<()> {
-        RETIRED.lock().unwrap_or_else(|e| e.into_inner()).push(image);
-        Ok(())
+        let oldest = {
+            let mut retired = RETIRED.lock().unwrap_or_else(|e| e.into_inner());
+            retired.push_back(image);
+            (retired.len() > RETIRED_KEPT).then(|| retired.pop_front()).flatten()
+        };
+        oldest.map_or(Ok(()), Library::close)
     }
 
     fn kernel(&self, image: &Library, name: &str) -> Result<Option<Kernel>> {
