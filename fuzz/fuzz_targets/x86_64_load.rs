@@ -31,8 +31,17 @@ fn base() -> &'static (Vec<u8>, Vec<Field>) {
     })
 }
 
+/// Runs between re-initializations of the device: the plugin keeps unloaded images mapped until
+/// then, and the fuzzer loads them without end.
+const RUNS_PER_DEVICE: u32 = 256;
+
 fuzz_target!(|data: &[u8]| {
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let (good, found) = base();
+    if RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % RUNS_PER_DEVICE == RUNS_PER_DEVICE - 1 {
+        assert_eq!(plugin::__tgt_rtl_deinit_device(0), 0);
+        assert_eq!(plugin::__tgt_rtl_init_device(0), 0);
+    }
     let mut image = good.clone();
     for change in data.chunks_exact(CHANGE).take(4) {
         let field = found[usize::from(u16::from_le_bytes([change[0], change[1]])) % found.len()];

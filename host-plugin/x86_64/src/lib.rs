@@ -21,19 +21,15 @@ pub const DEVICES: i32 = 2;
 /// The host-offload backend.
 pub struct HostOffload;
 
-/// The most recently unloaded images, kept mapped: libomp keeps pointers into the code and data
-/// of the images whose kernels it ran last (its hot teams keep the outlined functions and
-/// `ident_t` locations of the last parallel regions) and touches them at later forks. With the
-/// image unmapped at once by `dlclose`, a stress test of unloads, reloads and launches crashed
-/// inside the process about once in 20-40 runs under CPU load (0 in 110 with them kept). An
-/// unloaded image is inert: its kernels and globals are gone from the registry and the map.
-/// Older ones are closed, so that a process that loads images without end (the fuzzer) does not
-/// keep them all.
-static RETIRED: std::sync::Mutex<std::collections::VecDeque<Library>> =
-    std::sync::Mutex::new(std::collections::VecDeque::new());
-
-/// How many unloaded images [`RETIRED`] keeps mapped.
-const RETIRED_KEPT: usize = 8;
+/// Unloaded images, kept mapped until their device is initialized again (a real program never
+/// does that; a test or fuzzer that loads images without end does it now and then). libomp keeps
+/// pointers into the code and data of the images whose kernels it ran (its hot teams keep the
+/// outlined functions and `ident_t` locations of the last parallel regions) and touches them at
+/// later forks: with the image unmapped at once by `dlclose`, a stress test of unloads, reloads
+/// and launches crashed inside the process about once in 20-40 runs under CPU load (0 in 110 with
+/// them kept). An unloaded image is inert: its kernels and globals are gone from the registry and
+/// the map.
+static RETIRED: std::sync::Mutex<Vec<Library>> = std::sync::Mutex::new(Vec::new());
 
 /// A device image loaded with `dlopen`.
 pub struct Library {
@@ -196,7 +192,8 @@ impl Backend for HostOffload {
     }
 
     fn init_device(&self, _device: i32) -> Result<()> {
-        Ok(())
+        let retired = std::mem::take(&mut *RETIRED.lock().unwrap_or_else(|e| e.into_inner()));
+        retired.into_iter().try_for_each(Library::close)
     }
 
     fn load_image(&self, _device: i32, image: &[u8]) -> Result<Library> {
@@ -204,12 +201,8 @@ impl Backend for HostOffload {
     }
 
     fn unload_image(&self, _device: i32, image: Library) -> Result<()> {
-        let oldest = {
-            let mut retired = RETIRED.lock().unwrap_or_else(|e| e.into_inner());
-            retired.push_back(image);
-            (retired.len() > RETIRED_KEPT).then(|| retired.pop_front()).flatten()
-        };
-        oldest.map_or(Ok(()), Library::close)
+        RETIRED.lock().unwrap_or_else(|e| e.into_inner()).push(image);
+        Ok(())
     }
 
     fn kernel(&self, image: &Library, name: &str) -> Result<Option<Kernel>> {
