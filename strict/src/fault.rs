@@ -220,11 +220,28 @@ extern "C" fn handler(signal: c_int, info: *mut libc::siginfo_t, context: *mut c
     // Not ours: the program's own handler, or the default action when the instruction faults
     // again.
     // SAFETY: PREVIOUS was filled by `install` before this handler could run.
+    let previous = unsafe { &*std::ptr::addr_of!(PREVIOUS).cast::<libc::sigaction>() };
+    if !chain(previous, signal, info, context) {
+        // SAFETY: restoring the default action of a signal.
+        unsafe { libc::signal(signal, libc::SIG_DFL) };
+    }
+}
+
+/// Calls the handler `previous` installed for `signal`, if it installed one (not the default
+/// action, not "ignore"). Returns whether it did.
+fn chain(
+    previous: &libc::sigaction,
+    signal: c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut c_void,
+) -> bool {
+    if previous.sa_sigaction == libc::SIG_DFL || previous.sa_sigaction == libc::SIG_IGN {
+        return false;
+    }
+    // SAFETY: a handler sigaction returned, of the type its SA_SIGINFO flag says, called with
+    // what the kernel passed this handler.
     unsafe {
-        let previous = &*std::ptr::addr_of!(PREVIOUS).cast::<libc::sigaction>();
-        if previous.sa_sigaction == libc::SIG_DFL || previous.sa_sigaction == libc::SIG_IGN {
-            libc::signal(signal, libc::SIG_DFL);
-        } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
+        if previous.sa_flags & libc::SA_SIGINFO != 0 {
             let chained: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
                 std::mem::transmute(previous.sa_sigaction);
             chained(signal, info, context);
@@ -233,6 +250,7 @@ extern "C" fn handler(signal: c_int, info: *mut libc::siginfo_t, context: *mut c
             chained(signal);
         }
     }
+    true
 }
 
 /// SIGTRAP: the loader's instruction that ran with pages opened for it is done; they are closed
@@ -250,19 +268,13 @@ extern "C" fn step_done(signal: c_int, info: *mut libc::siginfo_t, context: *mut
         return;
     }
     // SAFETY: PREVIOUS_TRAP was filled by `install` before this handler could run.
-    unsafe {
-        let previous = &*std::ptr::addr_of!(PREVIOUS_TRAP).cast::<libc::sigaction>();
-        if previous.sa_sigaction == libc::SIG_DFL {
+    let previous = unsafe { &*std::ptr::addr_of!(PREVIOUS_TRAP).cast::<libc::sigaction>() };
+    if !chain(previous, signal, info, context) && previous.sa_sigaction == libc::SIG_DFL {
+        // The trap has been taken: the default action happens only if it is raised again.
+        // SAFETY: restoring the default action of a signal and raising it.
+        unsafe {
             libc::signal(signal, libc::SIG_DFL);
             libc::raise(signal);
-        } else if previous.sa_sigaction == libc::SIG_IGN {
-        } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
-            let chained: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
-                std::mem::transmute(previous.sa_sigaction);
-            chained(signal, info, context);
-        } else {
-            let chained: extern "C" fn(c_int) = std::mem::transmute(previous.sa_sigaction);
-            chained(signal);
         }
     }
 }
