@@ -50,12 +50,44 @@ impl Gpu {
         self.driver.mem_info().map_err(err)
     }
 
+    /// Makes, writes from the host, copies back and frees one page-locked host and one managed
+    /// allocation, so that the driver's one-time setup for them is done before device memory is
+    /// compared.
+    pub fn warm_up_host_memory(&self) -> Result<()> {
+        let mut back = [0u8; 64];
+        for managed in [false, true] {
+            let p = if managed { self.driver.alloc_managed(64) } else { self.driver.alloc_host(64) };
+            let p = p.map_err(err)?;
+            // SAFETY: 64 bytes the host addresses directly, just allocated.
+            unsafe { std::ptr::write_bytes(p as *mut u8, 0x5a, 64) };
+            let copied = self.driver.read(&mut back, p);
+            let freed = if managed { self.driver.free(p) } else { self.driver.free_host(p) };
+            copied.and(freed).map_err(err)?;
+        }
+        Ok(())
+    }
+
     /// A device buffer holding `data`.
     pub fn upload<T: Copy>(&self, data: &[T]) -> Result<Buffer<'_>> {
         // SAFETY: plain-old-data `T` viewed as bytes, length from size_of_val.
         let raw =
             unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) };
         Ok(Buffer::from(DeviceBuffer::upload(&self.driver, raw).map_err(err)?))
+    }
+
+    /// `count` values of `T` read from device memory at `ptr`, memory this runner did not
+    /// allocate (the plugin's own tables).
+    pub fn read<T: Copy + Default>(&self, ptr: CuDevicePtr, count: usize) -> Result<Vec<T>> {
+        let mut out = vec![T::default(); count];
+        // SAFETY: plain-old-data `T` viewed as bytes, length from size_of_val.
+        let raw = unsafe {
+            std::slice::from_raw_parts_mut(
+                out.as_mut_ptr().cast::<u8>(),
+                std::mem::size_of_val(out.as_slice()),
+            )
+        };
+        self.driver.read(raw, ptr).map_err(err)?;
+        Ok(out)
     }
 
     /// An uninitialised device buffer of `bytes` bytes.
