@@ -167,8 +167,13 @@ impl HashIndex {
         }
     }
 
-    /// Fills the zeroed `slots` with `keyed` (unique, non-zero keys) by linear probing; returns
-    /// the sum of the distances from bucket to slot, and the longest.
+    /// Fills the zeroed `slots` with `keyed` (unique, non-zero keys) by linear probing with
+    /// Robin Hood placement; returns the sum of the distances from bucket to slot, and the
+    /// longest.
+    ///
+    /// Robin Hood placement leaves the sum as plain linear probing does but evens the distances
+    /// out: a GPU warp waits for its slowest lane, and of 32 random hits the farthest is about 4
+    /// probes away instead of 6 (at half full).
     ///
     /// Any insertion order gives a valid table; this one keeps a million-entry build in cache:
     /// the entries are first copied out grouped by the top bits of their bucket (a counting
@@ -193,17 +198,33 @@ impl HashIndex {
             grouped[*at] = [e.host_ptr, e.tgt_ptr];
             *at += 1;
         }
-        let (mut displacement, mut longest) = (0, 0);
-        for [host_ptr, tgt_ptr] in grouped {
-            let mut at = header.bucket(host_ptr);
-            let mut probe = 0;
-            while slots[at as usize][0] != 0 {
+        let (mut displacement, mut longest) = (0u64, 0u32);
+        for mut carried in grouped {
+            let mut at = header.bucket(carried[0]);
+            // Distance of `carried` from its bucket.
+            let mut probe = 0u32;
+            loop {
+                let slot = &mut slots[at as usize];
+                let resident =
+                    if slot[0] == 0 { None } else { Some((at.wrapping_sub(header.bucket(slot[0]))) & mask) };
+                if resident.is_none_or(|resident| resident < probe) {
+                    // Robin Hood: the key farther from its bucket takes the slot, and the one
+                    // nearer to its own moves on. Every key's distance only grows, so the
+                    // longest placement seen is the longest that stays.
+                    std::mem::swap(slot, &mut carried);
+                    displacement += u64::from(probe);
+                    longest = longest.max(probe);
+                    match resident {
+                        None => break,
+                        Some(resident) => {
+                            displacement -= u64::from(resident);
+                            probe = resident;
+                        }
+                    }
+                }
                 at = at.wrapping_add(1) & mask;
                 probe += 1;
             }
-            slots[at as usize] = [host_ptr, tgt_ptr];
-            displacement += probe as u64;
-            longest = longest.max(probe);
         }
         (displacement, longest)
     }
@@ -218,6 +239,20 @@ impl HashIndex {
     /// the first that a lookup of a present key reads.
     pub fn longest_probe(&self) -> u32 {
         self.longest_probe
+    }
+
+    /// Whether every run of occupied slots holds its keys in the order of their buckets (the
+    /// Robin Hood placement): a key is at most one slot farther from its bucket than the key
+    /// before it.
+    #[cfg(test)]
+    fn in_bucket_order(&self, slots: &[[u64; 2]]) -> bool {
+        let header = self.header();
+        let mask = header.mask();
+        let distance = |at: usize| (at as u32).wrapping_sub(header.bucket(slots[at][0])) & mask;
+        (0..slots.len()).all(|at| {
+            let next = (at + 1) & mask as usize;
+            slots[at][0] == 0 || slots[next][0] == 0 || distance(next) <= distance(at) + 1
+        })
     }
 
     /// [`HashIndex::longest_probe`] measured again over `slots` (as built for this index).
@@ -354,6 +389,7 @@ mod tests {
         let max_probe = index.0.max_probe(&index.1);
         assert!(max_probe < 64, "max probe {max_probe}");
         assert_eq!(index.0.longest_probe(), max_probe, "as counted while building");
+        assert!(index.0.in_bucket_order(&index.1));
         for p in &pairs {
             assert_eq!(indexed(&table, &index, p.host_ptr), p.tgt_ptr);
             assert_eq!(indexed(&table, &index, p.host_ptr + 8), p.host_ptr + 8);
@@ -399,6 +435,7 @@ mod tests {
                     prop_assert_eq!(keys_in_slots, pairs.iter().filter(|p| p.host_ptr != 0).count());
                     prop_assert!(index.1.len() >= 2 * keys_in_slots);
                     prop_assert_eq!(index.0.longest_probe(), index.0.max_probe(&index.1));
+                    prop_assert!(index.0.in_bucket_order(&index.1));
                     let mut asked: Vec<u64> = pairs.iter().flat_map(|p| [p.host_ptr, p.host_ptr.wrapping_add(1), p.host_ptr.wrapping_sub(1)]).collect();
                     asked.extend([0, 1, u64::MAX, extra]);
                     for key in asked {
