@@ -9,6 +9,7 @@
 # 1. gpu-test lookup       the device lookup (Rust kernels + our device runtime) on random tables
 # 2. gpu-test plugin-abi   libomptarget.rtl.cuda.so through its C ABI, cuMemGetInfo before/after
 # 3. e2e/*                 clang 19 sm_90 programs through libomptarget 16 + our CUDA plugin
+#    e2e-controls/*        the unmodified ones built without the pass plugin: each must fail
 # --bench: then the translation benchmark (table, CSV and PNG)
 # 4. compute-sanitizer memcheck on 1 and 2, where the machine has it (last: it is the slowest)
 # --out DIR (default ./results) receives everything the run makes: run.log (this whole output),
@@ -138,6 +139,22 @@ for program in "$here"/e2e/*; do
     continue
   fi
   step "3. e2e $name" run_e2e "$program"
+done
+
+# Negative controls: the unmodified programs built without the pass plugin call host addresses
+# on the GPU. Each must fail for that reason: the GPU faults (CUDA_ERROR_ILLEGAL_ADDRESS or
+# _INSTRUCTION, which the plugin reports) or checks fail; passing, or failing otherwise, fails.
+run_control() { # program
+  local output
+  output=$(OMP_TARGET_OFFLOAD=MANDATORY timeout 120 "$1" 2>&1)
+  local rc=$?
+  echo "$output" | head -n 8
+  echo "exit status $rc"
+  echo "$output" | grep -q -e "CUDA_ERROR_ILLEGAL_\(ADDRESS\|INSTRUCTION\)" \
+    -e "^$(basename "$1"): [0-9]* checks, [1-9][0-9]* failed$"
+}
+for program in "$here"/e2e-controls/*; do
+  step "3. control: $(basename "$program") without the pass plugin fails" run_control "$program"
 done
 
 if [ $bench -eq 1 ]; then

@@ -8,6 +8,7 @@
 //! kernels/<module>.{ptx,sm_90.cubin}   lookup_inlined, lookup_called, llvm_lookup
 //! images/probe{,_second}.{sm_90.cubin,entries}   the plugin test's two clang 19 images and their symbols
 //! e2e/<program>               the end-to-end programs built for sm_90
+//! e2e-controls/<program>      the unmodified ones built without the pass plugin: must fail
 //! debs/*.deb                  LLVM 16's runtime and what libLLVM-16 links (Debian 12)
 //! ```
 
@@ -49,7 +50,7 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, S
     if root.exists() {
         fs::remove_dir_all(&root).with_context(|| format!("cannot clear {}", root.display()))?;
     }
-    for dir in ["bin", "lib", "kernels", "images", "e2e", "debs"] {
+    for dir in ["bin", "lib", "kernels", "images", "e2e", "e2e-controls", "debs"] {
         fs::create_dir_all(root.join(dir))?;
     }
     kernels(workspace, tools, dist, &root.join("kernels"))?;
@@ -60,6 +61,11 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, S
     for program in e2e::PROGRAMS.iter().filter(|p| p.on_gpus) {
         let exe = e2e::build(workspace, &Toolchain::llvm19(tools, dist), &target, program)?;
         copy(&exe, &root.join("e2e").join(program.name))?;
+    }
+    for program in e2e::PROGRAMS.iter().filter(|p| p.on_gpus && p.unmodified) {
+        let llvm19 = Toolchain::llvm19(tools, dist);
+        let exe = e2e::build_as(workspace, &llvm19, &target, program, e2e::Build::WithoutPassPlugin)?;
+        copy(&exe, &root.join("e2e-controls").join(program.name))?;
     }
     cmd::status(cmd::cargo().current_dir(workspace).args([
         "build",
@@ -245,6 +251,12 @@ fn self_check(root: &Path) -> Result<String> {
         expected.push(format!("images/{name}.entries").into());
     }
     expected.extend(e2e::PROGRAMS.iter().filter(|p| p.on_gpus).map(|p| PathBuf::from("e2e").join(p.name)));
+    expected.extend(
+        e2e::PROGRAMS
+            .iter()
+            .filter(|p| p.on_gpus && p.unmodified)
+            .map(|p| PathBuf::from("e2e-controls").join(p.name)),
+    );
     for file in &expected {
         ensure!(root.join(file).is_file(), "the bundle lacks {}", file.display());
     }
