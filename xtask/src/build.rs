@@ -18,115 +18,35 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::checks::DEVICE_ENVIRONMENT;
+use checks::images;
+use harness::device_build::DeviceBuild;
+use omptarget_indirect_abi::DEVICE_ENVIRONMENT;
+
 use crate::cmd;
-use crate::dist::{Dist, PASS_PLUGIN, PLUGINS, REGISTER, STRICT};
+use crate::dist::{Archs, Dist, FORTRAN_MODULE_SOURCE, PASS_PLUGIN, PLUGINS, REGISTER, STRICT};
 use crate::llvm::Llvm;
 use crate::offload::OffloadTarget;
 use crate::tools::Tools;
 
-/// NVIDIA architectures built when `--sm` is not given: Volta and Hopper.
-pub const DEFAULT_SMS: &[&str] = &["sm_70", "sm_90"];
-/// AMD architectures built when `--gfx` is not given: MI200, MI300, RDNA3.
-pub const DEFAULT_GFXS: &[&str] = &["gfx90a", "gfx942", "gfx1100"];
-
-/// Which GPU architectures to build.
-#[derive(Clone, Debug)]
-pub struct Archs {
-    /// `sm_NN` names.
-    pub sms: Vec<String>,
-    /// `gfxNNN` names.
-    pub gfxs: Vec<String>,
-}
-
-impl Default for Archs {
-    fn default() -> Self {
-        Archs {
-            sms: DEFAULT_SMS.iter().map(|s| s.to_string()).collect(),
-            gfxs: DEFAULT_GFXS.iter().map(|s| s.to_string()).collect(),
+/// Rejects names that are not of the `sm_NN` / `gfxNNN` form before any work starts.
+pub fn validate(archs: &Archs) -> Result<()> {
+    for sm in &archs.sms {
+        let digits = sm.strip_prefix("sm_").unwrap_or("");
+        if digits.len() < 2 || !digits.chars().all(|c| c.is_ascii_digit()) {
+            bail!("--sm {sm}: expected a name like sm_90");
         }
     }
-}
-
-impl Archs {
-    /// Rejects names that are not of the `sm_NN` / `gfxNNN` form before any work starts.
-    pub fn validate(&self) -> Result<()> {
-        for sm in &self.sms {
-            let digits = sm.strip_prefix("sm_").unwrap_or("");
-            if digits.len() < 2 || !digits.chars().all(|c| c.is_ascii_digit()) {
-                bail!("--sm {sm}: expected a name like sm_90");
-            }
+    for gfx in &archs.gfxs {
+        if images::amdgpu_mach(gfx).is_none() {
+            bail!("--gfx {gfx}: unknown AMDGPU processor (known: {})", images::known_gfxs());
         }
-        for gfx in &self.gfxs {
-            if crate::checks::amdgpu_mach(gfx).is_none() {
-                bail!("--gfx {gfx}: unknown AMDGPU processor (known: {})", crate::checks::known_gfxs());
-            }
-        }
-        Ok(())
     }
-}
-
-/// One device compilation of a workspace crate as a single LTO'd module: a target, a processor,
-/// and the files rustc must emit.
-pub struct DeviceBuild<'a> {
-    /// Cargo package.
-    pub package: &'a str,
-    /// Cargo features.
-    pub features: &'a [&'a str],
-    /// Rust target triple.
-    pub target: &'a str,
-    /// `-Ctarget-cpu`.
-    pub cpu: Option<&'a str>,
-    /// `(rustc emit kind, file name)`, e.g. `("llvm-bc", "device_rtl.bc")`.
-    pub emits: &'a [(&'a str, &'a str)],
-}
-
-impl DeviceBuild<'_> {
-    /// Compiles the crate and copies the emitted files to `dest`.
-    pub fn run(&self, workspace: &Path, dest: &Path) -> Result<()> {
-        // Each (target, cpu) gets its own target dir: `-Ctarget-cpu` applies to core too (amdgcn
-        // requires it), and sharing a dir would rebuild core at every switch.
-        let target_dir = workspace.join("target/device").join(format!(
-            "{}-{}",
-            self.target,
-            self.cpu.unwrap_or("generic")
-        ));
-        let out_dir = target_dir.join("out");
-        fs::create_dir_all(&out_dir)?;
-        let emit: Vec<String> = self
-            .emits
-            .iter()
-            .map(|(kind, name)| format!("{kind}={}", out_dir.join(name).display()))
-            .collect();
-        let mut build = cmd::cargo();
-        build
-            .current_dir(workspace)
-            .args(["rustc", "--quiet", "-p", self.package, "--profile", "device", "--target"])
-            .arg(self.target)
-            .args(["-Zbuild-std=core", "--crate-type", "staticlib"]);
-        if !self.features.is_empty() {
-            build.arg("--features").arg(self.features.join(","));
-        }
-        build
-            .arg("--")
-            .arg(format!("--emit={}", emit.join(",")))
-            .env("CARGO_TARGET_DIR", &target_dir)
-            .env("CARGO_ENCODED_RUSTFLAGS", self.cpu.map(|c| format!("-Ctarget-cpu={c}")).unwrap_or_default())
-            .env_remove("RUSTFLAGS");
-        cmd::status(&mut build)?;
-        fs::create_dir_all(dest)?;
-        for (_, name) in self.emits {
-            let from = out_dir.join(name);
-            fs::copy(&from, dest.join(name))
-                .with_context(|| format!("rustc did not emit {}", from.display()))?;
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// Builds everything `Archs` asks for and writes the dist tree. Prints the time of each part.
 pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
-    archs.validate()?;
+    validate(archs)?;
     let dist = Dist::new(workspace);
     let started = Instant::now();
     let mut images = Vec::new();
@@ -288,9 +208,6 @@ fn plugins(workspace: &Path, dist: &Dist) -> Result<()> {
     fs::write(&fresh, crate::llvm::flang_config())?;
     replace_if_changed(&fresh, &config)
 }
-
-/// The Fortran module a program `use`s to name its indirect procedures.
-pub const FORTRAN_MODULE_SOURCE: &str = "install/omptarget_indirect.f90";
 
 /// Compiles the `omptarget_indirect` module with flang 22 into the dist tree's module directory
 /// (a module file is only read by the flang release that wrote it). It has no code: programs

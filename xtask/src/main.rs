@@ -2,24 +2,16 @@
 //! test, demo and benchmark driver.
 
 mod build;
-mod checks;
-mod e2e;
-mod fuzz;
-mod gpu_bundle;
-mod install;
-mod metrics;
-mod pass_ir;
-mod strict_bench;
 mod suite;
-mod translation_bench;
-mod virtual_bench;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
 
-use build::Archs;
+use checks::{fuzz, gpu_bundle, install_check, strict_bench, translation_bench, virtual_bench};
+use dist::Archs;
+use harness::install;
 use harness::{cmd, dist, llvm, offload, requirements, toolchain, tools};
 use tools::Tools;
 
@@ -117,7 +109,7 @@ fn run(args: Vec<String>) -> Result<()> {
             no_options(command, rest)?;
             let tools = Tools::locate(&workspace)?;
             let dist = build::build(&workspace, &tools, &Archs::default())?;
-            println!("{}", install::check(&workspace, &tools, &dist)?);
+            println!("{}", install_check::check(&workspace, &tools, &dist)?);
             Ok(())
         }
         "dist" => {
@@ -193,7 +185,7 @@ fn parse_archs(args: &[String]) -> Result<Archs> {
     if !gfxs.is_empty() {
         archs.gfxs = gfxs;
     }
-    archs.validate()?;
+    build::validate(&archs)?;
     Ok(archs)
 }
 

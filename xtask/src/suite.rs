@@ -6,15 +6,13 @@ use std::time::Instant;
 
 use anyhow::{ensure, Result};
 
-use crate::build::{self, Archs};
-use crate::checks::{self, SYMBOLS, TRANSLATE};
+use checks::images::{self, SYMBOLS, TRANSLATE};
+use checks::{e2e, fuzz, gpu_bundle, install_check, metrics, pass_ir};
+
+use crate::build;
 use crate::cmd;
-use crate::dist::Dist;
-use crate::e2e;
-use crate::gpu_bundle;
-use crate::metrics;
+use crate::dist::{Archs, Dist};
 use crate::offload::OffloadTarget;
-use crate::pass_ir;
 use crate::requirements;
 use crate::toolchain::{Llvm, Toolchain};
 use crate::tools::Tools;
@@ -127,24 +125,24 @@ pub fn run(workspace: &Path) -> Result<()> {
     for sm in &archs.sms {
         let dir = dist.nvptx_dir(sm);
         report.step(format!("nvptx64 {sm}: PTX, cubin, bitcode"), || {
-            checks::check_ptx(&dir.join("device_rtl.ptx"))?;
-            checks::check_bitcode(&tools, &dir.join("device_rtl.bc"), false)?;
+            images::check_ptx(&dir.join("device_rtl.ptx"))?;
+            images::check_bitcode(&tools, &dir.join("device_rtl.bc"), false)?;
             let cubin = dir.join("device_rtl.cubin");
-            let elf = checks::elf_summary(&cmd::read(&cubin)?, &SYMBOLS)?;
+            let elf = images::elf_summary(&cmd::read(&cubin)?, &SYMBOLS)?;
             elf.expect_defined_once(&cubin.display().to_string(), &SYMBOLS)?;
-            let regs = checks::cubin_registers(&tools, &cubin)?;
+            let regs = images::cubin_registers(&tools, &cubin)?;
             Ok(format!("{TRANSLATE}: {regs} registers (ptxas 11.8)"))
         });
     }
     for gfx in &archs.gfxs {
         let dir = dist.amdgcn_dir(gfx);
         report.step(format!("amdgcn {gfx}: code object v5, bitcode"), || {
-            checks::check_bitcode(&tools, &dir.join("device_rtl.bc"), false)?;
-            checks::check_amdgcn_object(&tools, &dir.join("device_rtl.o"), gfx)
+            images::check_bitcode(&tools, &dir.join("device_rtl.bc"), false)?;
+            images::check_amdgcn_object(&tools, &dir.join("device_rtl.o"), gfx)
         });
     }
     report.step("x86_64: bitcode", || {
-        checks::check_bitcode(&tools, &dist.x86_64_dir().join("device_rtl.bc"), true).map(|()| String::new())
+        images::check_bitcode(&tools, &dist.x86_64_dir().join("device_rtl.bc"), true).map(|()| String::new())
     });
     report.step("pass plugin built for LLVM 22: in-process rewrite tests", || {
         let mut c = cmd::cargo();
@@ -211,15 +209,15 @@ pub fn run(workspace: &Path) -> Result<()> {
     }
     report.step(
         "install: a relocated prefix used through CMake, pkg-config and clang --config; the release archive; uninstall",
-        || crate::install::check(workspace, &tools, &dist),
+        || install_check::check(workspace, &tools, &dist),
     );
     report.step(
         format!(
             "fuzzing: {} targets of fuzz/, {} s each (cargo fuzz)",
-            crate::fuzz::TARGETS.len(),
-            crate::fuzz::SUITE_SECONDS
+            fuzz::TARGETS.len(),
+            fuzz::SUITE_SECONDS
         ),
-        || crate::fuzz::run(workspace, &tools, &dist, crate::fuzz::SUITE_SECONDS),
+        || fuzz::run(workspace, &tools, &dist, fuzz::SUITE_SECONDS),
     );
     report.step("static metrics: registers and SASS of ours vs LLVM 19's lookup (target/bench/)", || {
         metrics::run(workspace, &tools, &dist, &archs.sms)

@@ -98,3 +98,29 @@ impl Dist {
         self.root.join("device/amdgcn").join(gfx)
     }
 }
+
+/// NVIDIA architectures built when `--sm` is not given: Volta and Hopper.
+pub const DEFAULT_SMS: &[&str] = &["sm_70", "sm_90"];
+/// AMD architectures built when `--gfx` is not given: MI200, MI300, RDNA3.
+pub const DEFAULT_GFXS: &[&str] = &["gfx90a", "gfx942", "gfx1100"];
+
+/// Which GPU architectures to build.
+#[derive(Clone, Debug)]
+pub struct Archs {
+    /// `sm_NN` names.
+    pub sms: Vec<String>,
+    /// `gfxNNN` names.
+    pub gfxs: Vec<String>,
+}
+
+impl Default for Archs {
+    fn default() -> Self {
+        Archs {
+            sms: DEFAULT_SMS.iter().map(|s| s.to_string()).collect(),
+            gfxs: DEFAULT_GFXS.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+/// The Fortran module a program `use`s to name its indirect procedures, in the source tree.
+pub const FORTRAN_MODULE_SOURCE: &str = "install/omptarget_indirect.f90";

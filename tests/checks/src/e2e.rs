@@ -13,8 +13,8 @@ use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::checks::{self, IMAGE_SYMBOLS, TRANSLATE};
 use crate::cmd;
+use crate::images::{self, IMAGE_SYMBOLS, TRANSLATE};
 use crate::offload::OffloadTarget;
 use crate::toolchain::{is_fortran, module_dir_args, Llvm, Toolchain};
 
@@ -867,10 +867,10 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
             .with_context(|| format!("building {} for {}", program.name, target.name))?;
         let dir = exe.parent().context("no parent")?;
         let image = extract_image(tools, &exe, target, dir)?;
-        checks::elf_summary(&cmd::read(&image)?, &names)?
+        images::elf_summary(&cmd::read(&image)?, &names)?
             .expect_defined_once(&image.display().to_string(), &names)?;
         if target.triple == "nvptx64-nvidia-cuda" && registers.is_none() {
-            registers = Some(checks::cubin_registers(tools, &image)?);
+            registers = Some(images::cubin_registers(tools, &image)?);
         }
         images.push(image);
     }

@@ -169,7 +169,7 @@ fn seed(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<[Vec
         wrapped.push(fat);
     }
     // What `cargo xtask build` makes by default (the suite's build).
-    let archs = crate::build::Archs::default();
+    let archs = crate::dist::Archs::default();
     for sm in &archs.sms {
         gpu.extend(["device_rtl.cubin", "device_rtl.ptx"].map(|f| dist.nvptx_dir(sm).join(f)));
     }

@@ -18,11 +18,11 @@ use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::build::DeviceBuild;
-use crate::checks;
 use crate::cmd;
+use crate::device_build::DeviceBuild;
 use crate::dist::Dist;
 use crate::e2e;
+use crate::images;
 use crate::offload::OffloadTarget;
 use crate::requirements;
 use crate::toolchain::Toolchain;
@@ -144,7 +144,7 @@ fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<(
         ensure!(!text.contains("trap;"), "{}: a trap (panic path) remains", ptx.display());
         // ptxas syntax puts the callee on the line after `call.uni (retval0),`.
         let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        let calls = words.contains(&format!("(retval0), {}, (", checks::TRANSLATE));
+        let calls = words.contains(&format!("(retval0), {}, (", images::TRANSLATE));
         ensure!(
             calls == translation_is_call,
             "{}: the translation is {} a call, expected the opposite",
@@ -221,7 +221,7 @@ fn probe_image(
     )?;
     let image = e2e::extract_image(tools, &exe, &target, &work)?;
     let data = cmd::read(&image)?;
-    let names = checks::offload_symbols(&data)?;
+    let names = images::offload_symbols(&data)?;
     ensure!(
         names.indirect.len() == 2 && names.kernels.len() == 1,
         "{}: expected 2 indirect globals and 1 kernel, found {:?} and {:?}",
@@ -261,7 +261,7 @@ fn self_check(root: &Path) -> Result<String> {
         ensure!(root.join(file).is_file(), "the bundle lacks {}", file.display());
     }
     for cubin in expected.iter().filter(|f| f.extension().is_some_and(|e| e == "cubin")) {
-        let elf = checks::elf_summary(&cmd::read(&root.join(cubin))?, &[])?;
+        let elf = images::elf_summary(&cmd::read(&root.join(cubin))?, &[])?;
         ensure!(elf.machine == 190 && elf.flags & 0xff == 90, "{}: not an sm_90 cubin", cubin.display());
     }
     cmd::output(Command::new(requirements::program("bash")).arg("-n").arg(root.join("run.sh")))?;

@@ -11,10 +11,10 @@ use std::process::Command;
 
 use anyhow::{ensure, Context, Result};
 
-use crate::checks::{self, TRANSLATE};
 use crate::cmd;
 use crate::dist::Dist;
 use crate::gpu_bundle::{llvm_lookup_bitcode, LLVM_LOOKUP};
+use crate::images::{self, TRANSLATE};
 use crate::tools::Tools;
 
 /// Registers and SASS instructions of one function.
@@ -42,7 +42,7 @@ pub fn measure(tools: &Tools, dist: &Dist, sm: &str, work: &Path) -> Result<(Met
         )?;
         let sass = cmd::stdout(Command::new(tools.cuobjdump()).arg("-sass").arg(&cubin))?;
         measured.push(Metrics {
-            registers: checks::function_registers(tools, &cubin, function)?,
+            registers: images::function_registers(tools, &cubin, function)?,
             instructions: instructions(&sass, function)
                 .with_context(|| format!("{}: no SASS for {function}", cubin.display()))?,
         });
@@ -126,7 +126,7 @@ mod tests {
     fn reads_the_register_count_of_the_named_function() {
         let dump =
             "Function properties\nfunction: other(0) register count:40\nfunction: f(0) register count:24 \n";
-        assert_eq!(checks::registers_in_elf_dump(dump, "f"), Some(24));
-        assert_eq!(checks::registers_in_elf_dump(dump, "g"), None);
+        assert_eq!(images::registers_in_elf_dump(dump, "f"), Some(24));
+        assert_eq!(images::registers_in_elf_dump(dump, "g"), None);
     }
 }

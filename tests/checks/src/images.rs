@@ -322,7 +322,7 @@ mod tests {
 
     #[test]
     fn amdgpu_processor_table_knows_the_defaults() {
-        for gfx in crate::build::DEFAULT_GFXS {
+        for gfx in crate::dist::DEFAULT_GFXS {
             assert!(amdgpu_mach(gfx).is_some(), "{gfx}");
         }
         assert_eq!(amdgpu_mach("gfx90a"), Some(0x3f));

@@ -1,0 +1,25 @@
+//! The checks of `scripts/test.sh`, beside the C and Fortran programs they build (`tests/e2e`,
+//! `tests/bench`, `tests/install`): xtask's suite runs them as steps. Each module does one job:
+//!
+//! - [`images`]: device-image, PTX, bitcode and AMDGPU code-object checks;
+//! - [`e2e`]: the end-to-end programs, built per toolchain and target and run on x86_64;
+//! - [`pass_ir`]: the pass plugin on sm_90 and gfx90a device IR;
+//! - [`install_check`]: an install prefix consumed by CMake, pkg-config, clang and flang;
+//! - [`fuzz`]: the fuzz targets, for a time each;
+//! - [`metrics`]: registers and SASS of the translation against LLVM 19's lookup;
+//! - [`translation_bench`], [`virtual_bench`], [`strict_bench`]: `cargo xtask bench`;
+//! - [`gpu_bundle`]: the self-contained GPU bundle, built and run.
+#![deny(missing_docs)]
+
+pub mod e2e;
+pub mod fuzz;
+pub mod gpu_bundle;
+pub mod images;
+pub mod install_check;
+pub mod metrics;
+pub mod pass_ir;
+pub mod strict_bench;
+pub mod translation_bench;
+pub mod virtual_bench;
+
+use harness::{cmd, device_build, dist, llvm, offload, requirements, toolchain, tools};

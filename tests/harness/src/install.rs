@@ -1,0 +1,221 @@
+//! `cargo xtask install --prefix DIR`, `uninstall --prefix DIR` and `dist`: the dist tree laid out
+//! as an install prefix (relocatable: every path inside is relative to the file that holds it),
+//! with the header, the clang configuration files, a CMake package, a pkg-config file and a
+//! manifest; and the release archive of such a tree.
+//!
+//! ```text
+//! lib/libomptarget-indirect.a                     the fat device library
+//! lib/libomptarget-indirect-pass.so, ...-llvm22.so  the pass plugins
+//! lib/omptarget-indirect/libomptarget.rtl.*.so    the libomptarget 16 plugins, alone in their directory
+//! include/omptarget-indirect.h                    the C API
+//! share/omptarget-indirect/clang-{19,22}.cfg      clang --config= files
+//! share/omptarget-indirect/flang-22.cfg           flang --config= file
+//! include/omptarget-indirect/omptarget_indirect.f90  the Fortran module naming indirect procedures
+//! include/omptarget-indirect/flang-22/*.mod       its module file, as flang 22 reads it
+//! share/omptarget-indirect/install-manifest.txt   every installed file, for uninstall
+//! lib/cmake/OmptargetIndirect/                    find_package(OmptargetIndirect)
+//! lib/pkgconfig/omptarget-indirect.pc             pkg-config
+//! ```
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, ensure, Context, Result};
+
+use crate::cmd;
+use crate::dist::{Dist, PLUGINS};
+use crate::llvm::Llvm;
+use crate::requirements;
+
+/// The manifest, relative to the prefix.
+const MANIFEST: &str = "share/omptarget-indirect/install-manifest.txt";
+
+/// The workspace version (`Cargo.toml`'s `[workspace.package] version`), as `(major, minor,
+/// patch)` and text.
+pub fn version(workspace: &Path) -> Result<(u32, u32, u32, String)> {
+    let manifest = fs::read_to_string(workspace.join("Cargo.toml"))?;
+    let text = manifest
+        .lines()
+        .skip_while(|l| l.trim() != "[workspace.package]")
+        .find_map(|l| l.trim().strip_prefix("version = \"")?.strip_suffix('"').map(str::to_string))
+        .context("no version in [workspace.package] of Cargo.toml")?;
+    let parts: Vec<u32> = text.split('.').map(str::parse).collect::<std::result::Result<_, _>>()?;
+    let [major, minor, patch] = parts[..] else { bail!("version {text} is not major.minor.patch") };
+    Ok((major, minor, patch, text))
+}
+
+/// Fills a template of `install/` with the version.
+fn template(workspace: &Path, name: &str) -> Result<String> {
+    let (major, minor, patch, version) = version(workspace)?;
+    let text = fs::read_to_string(workspace.join("install").join(name))
+        .with_context(|| format!("install/{name} is missing"))?;
+    Ok(text
+        .replace("@VERSION@", &version)
+        .replace("@MAJOR@", &major.to_string())
+        .replace("@MINOR@", &minor.to_string())
+        .replace("@PATCH@", &patch.to_string()))
+}
+
+/// Where installed files go: `$DESTDIR` (for packagers) in front of `prefix`, as make does.
+pub fn staged(prefix: &Path) -> PathBuf {
+    match std::env::var_os("DESTDIR").filter(|d| !d.is_empty()) {
+        Some(destdir) => Path::new(&destdir).join(prefix.strip_prefix("/").unwrap_or(prefix)),
+        None => prefix.to_path_buf(),
+    }
+}
+
+/// Installs the built `dist` tree under `root` (the prefix, with any `DESTDIR` applied), over
+/// an earlier install of the same tree; returns the installed files, relative to `root`.
+pub fn install(workspace: &Path, dist: &Dist, root: &Path) -> Result<Vec<PathBuf>> {
+    let copy = |from: PathBuf, to: &str| -> Result<(PathBuf, Vec<u8>)> {
+        let bytes = fs::read(&from)
+            .with_context(|| format!("{} is missing: run cargo xtask build", from.display()))?;
+        Ok((PathBuf::from(to), bytes))
+    };
+    let mut files: Vec<(PathBuf, Vec<u8>)> = vec![copy(dist.fat_lib(), "lib/libomptarget-indirect.a")?];
+    for llvm in Llvm::ALL {
+        files.push(copy(dist.pass_plugin(llvm), &format!("lib/{}", llvm.pass_plugin_file()))?);
+        files.push((
+            PathBuf::from("share/omptarget-indirect").join(llvm.clang_config_file()),
+            llvm.clang_config().into_bytes(),
+        ));
+    }
+    for (_, _, name) in PLUGINS {
+        files.push(copy(dist.lib_dir().join(name), &format!("lib/omptarget-indirect/{name}"))?);
+    }
+    files.push((
+        PathBuf::from("share/omptarget-indirect").join(crate::llvm::FLANG_CONFIG_FILE),
+        crate::llvm::flang_config().into_bytes(),
+    ));
+    files.push(copy(
+        workspace.join(crate::dist::FORTRAN_MODULE_SOURCE),
+        "include/omptarget-indirect/omptarget_indirect.f90",
+    )?);
+    files.push(copy(
+        dist.fortran_module_dir().join("omptarget_indirect.mod"),
+        &format!("{}/omptarget_indirect.mod", crate::llvm::FORTRAN_MODULE_DIR),
+    )?);
+    files.push(copy(dist.strict_lib(), &format!("lib/{}", crate::dist::STRICT.2))?);
+    files.push(copy(dist.register_lib(), &format!("lib/{}", crate::dist::REGISTER.2))?);
+    for (name, to) in [
+        ("omptarget-indirect.h.in", "include/omptarget-indirect.h"),
+        ("OmptargetIndirectConfig.cmake.in", "lib/cmake/OmptargetIndirect/OmptargetIndirectConfig.cmake"),
+        (
+            "OmptargetIndirectConfigVersion.cmake.in",
+            "lib/cmake/OmptargetIndirect/OmptargetIndirectConfigVersion.cmake",
+        ),
+        ("omptarget-indirect.pc.in", "lib/pkgconfig/omptarget-indirect.pc"),
+    ] {
+        files.push((PathBuf::from(to), template(workspace, name)?.into_bytes()));
+    }
+    let mut installed: Vec<PathBuf> = files.iter().map(|(p, _)| p.clone()).collect();
+    installed.push(PathBuf::from(MANIFEST));
+    for (relative, bytes) in &files {
+        let dest = root.join(relative);
+        fs::create_dir_all(dest.parent().context("no parent")?)?;
+        // Replace, never write through: a running program may have the old file mapped.
+        let fresh = dest.with_extension("install-new");
+        fs::write(&fresh, bytes)?;
+        if relative.extension().is_some_and(|e| e == "so") {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&fresh, fs::Permissions::from_mode(0o755))?;
+        }
+        fs::rename(&fresh, &dest).with_context(|| format!("cannot write {}", dest.display()))?;
+    }
+    let manifest: String = installed.iter().map(|p| format!("{}\n", p.display())).collect();
+    fs::write(root.join(MANIFEST), manifest)?;
+    Ok(installed)
+}
+
+/// Removes exactly what the manifest under `root` lists, then the directories that emptied
+/// (the prefix itself included).
+pub fn uninstall(root: &Path) -> Result<usize> {
+    let manifest = root.join(MANIFEST);
+    let text = fs::read_to_string(&manifest).with_context(|| {
+        format!("{} is missing: nothing of omptarget-indirect is installed there", manifest.display())
+    })?;
+    let mut removed = 0;
+    let mut dirs = Vec::new();
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        let relative = Path::new(line);
+        ensure!(
+            relative.is_relative() && !relative.components().any(|c| c == std::path::Component::ParentDir),
+            "{}: unexpected entry {line}",
+            manifest.display()
+        );
+        let path = root.join(relative);
+        match fs::remove_file(&path) {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot remove {}", path.display())),
+        }
+        dirs.extend(relative.ancestors().skip(1).filter(|a| !a.as_os_str().is_empty()).map(|a| root.join(a)));
+    }
+    dirs.sort();
+    dirs.dedup();
+    // Deepest first; a directory that still holds something else stays.
+    for dir in dirs.iter().rev() {
+        let _ = fs::remove_dir(dir);
+    }
+    // The prefix too, if the install was all it held.
+    let _ = fs::remove_dir(root);
+    Ok(removed)
+}
+
+/// `cargo xtask dist`: `target/release/omptarget-indirect-<version>-x86_64-linux-gnu.tar.gz`, an
+/// install tree with the README, the LICENSE and a SHA256SUMS file of every file in it.
+pub fn archive(workspace: &Path, dist: &Dist) -> Result<PathBuf> {
+    let (_, _, _, version) = version(workspace)?;
+    let name = format!("omptarget-indirect-{version}-x86_64-linux-gnu");
+    let out = workspace.join("target/release-archive");
+    let tree = out.join(&name);
+    if tree.exists() {
+        fs::remove_dir_all(&tree)?;
+    }
+    let mut files = install(workspace, dist, &tree)?;
+    for doc in ["README.md", "LICENSE"] {
+        fs::copy(workspace.join(doc), tree.join(doc))?;
+        files.push(PathBuf::from(doc));
+    }
+    files.sort();
+    let mut sums =
+        cmd::stdout(Command::new(requirements::program("sha256sum")).current_dir(&tree).args(&files))?;
+    if !sums.ends_with('\n') {
+        sums.push('\n');
+    }
+    fs::write(tree.join("SHA256SUMS"), sums)?;
+    let archive = out.join(format!("{name}.tar.gz"));
+    cmd::output(
+        Command::new(requirements::program("tar"))
+            .current_dir(&out)
+            .args(["--sort=name", "--owner=0", "--group=0", "--numeric-owner", "-czf"])
+            .arg(&archive)
+            .arg(&name),
+    )?;
+    Ok(archive)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destdir_goes_in_front_of_the_prefix() {
+        // The only test of this crate that touches DESTDIR.
+        std::env::set_var("DESTDIR", "/tmp/stage");
+        assert_eq!(staged(Path::new("/opt/oi")), Path::new("/tmp/stage/opt/oi"));
+        std::env::set_var("DESTDIR", "");
+        assert_eq!(staged(Path::new("/opt/oi")), Path::new("/opt/oi"));
+        std::env::remove_var("DESTDIR");
+        assert_eq!(staged(Path::new("/opt/oi")), Path::new("/opt/oi"));
+    }
+
+    #[test]
+    fn the_workspace_version_is_read() {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap();
+        let (major, minor, patch, text) = version(workspace).unwrap();
+        assert_eq!(format!("{major}.{minor}.{patch}"), text);
+        assert_eq!(text, env!("CARGO_PKG_VERSION"));
+    }
+}
