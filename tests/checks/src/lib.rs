@@ -3,7 +3,6 @@
 //!
 //! - [`images`]: device-image, PTX, bitcode and AMDGPU code-object checks;
 //! - [`e2e`]: the end-to-end programs, built per toolchain and target and run on x86_64;
-//! - [`pass_ir`]: the pass plugin on sm_90 and gfx90a device IR;
 //! - [`install_check`]: an install prefix consumed by CMake, pkg-config, clang and flang;
 //! - [`fuzz`]: the fuzz targets, for a time each;
 //! - [`metrics`]: registers and SASS of the translation against LLVM 19's lookup;
@@ -17,7 +16,6 @@ pub mod gpu_bundle;
 pub mod images;
 pub mod install_check;
 pub mod metrics;
-pub mod pass_ir;
 pub mod strict_bench;
 pub mod translation_bench;
 pub mod virtual_bench;

@@ -3,28 +3,76 @@
 //! end-to-end program compiled for the device only (`--offload-device-only -emit-llvm -S`) at
 //! `-O0` and `-O2` with the plugin. In the IR every indirect call's callee must be the
 //! result of `__kmpc_target_translate_fptr`, the module must verify (`opt -passes=verify`), and
-//! `-Rpass=omptarget-indirect` must report each translation at `-O0`.
+//! `-Rpass=omptarget-indirect` must report each translation at `-O0`. And on the `-O2` IR of
+//! `tests/bench/translation_loops.c`, the translation of a loop-invariant pointer must be hoisted
+//! out of its loop.
+//!
+//! Both need the built dist tree and the toolchains: they are ignored unless asked for, and
+//! `scripts/test.sh` runs them for each clang and target with [`CLANG_ENV`] and [`TARGET_ENV`] set.
+//! Each prints one line beginning with `device IR: ` for the suite's report.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
+use checks::e2e::{Program, PROGRAMS};
+use harness::cmd;
+use harness::dist::Dist;
+use harness::llvm::Llvm;
+use harness::offload::OffloadTarget;
+use harness::toolchain::{module_dir_args, Toolchain};
+use harness::tools::Tools;
 
-use crate::cmd;
-use crate::e2e::PROGRAMS;
-use crate::offload::OffloadTarget;
-use crate::toolchain::{Llvm, Toolchain};
+/// The clang to check with: `19` or `22`.
+const CLANG_ENV: &str = "OMPTARGET_INDIRECT_IR_CLANG";
+/// The device to compile for: `x86_64`, an `sm_NN` or a `gfxNNN`.
+const TARGET_ENV: &str = "OMPTARGET_INDIRECT_IR_TARGET";
+
+/// The workspace, its tools and dist tree, and the toolchain and target the environment names.
+fn asked() -> Result<(PathBuf, Tools, Dist, Llvm, OffloadTarget)> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("no workspace")?.to_path_buf();
+    let clang = std::env::var(CLANG_ENV).with_context(|| format!("set {CLANG_ENV}"))?;
+    let llvm =
+        Llvm::ALL.into_iter().find(|l| l.major() == clang).with_context(|| format!("{CLANG_ENV}={clang}"))?;
+    let target = match std::env::var(TARGET_ENV).with_context(|| format!("set {TARGET_ENV}"))? {
+        name if name == "x86_64" => OffloadTarget::x86_64(),
+        name if name.starts_with("sm_") => OffloadTarget::nvptx(&name),
+        name if name.starts_with("gfx") => OffloadTarget::amdgcn(&name),
+        name => bail!("{TARGET_ENV}={name}: expected x86_64, sm_NN or gfxNNN"),
+    };
+    let tools = Tools::locate(&workspace)?;
+    let dist = Dist::new(&workspace);
+    Ok((workspace, tools, dist, llvm, target))
+}
+
+#[test]
+#[ignore = "needs the dist tree and the toolchains: scripts/test.sh runs it per clang and target"]
+fn every_indirect_call_is_translated_and_the_module_verifies() {
+    let report = asked().and_then(|(workspace, tools, dist, llvm, target)| {
+        check(&workspace, &Toolchain::new(llvm, &tools, &dist), &target)
+    });
+    println!("device IR: {}", report.unwrap_or_else(|e| panic!("{e:#}")));
+}
+
+#[test]
+#[ignore = "needs the dist tree and the toolchains: scripts/test.sh runs it per clang and target"]
+fn loop_invariant_translations_are_hoisted() {
+    let report = asked().and_then(|(workspace, tools, dist, llvm, target)| {
+        check_hoisting(&workspace, &Toolchain::new(llvm, &tools, &dist), &target)
+    });
+    println!("device IR: {}", report.unwrap_or_else(|e| panic!("{e:#}")));
+}
 
 const TRANSLATE_CALL: &str = "@__kmpc_target_translate_fptr(";
 
 /// Compiles every unmodified program's device code for `target` and checks it as above.
-pub fn check(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Result<String> {
+fn check(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Result<String> {
     let out = ir_dir(workspace, toolchain, target);
     std::fs::create_dir_all(&out)?;
     let mut translated = 0;
     let mut files = 0;
-    let runs = |p: &&crate::e2e::Program| p.unmodified && (toolchain.llvm == Llvm::V22 || p.on_llvm19);
+    let runs = |p: &&Program| p.unmodified && (toolchain.llvm == Llvm::V22 || p.on_llvm19);
     for program in PROGRAMS.iter().filter(runs) {
         for unit in program.units {
             for level in ["-O0", "-O2"] {
@@ -68,7 +116,7 @@ pub fn check(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) ->
 }
 
 /// `target/tests/pass-ir/llvm<NN>/<target>`.
-fn ir_dir(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> std::path::PathBuf {
+fn ir_dir(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> PathBuf {
     workspace.join("target/tests/pass-ir").join(format!("llvm{}", toolchain.llvm.major())).join(&target.name)
 }
 
@@ -84,7 +132,7 @@ fn device_ir(
     let name = source.to_string_lossy();
     let compiled = cmd::output(
         Command::new(toolchain.compiler(&name))
-            .args(crate::toolchain::module_dir_args(&name, ir.parent().unwrap_or(ir)))
+            .args(module_dir_args(&name, ir.parent().unwrap_or(ir)))
             .args(toolchain.offload_args_for(target, &name))
             .args(toolchain.pass_plugin_args_for(&name))
             .args(["--offload-device-only", "-emit-llvm", "-S"])
@@ -99,7 +147,7 @@ fn device_ir(
 
 /// Counts the indirect calls in textual IR and lists those whose callee is not the result of a
 /// translation (nor a phi or select of translations). Inline asm is not an indirect call.
-pub fn indirect_calls(ir: &str) -> (usize, Vec<String>) {
+fn indirect_calls(ir: &str) -> (usize, Vec<String>) {
     let mut count = 0;
     let mut missing = Vec::new();
     for body in functions(ir) {
@@ -202,7 +250,7 @@ fn is_translation(value: &str, definitions: &HashMap<&str, &str>, depth: usize) 
 /// Measures, on `target`'s `-O2` device IR of `tests/bench/translation_loops.c`, that the
 /// translation of a loop-invariant pointer is hoisted out of its loop and the translation of a
 /// pointer picked per iteration is not.
-pub fn check_hoisting(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Result<String> {
+fn check_hoisting(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Result<String> {
     let out = ir_dir(workspace, toolchain, target);
     std::fs::create_dir_all(&out)?;
     let ir = out.join("translation_loops-O2.ll");
