@@ -101,6 +101,13 @@ impl FptrIndex {
         ((key.wrapping_mul(self.multiplier) >> 32) as u32).wrapping_shr(self.shift)
     }
 
+    /// The address of `key`'s bucket: `slots + 16 * bucket(key)` (wrapping, so that it can be
+    /// computed before anything says the index is valid).
+    #[inline(always)]
+    pub const fn slot_address(&self, key: u64) -> u64 {
+        self.slots.wrapping_add(16 * self.bucket(key) as u64)
+    }
+
     /// Whether this index was built from the table at `table` (a non-null device address).
     #[inline(always)]
     pub fn describes(&self, table: u64) -> bool {

@@ -44,21 +44,63 @@ impl IndexLookup for FptrIndex {
 /// As for [`IndexLookup::translate`].
 #[inline(always)]
 unsafe fn find(index: &FptrIndex, key: u64) -> Option<u64> {
+    let bucket = index.bucket(key);
+    // SAFETY: the bucket is a slot of the index (this function's precondition).
+    let [host_ptr, tgt_ptr] = unsafe { read_slot(index.slots as *const IndexSlot, bucket) };
+    if host_ptr == key {
+        return Some(tgt_ptr);
+    }
+    // SAFETY: as above.
+    unsafe { find_after(index, key, bucket, host_ptr) }
+}
+
+/// Reads the slot at address `slot`.
+///
+/// # Safety
+/// `slot` is the address of a readable, 16-aligned slot.
+#[inline(always)]
+pub unsafe fn read_slot_at(slot: u64) -> [u64; 2] {
+    // SAFETY: the caller's guarantee.
+    unsafe { read_slot(slot as *const IndexSlot, 0) }
+}
+
+/// Reads slot `at` as one 16-byte vector, so that key and value come in a single load.
+///
+/// # Safety
+/// `slots` points to more than `at` readable, 16-aligned slots.
+#[inline(always)]
+unsafe fn read_slot(slots: *const IndexSlot, at: u32) -> [u64; 2] {
+    // SAFETY: the caller's guarantee.
+    unsafe { slots.add(at as usize).cast::<u64x2>().read() }.to_array()
+}
+
+/// The rest of [`find`] once the probe of `bucket` read `host_ptr`, not `key`: the `tgt_ptr`
+/// of `key`'s slot further on, if it has one.
+///
+/// # Safety
+/// As for [`IndexLookup::translate`].
+#[inline(always)]
+pub unsafe fn find_after(index: &FptrIndex, key: u64, bucket: u32, host_ptr: u64) -> Option<u64> {
     let slots = index.slots as *const IndexSlot;
     let mask = index.mask();
-    let mut at = index.bucket(key);
+    if host_ptr == 0 {
+        return None;
+    }
+    let mut at = bucket;
     let mut left = mask;
     loop {
-        // SAFETY: `at <= mask` (a `32 - shift`-bit value, then masked), inside the slots.
-        // Read as one 16-byte vector so key and value come in a single load.
-        let [host_ptr, tgt_ptr] = unsafe { slots.add(at as usize).cast::<u64x2>().read() }.to_array();
-        if host_ptr == key {
-            return Some(tgt_ptr);
-        }
-        if host_ptr == 0 || left == 0 {
+        if left == 0 {
             return None;
         }
         left -= 1;
         at = at.wrapping_add(1) & mask;
+        // SAFETY: `at <= mask`, inside the slots.
+        let [host_ptr, tgt_ptr] = unsafe { read_slot(slots, at) };
+        if host_ptr == key {
+            return Some(tgt_ptr);
+        }
+        if host_ptr == 0 {
+            return None;
+        }
     }
 }

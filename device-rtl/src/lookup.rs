@@ -4,7 +4,7 @@ use core::ffi::c_void;
 
 pub use omptarget_indirect_abi::FptrMapEntry;
 
-use crate::index::{FptrIndex, IndexLookup};
+use crate::index::{find_after, read_slot_at, FptrIndex};
 
 /// Translates `fn_ptr` through the sorted table of `size` entries at `table`.
 ///
@@ -75,10 +75,14 @@ impl InstalledTable<'static, u64> {
 /// for our table it was built from. Nothing of LLVM's table is read while ours is installed
 /// (non-null).
 ///
-/// The shape keeps the translation small on the GPU: the index check comes before any length is
-/// loaded, and one search loop serves both tables (ptxas allocates 24 registers to the whole
-/// function this way, as many as LLVM's lookup; 36 when the length is loaded first or when the
-/// table is chosen before the index check).
+/// The shape is the GPU's: a hit through the index loads the table pointer and the whole index
+/// header at once, branches once and probes, so that it waits for two loads one after the other
+/// (on sm_90; five when each check branched before the next load). The checks are combined
+/// without branches (`&`) and the probe's address takes part in them: otherwise the compiler
+/// sinks the header loads behind the branches again. An index that describes the table has
+/// slots, so `slot != 0` holds there. One search loop serves both tables, and no length is
+/// loaded on the index's path: ptxas allocates 24 registers to the whole function, as many as
+/// LLVM's lookup (36 with a separate probe of a dummy slot, or when a length is loaded first).
 ///
 /// # Safety
 /// As for [`translate`] with each non-null table and its length, and for [`translate_indexed`]
@@ -91,23 +95,30 @@ pub unsafe fn translate_first_installed(
     fn_ptr: *mut c_void,
 ) -> *mut c_void {
     let key = fn_ptr as u64;
-    if key == 0 {
-        return fn_ptr;
-    }
     let (
         InstalledTable { table: ours, size: our_size },
         InstalledTable { table: llvm_table, size: llvm_size },
     ) = (ours, llvm);
     let ours = *ours;
-    let (table, size) = if ours.is_null() {
-        (*llvm_table as *const FptrMapEntry, *llvm_size)
-    } else {
-        if index.describes(ours as u64) {
-            // SAFETY: an index that describes this table is well formed (the caller's guarantee).
-            return unsafe { index.translate(key) } as *mut c_void;
+    // One branch before the probe, on every header field at once (see above).
+    let indexed = (key != 0) & !ours.is_null() & index.describes(ours as u64);
+    let slot = index.slot_address(key);
+    if indexed & (index.first <= key) & (key <= index.last) & (slot != 0) {
+        // SAFETY: the index describes the installed table, so it is well formed (the caller's
+        // guarantee), and `slot` is the address of one of its slots.
+        let [host_ptr, tgt_ptr] = unsafe { read_slot_at(slot) };
+        if host_ptr == key {
+            return tgt_ptr as *mut c_void;
         }
-        (ours, *our_size)
-    };
+        // SAFETY: as above.
+        let further = unsafe { find_after(index, key, index.bucket(key), host_ptr) };
+        return further.map_or(fn_ptr, |t| t as *mut c_void);
+    }
+    if indexed | (key == 0) {
+        return fn_ptr;
+    }
+    let (table, size) =
+        if ours.is_null() { (*llvm_table as *const FptrMapEntry, *llvm_size) } else { (ours, *our_size) };
     // SAFETY: the table chosen is valid by this function's precondition (ours, or LLVM's).
     unsafe { translate(table, size, fn_ptr) }
 }

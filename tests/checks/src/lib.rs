@@ -5,7 +5,8 @@
 //! - [`e2e`]: the end-to-end programs, built per toolchain and target and run on x86_64;
 //! - [`install_check`]: an install prefix consumed by CMake, pkg-config, clang and flang;
 //! - [`fuzz`]: the fuzz targets, for a time each;
-//! - [`metrics`]: registers and SASS of the translation against LLVM 19's lookup;
+//! - [`metrics`] and [`hit_path`]: registers, SASS and the hit path of the translation against
+//!   LLVM 19's lookup;
 //! - [`translation_bench`], [`virtual_bench`], [`strict_bench`]: `cargo xtask bench`;
 //! - [`gpu_bundle`]: the self-contained GPU bundle, built and run.
 #![deny(missing_docs)]
@@ -13,6 +14,7 @@
 pub mod e2e;
 pub mod fuzz;
 pub mod gpu_bundle;
+pub mod hit_path;
 pub mod images;
 pub mod install_check;
 pub mod metrics;

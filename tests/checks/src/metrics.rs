@@ -3,6 +3,11 @@
 //! `__llvm_omp_indirect_call_lookup` (from Debian's DeviceRTL bitcode of the same sm), both
 //! compiled the same way (`llc-19 -O3`, `ptxas -c` of CUDA 11.8) and read with `cuobjdump`.
 //! Ours must not use more registers: the function is inlined into, or called from, user kernels.
+//!
+//! And the hit path ([`crate::hit_path`]) on sm_90 (PTX) and gfx90a (AMDGPU assembly, both from
+//! `llc-19 -O3`): instructions and dependent global loads of a translation whose key is found,
+//! ours (one index probe) against LLVM's binary search of a 4K-entry table (12 rounds). Ours must
+//! stay within [`HIT_PATH_LIMITS`], what it measured when the limits were set.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -14,8 +19,19 @@ use anyhow::{ensure, Context, Result};
 use crate::cmd;
 use crate::dist::Dist;
 use crate::gpu_bundle::{llvm_lookup_bitcode, LLVM_LOOKUP};
+use crate::hit_path::{Function, HitPath, Isa};
 use crate::images::{self, TRANSLATE};
+use crate::offload::LLVM19_LIB;
 use crate::tools::Tools;
+
+/// Entries of the table the binary search's hit path is counted for, and its rounds.
+const SEARCHED_ENTRIES: u32 = 4096;
+/// The most instructions and dependent global loads our hit path may take, per target: what it
+/// measured when these were set (the hit path must not grow).
+pub const HIT_PATH_LIMITS: [(&str, HitPath); 2] = [
+    ("sm_90", HitPath { instructions: 33, dependent_loads: 2 }),
+    ("gfx90a", HitPath { instructions: 56, dependent_loads: 3 }),
+];
 
 /// Registers and SASS instructions of one function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,8 +88,61 @@ fn instructions(sass: &str, function: &str) -> Option<u32> {
     Some(n as u32)
 }
 
-/// Measures every sm, writes `target/bench/static_metrics.csv`, fails if ours uses more
-/// registers than LLVM's anywhere. Returns the summary line.
+/// The hit paths of ours and of LLVM 19's lookup on `target` (`sm_90` or `gfx90a`), compiled
+/// under `work`.
+pub fn hit_paths(tools: &Tools, dist: &Dist, target: &str, work: &Path) -> Result<(HitPath, HitPath)> {
+    fs::create_dir_all(work)?;
+    let (isa, ours_bc, llvm_bc) = if let Some(sm) = target.strip_prefix("sm_").map(|_| target) {
+        (Isa::Ptx, dist.nvptx_dir(sm).join("device_rtl.bc"), llvm_lookup_bitcode(tools, sm, work)?)
+    } else {
+        let rtl = Path::new(LLVM19_LIB).join(format!("libomptarget-amdgpu-{target}.bc"));
+        let extracted = work.join("llvm_lookup.bc");
+        cmd::output(
+            Command::new(&tools.llvm_extract)
+                .arg(format!("--func={LLVM_LOOKUP}"))
+                .arg(&rtl)
+                .arg("-o")
+                .arg(&extracted),
+        )?;
+        (Isa::Amdgcn, dist.amdgcn_dir(target).join("device_rtl.bc"), extracted)
+    };
+    let mut measured = Vec::new();
+    for (name, bitcode, function) in [("ours", ours_bc, TRANSLATE), ("llvm19", llvm_bc, LLVM_LOOKUP)] {
+        let asm = work.join(format!("{name}.{}", if isa == Isa::Ptx { "ptx" } else { "s" }));
+        tools.compile_ptx(&bitcode, target, &asm)?;
+        let f = Function::parse(isa, &fs::read_to_string(&asm)?, function)?;
+        let loads = f.global_loads();
+        let path = if name == "ours" {
+            // The index probe: key and value in one 16-byte load, the last one before the loop
+            // of further probes (16-byte header loads come before it).
+            let wide: Vec<usize> = loads
+                .iter()
+                .copied()
+                .filter(|&l| ["v2.u64", "dwordx4"].iter().any(|w| f.insn(l).opcode.contains(w)))
+                .collect();
+            let further = wide.iter().copied().find(|&l| f.in_loop(l));
+            let probe = wide
+                .iter()
+                .copied()
+                .filter(|&l| !f.in_loop(l) && further.is_none_or(|next| f.reaches(l, next)))
+                .next_back()
+                .with_context(|| format!("{}: no 16-byte probe", asm.display()))?;
+            vec![probe]
+        } else {
+            let key = loads.iter().copied().find(|&l| f.in_loop(l)).context("no search loop")?;
+            let value =
+                loads.iter().copied().find(|&l| l > key && f.reaches(key, l)).context("no value load")?;
+            let rounds = SEARCHED_ENTRIES.trailing_zeros() as usize;
+            std::iter::repeat_n(key, rounds).chain([value]).collect()
+        };
+        measured.push(f.hit_path(&path).with_context(|| format!("{}: {function}", asm.display()))?);
+    }
+    Ok((measured[0], measured[1]))
+}
+
+/// Measures every sm, and the hit paths on sm_90 and gfx90a; writes
+/// `target/bench/static_metrics.csv`; fails if ours uses more registers than LLVM's anywhere or
+/// its hit path grew past [`HIT_PATH_LIMITS`]. Returns the summary line.
 pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, sms: &[String]) -> Result<String> {
     let mut csv = String::from("sm,function,registers,sass_instructions\n");
     let mut summary = Vec::new();
@@ -90,6 +159,29 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, sms: &[String]) -> Resu
         summary.push(format!(
             "{sm}: ours {} regs / {} SASS, LLVM 19 {} regs / {} SASS",
             ours.registers, ours.instructions, llvm.registers, llvm.instructions
+        ));
+    }
+    csv.push_str("target,function,hit_path_instructions,dependent_global_loads\n");
+    for (target, limit) in HIT_PATH_LIMITS {
+        let (ours, llvm) =
+            hit_paths(tools, dist, target, &workspace.join("target/metrics/hit-path").join(target))?;
+        let _ = writeln!(csv, "{target},{TRANSLATE},{},{}", ours.instructions, ours.dependent_loads);
+        let _ = writeln!(
+            csv,
+            "{target},{LLVM_LOOKUP} ({SEARCHED_ENTRIES}),{},{}",
+            llvm.instructions, llvm.dependent_loads
+        );
+        ensure!(
+            ours.instructions <= limit.instructions && ours.dependent_loads <= limit.dependent_loads,
+            "{target}: the hit path grew to {} instructions and {} dependent loads (limit {} and {})",
+            ours.instructions,
+            ours.dependent_loads,
+            limit.instructions,
+            limit.dependent_loads
+        );
+        summary.push(format!(
+            "{target} hit path: ours {} instructions / {} dependent loads, LLVM 19 at {SEARCHED_ENTRIES} entries {} / {}",
+            ours.instructions, ours.dependent_loads, llvm.instructions, llvm.dependent_loads
         ));
     }
     let dir = workspace.join("target/bench");
