@@ -162,10 +162,11 @@ fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<(
     Ok(())
 }
 
-/// LLVM 19's `__llvm_omp_indirect_call_lookup`, extracted from Debian's DeviceRTL bitcode, with
-/// a definition of the device environment it reads. Returns the bitcode's path.
-pub fn llvm_lookup_bitcode(tools: &Tools, sm: &str, work: &Path) -> Result<PathBuf> {
-    let rtl = tools.llvm_device_rtl(sm);
+/// LLVM 19's `__llvm_omp_indirect_call_lookup` for an `sm_NN` or a `gfxNNN`, extracted from
+/// Debian's DeviceRTL bitcode; for NVIDIA with a definition of the device environment it reads
+/// (ptxas needs one). Returns the bitcode's path.
+pub fn llvm_lookup_bitcode(tools: &Tools, arch: &str, work: &Path) -> Result<PathBuf> {
+    let rtl = tools.llvm_device_rtl(arch);
     ensure!(rtl.is_file(), "{} is missing (Debian package libomp-19-dev)", rtl.display());
     fs::create_dir_all(work)?;
     let extracted = work.join("llvm_lookup_only.bc");
@@ -176,6 +177,9 @@ pub fn llvm_lookup_bitcode(tools: &Tools, sm: &str, work: &Path) -> Result<PathB
             .arg("-o")
             .arg(&extracted),
     )?;
+    if arch.starts_with("gfx") {
+        return Ok(extracted);
+    }
     let out = work.join("llvm_lookup.bc");
     cmd::output(
         Command::new(&tools.llvm_link).arg(&extracted).arg(device_environment(work)?).arg("-o").arg(&out),

@@ -21,7 +21,6 @@ use crate::dist::Dist;
 use crate::gpu_bundle::{llvm_lookup_bitcode, LLVM_LOOKUP};
 use crate::hit_path::{Function, HitPath, Isa};
 use crate::images::{self, TRANSLATE};
-use crate::offload::LLVM19_LIB;
 use crate::tools::Tools;
 
 /// Entries of the table the binary search's hit path is counted for, and its rounds.
@@ -92,20 +91,12 @@ fn instructions(sass: &str, function: &str) -> Option<u32> {
 /// under `work`.
 pub fn hit_paths(tools: &Tools, dist: &Dist, target: &str, work: &Path) -> Result<(HitPath, HitPath)> {
     fs::create_dir_all(work)?;
-    let (isa, ours_bc, llvm_bc) = if let Some(sm) = target.strip_prefix("sm_").map(|_| target) {
-        (Isa::Ptx, dist.nvptx_dir(sm).join("device_rtl.bc"), llvm_lookup_bitcode(tools, sm, work)?)
+    let (isa, ours_bc) = if target.starts_with("sm_") {
+        (Isa::Ptx, dist.nvptx_dir(target).join("device_rtl.bc"))
     } else {
-        let rtl = Path::new(LLVM19_LIB).join(format!("libomptarget-amdgpu-{target}.bc"));
-        let extracted = work.join("llvm_lookup.bc");
-        cmd::output(
-            Command::new(&tools.llvm_extract)
-                .arg(format!("--func={LLVM_LOOKUP}"))
-                .arg(&rtl)
-                .arg("-o")
-                .arg(&extracted),
-        )?;
-        (Isa::Amdgcn, dist.amdgcn_dir(target).join("device_rtl.bc"), extracted)
+        (Isa::Amdgcn, dist.amdgcn_dir(target).join("device_rtl.bc"))
     };
+    let llvm_bc = llvm_lookup_bitcode(tools, target, work)?;
     let mut measured = Vec::new();
     for (name, bitcode, function) in [("ours", ours_bc, TRANSLATE), ("llvm19", llvm_bc, LLVM_LOOKUP)] {
         let asm = work.join(format!("{name}.{}", if isa == Isa::Ptx { "ptx" } else { "s" }));

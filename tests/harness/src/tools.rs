@@ -119,9 +119,10 @@ impl Tools {
         self.cuda.join("bin/ptxas")
     }
 
-    /// LLVM 19's own OpenMP DeviceRTL for `sm` (Debian's libomp-19-dev).
-    pub fn llvm_device_rtl(&self, sm: &str) -> PathBuf {
-        Path::new(crate::offload::LLVM19_LIB).join(format!("libomptarget-nvptx-{sm}.bc"))
+    /// LLVM 19's own OpenMP DeviceRTL for an `sm_NN` or a `gfxNNN` (Debian's libomp-19-dev).
+    pub fn llvm_device_rtl(&self, arch: &str) -> PathBuf {
+        let vendor = if arch.starts_with("gfx") { "amdgpu" } else { "nvptx" };
+        Path::new(crate::offload::LLVM19_LIB).join(format!("libomptarget-{vendor}-{arch}.bc"))
     }
 
     /// `cuobjdump` from CUDA 11.8.
