@@ -1,9 +1,12 @@
 //! `cargo xtask bench`, second part: what the translation the pass plugin inserts costs on the
 //! x86_64 device. `tests/bench/translation_loops.c` is compiled twice into one program, with the
 //! plugin and without (the baseline, in the same run); `translation_cost.c` times both on the
-//! device and checks every result. Figures in `target/bench/translation_cost.csv`.
+//! device and checks every result. The program then runs again with no table installed (the
+//! control): the inserted call returns its argument at once and the host copy runs, which the
+//! x86_64 device allows, so that run separates what inserting a call costs from what the lookup
+//! costs. Figures in `target/bench/translation_cost{,_no_table}.csv` (and `_64k`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{ensure, Result};
@@ -15,9 +18,15 @@ use crate::toolchain::Toolchain;
 use crate::tools::Tools;
 
 /// (case, baseline, goal for case / baseline): the inserted translation with a loop-invariant
-/// pointer (hoisted) and with a pointer picked per iteration.
+/// pointer (hoisted) and with a pointer picked per iteration, against the untranslated calls of
+/// the mapped host addresses (the host copies run: the goal's baseline).
 const RATIOS: [(&str, &str, f64); 2] =
     [("invariant_translated", "invariant_plain", 1.1), ("varying_translated", "varying_plain", 1.5)];
+
+/// The same goals against the untranslated calls of the device copies themselves (the same
+/// callees as the translated loops, at the same addresses): what the translation alone costs.
+const RATIOS_SAME_CALLEES: [(&str, &str, f64); 2] =
+    [("invariant_translated", "invariant_device", 1.1), ("varying_translated", "varying_device", 1.5)];
 
 /// The program's two sizes: (name, extra compile flag, number of indirect functions).
 const SIZES: [(&str, Option<&str>, u32); 2] =
@@ -30,20 +39,19 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     std::fs::create_dir_all(&out)?;
     let target = OffloadTarget::x86_64();
     let toolchain = Toolchain::llvm19(tools, dist);
-    let compile =
-        |source: &str, object: &str, extra: Vec<std::ffi::OsString>| -> Result<std::path::PathBuf> {
-            let path = out.join(object);
-            cmd::output(
-                Command::new(&tools.clang)
-                    .args(toolchain.offload_args(&target))
-                    .args(["-O2", "-Wall", "-Werror", "-c"])
-                    .args(extra)
-                    .arg(sources.join(source))
-                    .arg("-o")
-                    .arg(&path),
-            )?;
-            Ok(path)
-        };
+    let compile = |source: &str, object: &str, extra: Vec<std::ffi::OsString>| -> Result<PathBuf> {
+        let path = out.join(object);
+        cmd::output(
+            Command::new(&tools.clang)
+                .args(toolchain.offload_args(&target))
+                .args(["-O2", "-Wall", "-Werror", "-c"])
+                .args(extra)
+                .arg(sources.join(source))
+                .arg("-o")
+                .arg(&path),
+        )?;
+        Ok(path)
+    };
     let mut translated = toolchain.pass_plugin_args();
     translated.push("-DVARIANT=translated".into());
     let loops = [
@@ -54,28 +62,78 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
         let main =
             compile("translation_cost.c", &format!("{name}.o"), flag.into_iter().map(Into::into).collect())?;
         let objects = [main, loops[0].clone(), loops[1].clone()];
-        let printed = link_and_run(workspace, tools, &toolchain, &objects, &out, name)?;
+        let exe = link(tools, &toolchain, &objects, &out, name)?;
+        let printed = run_checked(workspace, &toolchain, &exe, name, &[], name)?;
+        let control =
+            run_checked(workspace, &toolchain, &exe, name, &[NO_TABLE], &format!("{name}_no_table"))?;
         println!(
             "\ntranslation inserted by the pass plugin, x86_64 device, {functions} indirect functions, ns per call \
              (median of 7 rounds of 4M calls):"
         );
         report_ratios(&printed, &RATIOS)?;
-        println!("figures: target/bench/{name}.csv");
+        println!("  against the device copies called untranslated (the same callees):");
+        report_ratios(&printed, &RATIOS_SAME_CALLEES)?;
+        report_control(&printed, &control)?;
+        println!("figures: target/bench/{name}.csv, target/bench/{name}_no_table.csv");
     }
     Ok(())
 }
 
-/// Links `objects` (x86_64 offload, clang 19, C++ runtime included) into `<out>/<name>`, runs it,
-/// checks that it printed `<name>: N checks, 0 failed`, writes its CSV lines (those with two
-/// commas) to `target/bench/<name>.csv`, and returns what it printed.
+/// The control run's environment: the plugin installs no table, so the inserted translation
+/// finds none and returns its argument, and the loop calls the host copies.
+const NO_TABLE: (&str, &str) = ("OMPTARGET_INDIRECT_MAP", "0");
+
+/// Prints, for each case of [`RATIOS`], the control run's time (no table: the inserted call
+/// alone) against its own baseline, and the translated time against the control's (medians of
+/// the two runs: what the lookup adds, and the device copies called instead of the host's); and,
+/// where the goal is missed and the call alone already misses it, that the inserted call, not
+/// the lookup, is what this machine charges for.
+fn report_control(printed: &str, control: &str) -> Result<()> {
+    println!(
+        "  control: the same program with no table installed ({}={}: the inserted call returns its \
+         argument, the host copy runs):",
+        NO_TABLE.0, NO_TABLE.1
+    );
+    for &(case, base, goal) in &RATIOS {
+        let (translated, call_only, call_only_base) =
+            (median(rounds(printed, case)?), median(rounds(control, case)?), median(rounds(control, base)?));
+        let (call_ratio, lookup_ratio) = (call_only / call_only_base, translated / call_only);
+        println!(
+            "  {case:<20} {call_only:6.2}  vs {base:<18} {call_only_base:6.2}  ratio {call_ratio:.2}x (the call \
+             alone); with the table {lookup_ratio:.2}x the control (the lookup, the device copies)"
+        );
+        if translated / median(rounds(printed, base)?) > goal && call_ratio > goal {
+            println!(
+                "  {case:<20} the goal is missed by the inserted call, not by the lookup: with no table to \
+                 search, the call alone costs {call_ratio:.2}x here (the prediction of the indirect call after it)"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Links `objects` (x86_64 offload, clang 19, C++ runtime included) into `<out>/<name>`, runs it
+/// as [`run_checked`] does, and returns what it printed.
 pub fn link_and_run(
     workspace: &Path,
     tools: &Tools,
     toolchain: &Toolchain,
-    objects: &[std::path::PathBuf],
+    objects: &[PathBuf],
     out: &Path,
     name: &str,
 ) -> Result<String> {
+    let exe = link(tools, toolchain, objects, out, name)?;
+    run_checked(workspace, toolchain, &exe, name, &[], name)
+}
+
+/// Links `objects` (x86_64 offload, clang 19, C++ runtime included) into `<out>/<name>`.
+fn link(
+    tools: &Tools,
+    toolchain: &Toolchain,
+    objects: &[PathBuf],
+    out: &Path,
+    name: &str,
+) -> Result<PathBuf> {
     let exe = out.join(name);
     cmd::output(
         Command::new(&tools.clangxx)
@@ -85,13 +143,27 @@ pub fn link_and_run(
             .arg("-o")
             .arg(&exe),
     )?;
-    let printed = cmd::stdout(Command::new(&exe).envs(toolchain.run_env()))?;
+    Ok(exe)
+}
+
+/// Runs the benchmark `exe` (whose report names it `name`) with `env` added, checks that it
+/// printed `<name>: N checks, 0 failed`, writes its CSV lines (those with two commas) to
+/// `target/bench/<csv>.csv`, and returns what it printed.
+fn run_checked(
+    workspace: &Path,
+    toolchain: &Toolchain,
+    exe: &Path,
+    name: &str,
+    env: &[(&str, &str)],
+    csv: &str,
+) -> Result<String> {
+    let printed = cmd::stdout(Command::new(exe).envs(toolchain.run_env()).envs(env.iter().copied()))?;
     ensure!(
         printed.lines().any(|l| l.starts_with(&format!("{name}: ")) && l.ends_with(" 0 failed")),
         "the benchmark's results are wrong:\n{printed}"
     );
-    let csv: Vec<&str> = printed.lines().filter(|l| l.matches(',').count() == 2).collect();
-    std::fs::write(workspace.join("target/bench").join(format!("{name}.csv")), csv.join("\n") + "\n")?;
+    let lines: Vec<&str> = printed.lines().filter(|l| l.matches(',').count() == 2).collect();
+    std::fs::write(workspace.join("target/bench").join(format!("{csv}.csv")), lines.join("\n") + "\n")?;
     Ok(printed)
 }
 
@@ -100,17 +172,8 @@ pub fn link_and_run(
 /// whether the goal is met, or that the rounds disagree too much to say (spread over half the
 /// ratio).
 pub fn report_ratios(printed: &str, ratios: &[(&str, &str, f64)]) -> Result<()> {
-    let rounds = |case: &str| -> Result<Vec<f64>> {
-        let values: Vec<f64> = printed
-            .lines()
-            .filter_map(|l| l.strip_prefix(case)?.strip_prefix(','))
-            .filter_map(|l| l.rsplit(',').next()?.parse().ok())
-            .collect();
-        ensure!(!values.is_empty(), "no {case} figures in:\n{printed}");
-        Ok(values)
-    };
     for &(case, base, goal) in ratios {
-        let (with, without) = (rounds(case)?, rounds(base)?);
+        let (with, without) = (rounds(printed, case)?, rounds(printed, base)?);
         let ratios: Vec<f64> = with.iter().zip(&without).map(|(w, b)| w / b).collect();
         let (low, high) = ratios.iter().fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
         let ratio = median(ratios);
@@ -128,6 +191,17 @@ pub fn report_ratios(printed: &str, ratios: &[(&str, &str, f64)]) -> Result<()> 
         );
     }
     Ok(())
+}
+
+/// The figures of the CSV lines `<case>,<round>,<ns>` in `printed`, in round order.
+fn rounds(printed: &str, case: &str) -> Result<Vec<f64>> {
+    let values: Vec<f64> = printed
+        .lines()
+        .filter_map(|l| l.strip_prefix(case)?.strip_prefix(','))
+        .filter_map(|l| l.rsplit(',').next()?.parse().ok())
+        .collect();
+    ensure!(!values.is_empty(), "no {case} figures in:\n{printed}");
+    Ok(values)
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
