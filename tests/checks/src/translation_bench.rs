@@ -73,7 +73,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
         report_ratios(&printed, &RATIOS)?;
         println!("  against the device copies called untranslated (the same callees):");
         report_ratios(&printed, &RATIOS_SAME_CALLEES)?;
-        report_control(&printed, &control)?;
+        report_control(&printed, &control, &RATIOS)?;
         println!("figures: target/bench/{name}.csv, target/bench/{name}_no_table.csv");
     }
     Ok(())
@@ -81,20 +81,20 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
 
 /// The control run's environment: the plugin installs no table, so the inserted translation
 /// finds none and returns its argument, and the loop calls the host copies.
-const NO_TABLE: (&str, &str) = ("OMPTARGET_INDIRECT_MAP", "0");
+pub(crate) const NO_TABLE: (&str, &str) = ("OMPTARGET_INDIRECT_MAP", "0");
 
-/// Prints, for each case of [`RATIOS`], the control run's time (no table: the inserted call
+/// Prints, for each `(case, baseline, goal)` of `ratios`, the control run's time (no table: the inserted call
 /// alone) against its own baseline, and the translated time against the control's (medians of
 /// the two runs: what the lookup adds, and the device copies called instead of the host's); and,
 /// where the goal is missed and the call alone already misses it, that the inserted call, not
 /// the lookup, is what this machine charges for.
-fn report_control(printed: &str, control: &str) -> Result<()> {
+pub(crate) fn report_control(printed: &str, control: &str, ratios: &[(&str, &str, f64)]) -> Result<()> {
     println!(
         "  control: the same program with no table installed ({}={}: the inserted call returns its \
          argument, the host copy runs):",
         NO_TABLE.0, NO_TABLE.1
     );
-    for &(case, base, goal) in &RATIOS {
+    for &(case, base, goal) in ratios {
         let (translated, call_only, call_only_base) =
             (median(rounds(printed, case)?), median(rounds(control, case)?), median(rounds(control, base)?));
         let (call_ratio, lookup_ratio) = (call_only / call_only_base, translated / call_only);
@@ -105,29 +105,15 @@ fn report_control(printed: &str, control: &str) -> Result<()> {
         if translated / median(rounds(printed, base)?) > goal && call_ratio > goal {
             println!(
                 "  {case:<20} the goal is missed by the inserted call, not by the lookup: with no table to \
-                 search, the call alone costs {call_ratio:.2}x here (the prediction of the indirect call after it)"
+                 search, the call alone costs {call_ratio:.2}x here"
             );
         }
     }
     Ok(())
 }
 
-/// Links `objects` (x86_64 offload, clang 19, C++ runtime included) into `<out>/<name>`, runs it
-/// as [`run_checked`] does, and returns what it printed.
-pub fn link_and_run(
-    workspace: &Path,
-    tools: &Tools,
-    toolchain: &Toolchain,
-    objects: &[PathBuf],
-    out: &Path,
-    name: &str,
-) -> Result<String> {
-    let exe = link(tools, toolchain, objects, out, name)?;
-    run_checked(workspace, toolchain, &exe, name, &[], name)
-}
-
 /// Links `objects` (x86_64 offload, clang 19, C++ runtime included) into `<out>/<name>`.
-fn link(
+pub(crate) fn link(
     tools: &Tools,
     toolchain: &Toolchain,
     objects: &[PathBuf],
@@ -149,7 +135,7 @@ fn link(
 /// Runs the benchmark `exe` (whose report names it `name`) with `env` added, checks that it
 /// printed `<name>: N checks, 0 failed`, writes its CSV lines (those with two commas) to
 /// `target/bench/<csv>.csv`, and returns what it printed.
-fn run_checked(
+pub(crate) fn run_checked(
     workspace: &Path,
     toolchain: &Toolchain,
     exe: &Path,

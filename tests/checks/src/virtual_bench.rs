@@ -1,8 +1,9 @@
 //! `cargo xtask bench`, third part (after `translation_bench`): a virtual call on the x86_64 device through a host-built
 //! object (vtable pointer translated: a hit) against the same call on a device-built object (a
 //! miss), and both against the call compiled without the pass plugin, in one run
-//! (`tests/bench/virtual_cost.cpp`, `virtual_loops.cpp`). Figures in
-//! `target/bench/virtual_cost.csv`.
+//! (`tests/bench/virtual_cost.cpp`, `virtual_loops.cpp`); then the control run with no table
+//! installed, as in `translation_bench`, for the miss. Figures in
+//! `target/bench/virtual_cost{,_no_table}.csv`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,6 +15,7 @@ use crate::dist::Dist;
 use crate::offload::OffloadTarget;
 use crate::toolchain::Toolchain;
 use crate::tools::Tools;
+use crate::translation_bench::{link, report_control, report_ratios, run_checked, NO_TABLE};
 
 /// (case, baseline, goal for case / baseline; issue 29's goal for host-built objects).
 const RATIOS: [(&str, &str, f64); 2] =
@@ -47,10 +49,13 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
             &["-DVARIANT=translated", "-DWITH_METHODS"],
         )?,
     ];
-    let printed =
-        crate::translation_bench::link_and_run(workspace, tools, &toolchain, &objects, &out, "virtual_cost")?;
+    let name = "virtual_cost";
+    let exe = link(tools, &toolchain, &objects, &out, name)?;
+    let printed = run_checked(workspace, &toolchain, &exe, name, &[], name)?;
+    let control = run_checked(workspace, &toolchain, &exe, name, &[NO_TABLE], &format!("{name}_no_table"))?;
     println!("\nvirtual calls, x86_64 device, ns per call (median of 7 rounds of 4M calls, one program):");
-    crate::translation_bench::report_ratios(&printed, &RATIOS)?;
-    println!("figures: target/bench/virtual_cost.csv");
+    report_ratios(&printed, &RATIOS)?;
+    report_control(&printed, &control, &RATIOS[1..])?;
+    println!("figures: target/bench/{name}.csv, target/bench/{name}_no_table.csv");
     Ok(())
 }
