@@ -209,11 +209,17 @@ extern "C" fn handler(signal: c_int, info: *mut libc::siginfo_t, context: *mut c
         }
     }
     // A fault on the host program that raced with the window's closing: the memory is open
-    // again (or the next window's), so the instruction runs again; a page closed again for the
-    // loader just as the window closed gets its protection back first.
+    // again, so the instruction runs again; a page closed again for the loader just as the
+    // window closed gets its protection back first. When the next window opened between the
+    // check above and this one (kernels of `nowait` regions start and finish back to back), the
+    // instruction runs again too: it meets that window and its fault is classified as one during
+    // a window (a host thread waits, device code is reported), instead of falling through to the
+    // default action below, which killed the process.
     if let Some(protected) = window::protected() {
-        if objects::object_at(&protected.objects, addr).is_some() && !window::is_open() {
-            window::reopen_page(addr);
+        if objects::object_at(&protected.objects, addr).is_some() {
+            if !window::is_open() {
+                window::reopen_page(addr);
+            }
             return;
         }
     }

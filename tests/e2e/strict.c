@@ -12,7 +12,7 @@
  * when it binds a symbol during a kernel), each through a pointer that reached the device as a
  * value. On the loose x86_64 device they
  * work (each prints "touched" and exits 0); the strict device, like a GPU, must stop them. */
-#include <pthread.h>
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,14 +40,12 @@ struct vec {
 };
 #pragma omp declare mapper(struct vec v) map(v, v.data[0 : v.len])
 
-static void *nowait_regions(void *arg) {
-  int *out = arg;
+static void nowait_regions(int *out) {
   for (int i = 0; i < 8; i++) {
 #pragma omp target map(tofrom : out[i : 1]) nowait
     out[i] = out[i] * 2 + 1;
   }
 #pragma omp taskwait
-  return 0;
 }
 
 static int allowed(void) {
@@ -82,10 +80,18 @@ static int allowed(void) {
   int a[8], b[8];
   for (int i = 0; i < 8; i++)
     a[i] = b[i] = i;
-  pthread_t other;
-  pthread_create(&other, 0, nowait_regions, b);
-  nowait_regions(a);
-  pthread_join(other, 0);
+  /* Two threads of a parallel region, not two pthreads: libomp 22 aborts now and then when two
+   * root threads start `nowait` regions at once (`task_team != NULL`, `new_gtid <=
+   * __kmp_hidden_helper_threads_num`; 2 of 400 runs on the loose device), a race of the OpenMP
+   * runtime, not what this test checks. */
+  int threads = 0;
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single nowait
+    threads = omp_get_num_threads();
+    nowait_regions(omp_get_thread_num() == 0 ? a : b);
+  }
+  EXPECT(threads == 2, "a parallel region of two threads: %d", threads);
   EXPECT(a[7] == 15 && b[7] == 15, "nowait regions from two threads: %d %d", a[7], b[7]);
 
   /* Mapped as data: the host address arrives, and only the map translates it. */
