@@ -120,9 +120,15 @@ pub fn host_program(device_images: &[usize]) -> Vec<Object> {
     let mut found = Found { objects: Vec::new() };
     // SAFETY: `each` matches the callback type and only reads what the loader hands it.
     unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Found as *mut c_void) };
+    // This library, whatever its file is called: its fault handler runs while the window is
+    // open, so its own code must never be closed off (its name matches `libomptarget` only as
+    // long as nobody renames it).
+    let here = host_program as usize;
     let mut objects = Vec::new();
     for (name, is_main, base, mut segments) in found.objects {
-        if !is_host_program(&name, is_main, device_images, base) {
+        if !is_host_program(&name, is_main, device_images, base)
+            || segments.iter().any(|s| here >= s.start && here < s.end)
+        {
             continue;
         }
         let path = if is_main {
