@@ -122,12 +122,13 @@ pub fn host_program(device_images: &[usize]) -> Vec<Object> {
     unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Found as *mut c_void) };
     // This library, whatever its file is called: its fault handler runs while the window is
     // open, so its own code must never be closed off (its name matches `libomptarget` only as
-    // long as nobody renames it).
+    // long as nobody renames it). The executable is the host program even where it holds this
+    // code itself (this crate's tests).
     let here = host_program as usize;
     let mut objects = Vec::new();
     for (name, is_main, base, mut segments) in found.objects {
         if !is_host_program(&name, is_main, device_images, base)
-            || segments.iter().any(|s| here >= s.start && here < s.end)
+            || (!is_main && segments.iter().any(|s| here >= s.start && here < s.end))
         {
             continue;
         }
