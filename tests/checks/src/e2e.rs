@@ -565,11 +565,25 @@ pub fn run_with(
     info: bool,
     device: Device,
 ) -> Result<(i32, String)> {
+    let strict_lib = (device == Device::Strict).then(|| toolchain.dist().strict_lib());
+    run_preloaded(toolchain, exe, args, setup, info, strict_lib.as_deref())
+}
+
+/// [`run_with`] with `preload` (a strict-mode library, wherever it lies) as the only
+/// `LD_PRELOAD`, or none.
+fn run_preloaded(
+    toolchain: &Toolchain,
+    exe: &Path,
+    args: &[&str],
+    setup: MapSetup,
+    info: bool,
+    preload: Option<&Path>,
+) -> Result<(i32, String)> {
     let mut c = Command::new(exe);
     c.args(args).env_remove("LD_LIBRARY_PATH").envs(toolchain.run_env()).env_remove("LIBOMPTARGET_INFO");
     c.env_remove("LD_PRELOAD");
-    if device == Device::Strict {
-        c.env("LD_PRELOAD", toolchain.dist().strict_lib());
+    if let Some(preload) = preload {
+        c.env("LD_PRELOAD", preload);
     }
     if info {
         c.env("LIBOMPTARGET_INFO", "1");
@@ -854,19 +868,12 @@ pub fn strict_stops(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
     // its own fault handler).
     let renamed = exe.with_file_name("renamed-strict-mode.so");
     std::fs::copy(toolchain.dist().strict_lib(), &renamed)?;
-    let out = Command::new(&exe)
-        .env_remove("LD_LIBRARY_PATH")
-        .envs(toolchain.run_env())
-        .env("LD_PRELOAD", &renamed)
-        .output()
-        .with_context(|| format!("cannot run {}", exe.display()))?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let (code, text) = run_preloaded(toolchain, &exe, &[], MapSetup::Indexed, false, Some(&renamed))?;
     ensure!(
-        out.status.success() && text.lines().any(|l| l.starts_with("strict: ") && l.ends_with(" 0 failed")),
-        "the strict library renamed to {}: {} exited with {:?}:\n{text}",
+        code == 0 && text.lines().any(|l| l.starts_with("strict: ") && l.ends_with(" 0 failed")),
+        "the strict library renamed to {}: {} exited with {code}:\n{text}",
         renamed.display(),
-        exe.display(),
-        out.status.code()
+        exe.display()
     );
     Ok("the loose device lets device code read, write and call into the host program and read its RELRO; the \
         strict device stops each with its line (exit 70), naming the symbol and the kernel; the strict library \
