@@ -8,6 +8,7 @@
 //! target/dist/lib/libomptarget.rtl.{x86_64,cuda,amdgpu}.so  the plugins
 //! target/dist/lib/libomptarget-indirect-pass.so          the LLVM 19 pass plugin for clang-19
 //! target/dist/lib/libomptarget-indirect-pass-llvm22.so   the LLVM 22 pass plugin for clang-22
+//! target/dist/lib/libomptarget-indirect-frontend-llvmNN.so the clang frontend plugin of release NN
 //! target/dist/share/omptarget-indirect/clang-NN.cfg      `clang-NN --config=` file that loads it
 //! ```
 
@@ -122,6 +123,7 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
     fat_library(workspace, tools, &dist, &images, &x86.join("device_rtl_host.o"))?;
     let t = Instant::now();
     plugins(workspace, &dist)?;
+    frontend_plugins(workspace, tools, &dist)?;
     fortran_module(workspace, tools, &dist)?;
     println!("built the plugins and the Fortran module in {:.1} s", t.elapsed().as_secs_f64());
     println!("dist tree in {} ({:.1} s in all)", dist.root.display(), started.elapsed().as_secs_f64());
@@ -207,6 +209,52 @@ fn plugins(workspace: &Path, dist: &Dist) -> Result<()> {
     let fresh = config.with_extension("cfg.new");
     fs::write(&fresh, crate::llvm::flang_config())?;
     replace_if_changed(&fresh, &config)
+}
+
+/// The frontend plugin's one source file.
+const FRONTEND_PLUGIN_SOURCE: &str = "compiler/frontend-plugin/omptarget_indirect_frontend.cpp";
+
+/// Compiles the frontend plugin once per LLVM release, with that release's clang++ against its
+/// clang headers, linked with its `libclang-cpp` and `libLLVM` (the ones its clang has loaded).
+/// Skipped when the plugin is newer than its source (the headers change only with the packages).
+fn frontend_plugins(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
+    let source = workspace.join(FRONTEND_PLUGIN_SOURCE);
+    let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
+    for llvm in Llvm::ALL {
+        let plugin = dist.frontend_plugin(llvm);
+        if modified(&plugin).is_some_and(|built| modified(&source).is_some_and(|src| src < built)) {
+            continue;
+        }
+        let llvm_config = crate::requirements::program(&format!("llvm-config-{}", llvm.major()));
+        let query =
+            |arg: &str| cmd::stdout(Command::new(&llvm_config).arg(arg)).map(|s| s.trim().to_string());
+        let (include, lib) = (query("--includedir")?, query("--libdir")?);
+        let compiler = match llvm {
+            Llvm::V19 => &tools.clangxx,
+            Llvm::V22 => &tools.clangxx22,
+        };
+        let fresh = plugin.with_extension("so.new");
+        cmd::output(
+            Command::new(compiler)
+                .args(["-shared", "-fPIC", "-std=c++17", "-fno-rtti", "-fno-exceptions", "-O2"])
+                .args([
+                    "-Wall",
+                    "-Wextra",
+                    "-Werror",
+                    "-Wno-unused-parameter",
+                    "-Wno-deprecated-declarations",
+                ])
+                .arg("-isystem")
+                .arg(&include)
+                .arg(&source)
+                .arg("-o")
+                .arg(&fresh)
+                .arg(format!("-L{lib}"))
+                .args(["-lclang-cpp", "-lLLVM"]),
+        )?;
+        fs::rename(&fresh, &plugin).with_context(|| format!("cannot write {}", plugin.display()))?;
+    }
+    Ok(())
 }
 
 /// Compiles the `omptarget_indirect` module with flang 22 into the dist tree's module directory

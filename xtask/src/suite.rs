@@ -54,7 +54,7 @@ impl Report {
     }
 }
 
-/// `pass-plugin/tests/device_ir.rs`'s tests: every indirect call translated, and loop-invariant
+/// `compiler/pass-plugin/tests/device_ir.rs`'s tests: every indirect call translated, and loop-invariant
 /// translations hoisted.
 const DEVICE_IR_TRANSLATED: &str = "every_indirect_call_is_translated_and_the_module_verifies";
 const DEVICE_IR_HOISTED: &str = "loop_invariant_translations_are_hoisted";

@@ -62,6 +62,11 @@ impl Dist {
         self.lib_dir().join(llvm.pass_plugin_file())
     }
 
+    /// The frontend plugin for clang of `llvm` (`-fplugin=`).
+    pub fn frontend_plugin(&self, llvm: Llvm) -> PathBuf {
+        self.lib_dir().join(llvm.frontend_plugin_file())
+    }
+
     /// The clang configuration file of `llvm` that loads [`Dist::pass_plugin`] for device
     /// compiles.
     pub fn clang_config(&self, llvm: Llvm) -> PathBuf {

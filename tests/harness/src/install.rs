@@ -76,6 +76,7 @@ pub fn install(workspace: &Path, dist: &Dist, root: &Path) -> Result<Vec<PathBuf
     let mut files: Vec<(PathBuf, Vec<u8>)> = vec![copy(dist.fat_lib(), "lib/libomptarget-indirect.a")?];
     for llvm in Llvm::ALL {
         files.push(copy(dist.pass_plugin(llvm), &format!("lib/{}", llvm.pass_plugin_file()))?);
+        files.push(copy(dist.frontend_plugin(llvm), &format!("lib/{}", llvm.frontend_plugin_file()))?);
         files.push((
             PathBuf::from("share/omptarget-indirect").join(llvm.clang_config_file()),
             llvm.clang_config().into_bytes(),

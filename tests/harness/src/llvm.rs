@@ -21,7 +21,7 @@ impl Llvm {
         }
     }
 
-    /// The pass plugin's cargo feature (`pass-plugin/Cargo.toml`).
+    /// The pass plugin's cargo feature (`compiler/pass-plugin/Cargo.toml`).
     pub fn pass_plugin_feature(self) -> &'static str {
         match self {
             Llvm::V19 => "llvm19",
@@ -41,14 +41,20 @@ impl Llvm {
     /// The text of the clang configuration file (`--config=`), with paths relative to the file's
     /// own directory (`<CFGDIR>`, clang 16+) in a tree laid out as `target/dist` and an install
     /// prefix are: `share/omptarget-indirect/` beside `lib/`, so the tree works wherever it is.
-    /// It loads the pass plugin into the device compiles; clang 22's also links the device library
-    /// (`$`-prefixed lines apply only to links, LLVM 20+; `$-L` is ignored there, `$-Wl,-L` is not).
+    /// It loads the frontend plugin into every compile (it acts in device compiles only: clang
+    /// forwards no `-fplugin=` to one side alone) and the pass plugin into the device compiles;
+    /// clang 22's also links the device library (`$`-prefixed lines apply only to links, LLVM 20+;
+    /// `$-L` is ignored there, `$-Wl,-L` is not).
     pub fn clang_config(self) -> String {
         let mut text = format!(
-            "# omptarget-indirect for clang {major}: loads the pass plugin into the device compiles (every -O\n\
-             # level, -foffload-lto too), so that indirect calls in device code reach the device copies.\n\
+            "# omptarget-indirect for clang {major}: loads the frontend plugin, which makes device compiles\n\
+             # define what host code hands to device code (indirect functions, vtables), and the pass plugin\n\
+             # into the device compiles (every -O level, -foffload-lto too), so that indirect calls in device\n\
+             # code reach the device copies.\n\
+             -fplugin=<CFGDIR>/../../lib/{frontend}\n\
              -Xarch_device -fpass-plugin=<CFGDIR>/../../lib/{plugin}\n",
             major = self.major(),
+            frontend = self.frontend_plugin_file(),
             plugin = self.pass_plugin_file(),
         );
         match self {
@@ -63,6 +69,15 @@ impl Llvm {
             ),
         }
         text
+    }
+
+    /// The frontend plugin's file name in `target/dist/lib` (built against this release's clang
+    /// headers and `libclang-cpp`; clang loads only a plugin of its own release).
+    pub fn frontend_plugin_file(self) -> &'static str {
+        match self {
+            Llvm::V19 => "libomptarget-indirect-frontend-llvm19.so",
+            Llvm::V22 => "libomptarget-indirect-frontend-llvm22.so",
+        }
     }
 
     /// The clang configuration file's name in `target/dist/share/omptarget-indirect`.

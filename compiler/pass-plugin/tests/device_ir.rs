@@ -31,7 +31,8 @@ const TARGET_ENV: &str = "OMPTARGET_INDIRECT_IR_TARGET";
 
 /// The workspace, its tools and dist tree, and the toolchain and target the environment names.
 fn asked() -> Result<(PathBuf, Tools, Dist, Llvm, OffloadTarget)> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("no workspace")?.to_path_buf();
+    let workspace =
+        Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).context("no workspace")?.to_path_buf();
     let clang = std::env::var(CLANG_ENV).with_context(|| format!("set {CLANG_ENV}"))?;
     let llvm =
         Llvm::ALL.into_iter().find(|l| l.major() == clang).with_context(|| format!("{CLANG_ENV}={clang}"))?;

@@ -1,0 +1,342 @@
+//===- omptarget_indirect_frontend.cpp - what the device module must define ------------------===//
+//
+// A clang frontend plugin (clang 19 and 22), loaded by the configuration files with -fplugin=.
+// It runs beside code generation in every compile and acts in OpenMP device compiles only.
+//
+// clang emits on the device only what device code odr-uses. Two things that host code hands to
+// device code are then missing from the device module:
+//
+//  1. Functions declared `indirect` that are inline (in-class members, implicit template
+//     instantiations named only by host code): the host registers an indirect entry for them, the
+//     device has no definition. clang 19 crashes, clang 22 stops ("the address is invalid").
+//     Policy: each is kept (an implicit `used`), so its definition and its entry are emitted.
+//  2. Vtables of classes whose objects only host code constructs (a mapped arena, containers under
+//     unified shared memory, a factory in another file): no device vtable, no device copies of
+//     the virtual functions, nothing to pair with the host's vtable.
+//     Policy: every dynamic class defined in a `declare target` region or declaring a
+//     `declare target` member function, and each of its dynamic bases, has its vtable marked
+//     used (with a definition), as a constructor in device code would. clang then defines the
+//     vtable, its construction vtables and thunks, and every virtual function it names.
+//     A virtual function that is not `declare target` and reaches host-only code (a
+//     `device_type(host)` function, or a function or variable that is neither defined in this
+//     file nor `declare target`) is not compiled for the device: its declaration becomes weak and
+//     the pass plugin fills its slots with a stub that traps, naming it. So is a virtual function
+//     declared `device_type(host)`.
+//
+// What it decides is reported as remarks under -Rpass=omptarget-indirect, as the pass plugin's
+// are; nothing is printed by default. What it cannot handle it leaves alone (docs/frontend.md).
+//
+//===----------------------------------------------------------------------------------------===//
+
+#include "clang/AST/ASTConsumer.h"
+#include "clang/AST/ASTContext.h"
+#include "clang/AST/Attr.h"
+#include "clang/AST/DeclCXX.h"
+#include "clang/AST/DeclTemplate.h"
+#include "clang/AST/RecursiveASTVisitor.h"
+#include "clang/Basic/Builtins.h"
+#include "clang/Frontend/CompilerInstance.h"
+#include "clang/Frontend/FrontendPluginRegistry.h"
+#include "clang/Sema/Sema.h"
+#include "clang/Sema/SemaConsumer.h"
+#include "clang/Sema/SemaOpenMP.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+using namespace clang;
+
+namespace {
+
+/// The remark group the pass plugin uses: -Rpass=omptarget-indirect shows both.
+constexpr const char *RemarkName = "omptarget-indirect";
+
+/// How far the host-only check follows calls into functions defined in the file.
+constexpr unsigned MaxCallDepth = 8;
+
+using DeviceType = OMPDeclareTargetDeclAttr::DevTypeTy;
+
+/// The `device_type` of `D`'s `declare target`, if it is declared so.
+std::optional<DeviceType> deviceTypeOf(const ValueDecl *D) {
+  return OMPDeclareTargetDeclAttr::getDeviceType(D);
+}
+
+/// Whether `D` is compiled for the device because it is declared `declare target` (any
+/// `device_type` but host).
+bool isDeviceDeclaration(const ValueDecl *D) {
+  std::optional<DeviceType> Type = deviceTypeOf(D);
+  return Type && *Type != OMPDeclareTargetDeclAttr::DT_Host;
+}
+
+/// Finds, in a function body and the bodies of the functions it calls that this file defines,
+/// the first thing device code cannot reach: a `device_type(host)` function, or a function or a
+/// global variable that is neither defined here nor `declare target` (its definition is host
+/// code elsewhere). Library builtins (printf, malloc, math), the replaceable allocation
+/// functions and the OpenMP API are available on the device.
+class HostOnlyFinder : public RecursiveASTVisitor<HostOnlyFinder> {
+public:
+  /// The first host-only declaration `FD`'s body reaches, or null.
+  const NamedDecl *find(const FunctionDecl *FD) {
+    visitFunction(FD, 0);
+    return Found;
+  }
+
+  bool VisitCallExpr(CallExpr *Call) {
+    if (const FunctionDecl *Callee = Call->getDirectCallee())
+      visitFunction(Callee, Depth + 1);
+    return !Found;
+  }
+  bool VisitCXXConstructExpr(CXXConstructExpr *Construct) {
+    visitFunction(Construct->getConstructor(), Depth + 1);
+    return !Found;
+  }
+  bool VisitDeclRefExpr(DeclRefExpr *Ref) {
+    const auto *Var = dyn_cast<VarDecl>(Ref->getDecl());
+    if (Var && Var->hasGlobalStorage() && !Var->isStaticLocal() && !Var->hasDefinition() &&
+        !isDeviceDeclaration(Var) && !Var->getType().isConstQualified())
+      Found = Var;
+    return !Found;
+  }
+
+private:
+  void visitFunction(const FunctionDecl *FD, unsigned AtDepth) {
+    if (Found || !FD || AtDepth > MaxCallDepth || !Seen.insert(FD->getCanonicalDecl()).second)
+      return;
+    if (deviceTypeOf(FD) == OMPDeclareTargetDeclAttr::DT_Host) {
+      Found = FD;
+      return;
+    }
+    // The root is a virtual function with no `declare target`: look into it. A callee that is
+    // `declare target` is compiled for the device anyway: its own problems are its author's.
+    if (AtDepth > 0 && isDeviceDeclaration(FD))
+      return;
+    const FunctionDecl *Definition = nullptr;
+    if (FD->hasBody(Definition)) {
+      unsigned Saved = Depth;
+      Depth = AtDepth;
+      TraverseStmt(Definition->getBody());
+      Depth = Saved;
+      return;
+    }
+    if (isAvailableWithoutDefinition(FD))
+      return;
+    Found = FD;
+  }
+
+  static bool isAvailableWithoutDefinition(const FunctionDecl *FD) {
+    if (FD->getBuiltinID() != 0 || FD->isReplaceableGlobalAllocationFunction() ||
+        FD->isDefaulted() || FD->isDeleted() || FD->isImplicit() || FD->isPureVirtual())
+      return true;
+    // A template specialization not instantiated yet: decided where it is instantiated.
+    if (FD->getTemplateInstantiationPattern() || FD->getPrimaryTemplate())
+      return true;
+    if (const IdentifierInfo *Name = FD->getIdentifier())
+      return FD->isExternC() && (Name->getName().starts_with("omp_") ||
+                                 Name->getName().starts_with("__kmpc_") ||
+                                 Name->getName().starts_with("__tgt_"));
+    return false;
+  }
+
+  llvm::SmallPtrSet<const Decl *, 32> Seen;
+  const NamedDecl *Found = nullptr;
+  unsigned Depth = 0;
+};
+
+class DeviceDefinitions final : public SemaConsumer {
+public:
+  explicit DeviceDefinitions(CompilerInstance &CI)
+      : Context(CI.getASTContext()), Diags(CI.getDiagnostics()),
+        Remarks(CI.getCodeGenOpts().OptimizationRemark.patternMatches(RemarkName)) {
+    KeptRemark = Diags.getCustomDiagID(
+        DiagnosticsEngine::Remark,
+        "kept indirect function %0 for the device: its definition and offload entry are "
+        "emitted although no device code names it [-Rpass=omptarget-indirect]");
+    VTableRemark = Diags.getCustomDiagID(
+        DiagnosticsEngine::Remark,
+        "vtable of %0 emitted for the device: objects the host builds reach device code "
+        "[-Rpass=omptarget-indirect]");
+    TrapRemark = Diags.getCustomDiagID(
+        DiagnosticsEngine::Remark,
+        "%0 is not compiled for the device (%1): its vtable slots hold a stub that traps "
+        "naming it [-Rpass=omptarget-indirect]");
+    SkippedRemark = Diags.getCustomDiagID(
+        DiagnosticsEngine::Remark,
+        "vtable of %0 not emitted for the device: %1 [-Rpass=omptarget-indirect]");
+  }
+
+  void InitializeSema(Sema &S) override { TheSema = &S; }
+  void ForgetSema() override { TheSema = nullptr; }
+
+  bool HandleTopLevelDecl(DeclGroupRef Group) override {
+    for (Decl *D : Group)
+      visitDeclaration(D);
+    return true;
+  }
+
+  // In-class member function definitions arrive here once their class is complete.
+  void HandleInlineFunctionDefinition(FunctionDecl *FD) override { keepIfIndirect(FD); }
+
+  void HandleCXXImplicitFunctionInstantiation(FunctionDecl *FD) override { keepIfIndirect(FD); }
+
+  void HandleTagDeclDefinition(TagDecl *Tag) override {
+    auto *Class = dyn_cast<CXXRecordDecl>(Tag);
+    if (!Class || !TheSema)
+      return;
+    if (TheSema->OpenMP().isInOpenMPDeclareTargetContext() || declaresDeviceMember(Class))
+      markVTable(Class, Class->getLocation());
+  }
+
+  // Sema is defining the vtable: decide, before code generation reads them, which of its
+  // virtual functions the device cannot compile.
+  void HandleVTable(CXXRecordDecl *Class) override {
+    if (Marked.contains(Class->getCanonicalDecl()))
+      trapHostOnlyVirtuals(Class);
+  }
+
+private:
+  void visitDeclaration(Decl *D) {
+    if (auto *FD = dyn_cast<FunctionDecl>(D)) {
+      keepIfIndirect(FD);
+      // An out-of-line virtual function declared `declare target`: its class goes to the device.
+      auto *Method = dyn_cast<CXXMethodDecl>(FD);
+      if (Method && Method->isVirtual() && isDeviceDeclaration(Method))
+        markVTable(Method->getParent(), Method->getLocation());
+    } else if (auto *Context = dyn_cast<DeclContext>(D)) {
+      // Namespaces and linkage blocks arrive whole, once they are closed.
+      if (isa<NamespaceDecl>(D) || isa<LinkageSpecDecl>(D) || isa<ExportDecl>(D))
+        for (Decl *Inner : Context->decls())
+          visitDeclaration(Inner);
+    }
+  }
+
+  void keepIfIndirect(FunctionDecl *FD) {
+    if (!isDeviceCompile() || !FD || FD->isDependentContext() || FD->hasAttr<UsedAttr>() ||
+        !FD->doesThisDeclarationHaveABody())
+      return;
+    std::optional<OMPDeclareTargetDeclAttr *> Active = OMPDeclareTargetDeclAttr::getActiveAttr(FD);
+    if (!Active || !(*Active)->getIndirect() ||
+        (*Active)->getDevType() == OMPDeclareTargetDeclAttr::DT_Host)
+      return;
+    FD->addAttr(UsedAttr::CreateImplicit(Context));
+    remark(FD->getLocation(), KeptRemark) << FD;
+  }
+
+  /// Whether `Class` declares a member function that is `declare target` for the device (a
+  /// class template's specialization carries its members' attributes).
+  static bool declaresDeviceMember(const CXXRecordDecl *Class) {
+    for (const CXXMethodDecl *Method : Class->methods())
+      if (isDeviceDeclaration(Method))
+        return true;
+    return false;
+  }
+
+  /// Marks the vtables of `Class` and its dynamic bases used, with definitions required.
+  void markVTable(CXXRecordDecl *Class, SourceLocation Where) {
+    if (!isDeviceCompile() || !TheSema || !Class->hasDefinition())
+      return;
+    Class = Class->getDefinition();
+    if (!Class->isDynamicClass() || Class->isDependentContext() ||
+        !Marked.insert(Class->getCanonicalDecl()).second)
+      return;
+    if (!Class->isExternallyVisible()) {
+      // The host's vtable has no name the device's could be paired by.
+      remark(Class->getLocation(), SkippedRemark) << Class << "the class has internal linkage";
+      return;
+    }
+    Sema &S = *TheSema;
+    if (S.OpenMP().isInOpenMPDeclareTargetContext()) {
+      S.MarkVTableUsed(Where, Class, /*DefinitionRequired=*/true);
+    } else {
+      // Sema::MarkVTableUsed ignores device compiles outside a declare target region; what it
+      // does otherwise (Itanium ABI, a class that is not local) is recording the use:
+      // DefineUsedVTables then defines the vtable at the end of the file.
+      auto [Use, Fresh] = S.VTablesUsed.insert({Class->getCanonicalDecl(), true});
+      if (Fresh || !Use->second) {
+        Use->second = true;
+        S.VTableUses.push_back({Class->getCanonicalDecl(), Where});
+      }
+    }
+    remark(Class->getLocation(), VTableRemark) << Class;
+    for (const CXXBaseSpecifier &Base : Class->bases())
+      if (CXXRecordDecl *BaseClass = Base.getType()->getAsCXXRecordDecl())
+        markVTable(BaseClass, Where);
+    for (const CXXBaseSpecifier &Base : Class->vbases())
+      if (CXXRecordDecl *BaseClass = Base.getType()->getAsCXXRecordDecl())
+        markVTable(BaseClass, Where);
+  }
+
+  /// Keeps from the device the virtual functions `Class` declares that the device cannot
+  /// compile: declared `device_type(host)`, or not `declare target` and reaching host-only code.
+  void trapHostOnlyVirtuals(CXXRecordDecl *Class) {
+    for (CXXMethodDecl *Method : Class->methods()) {
+      if (!Method->isVirtual() || Method->isPureVirtual() || !Method->isUserProvided())
+        continue;
+      std::optional<DeviceType> Type = deviceTypeOf(Method);
+      std::string Why;
+      if (Type == OMPDeclareTargetDeclAttr::DT_Host) {
+        Why = "declared device_type(host)";
+      } else if (!Type) {
+        const NamedDecl *HostOnly = HostOnlyFinder().find(Method);
+        if (!HostOnly)
+          continue;
+        Why = "not declare target, reaches host-only `" + HostOnly->getQualifiedNameAsString() + "`";
+        // Code generation then leaves its body out of the device module.
+        for (FunctionDecl *Redeclaration : Method->redecls())
+          Redeclaration->addAttr(OMPDeclareTargetDeclAttr::CreateImplicit(
+              Context, OMPDeclareTargetDeclAttr::MT_To, OMPDeclareTargetDeclAttr::DT_Host,
+              /*IndirectExpr=*/nullptr, /*Indirect=*/false, /*Level=*/0));
+      } else {
+        continue;
+      }
+      // A weak declaration: the device link leaves it unresolved, the pass plugin replaces it.
+      for (FunctionDecl *Redeclaration : Method->redecls())
+        if (!Redeclaration->hasAttr<WeakAttr>())
+          Redeclaration->addAttr(WeakAttr::CreateImplicit(Context));
+      remark(Method->getLocation(), TrapRemark) << Method << Why;
+    }
+  }
+
+  bool isDeviceCompile() const {
+    return Context.getLangOpts().OpenMP && Context.getLangOpts().OpenMPIsTargetDevice;
+  }
+
+  /// A remark at `Where`, shown under -Rpass=omptarget-indirect only.
+  DiagnosticBuilder remark(SourceLocation Where, unsigned ID) {
+    // An ignored diagnostic still takes its arguments: nothing prints.
+    if (!Remarks)
+      ID = Ignored;
+    return Diags.Report(Where, ID);
+  }
+
+  ASTContext &Context;
+  DiagnosticsEngine &Diags;
+  Sema *TheSema = nullptr;
+  bool Remarks;
+  unsigned KeptRemark = 0, VTableRemark = 0, TrapRemark = 0, SkippedRemark = 0;
+  unsigned Ignored = Diags.getCustomDiagID(DiagnosticsEngine::Ignored, "%0%1");
+  llvm::SmallPtrSet<const CXXRecordDecl *, 32> Marked;
+};
+
+class DeviceDefinitionsAction final : public PluginASTAction {
+protected:
+  std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance &CI, llvm::StringRef) override {
+    // Host compiles and C get a consumer that does nothing.
+    if (!CI.getLangOpts().OpenMP || !CI.getLangOpts().OpenMPIsTargetDevice)
+      return std::make_unique<ASTConsumer>();
+    return std::make_unique<DeviceDefinitions>(CI);
+  }
+
+  bool ParseArgs(const CompilerInstance &, const std::vector<std::string> &) override {
+    return true;
+  }
+
+  // Beside code generation, in the same compile: no -plugin flag needed.
+  ActionType getActionType() override { return AddBeforeMainAction; }
+};
+
+} // namespace
+
+static FrontendPluginRegistry::Add<DeviceDefinitionsAction>
+    Registration("omptarget-indirect", "emit on the device what host code hands to device code");
