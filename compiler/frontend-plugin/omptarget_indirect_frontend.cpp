@@ -220,7 +220,7 @@ private:
         (*Active)->getDevType() == OMPDeclareTargetDeclAttr::DT_Host)
       return;
     FD->addAttr(UsedAttr::CreateImplicit(Context));
-    remark(FD->getLocation(), KeptRemark) << FD;
+    remark(FD->getLocation(), KeptRemark) << qualified(FD);
   }
 
   /// Whether `Class` declares a member function that is `declare target` for the device (a
@@ -242,7 +242,7 @@ private:
       return;
     if (!Class->isExternallyVisible()) {
       // The host's vtable has no name the device's could be paired by.
-      remark(Class->getLocation(), SkippedRemark) << Class << "the class has internal linkage";
+      remark(Class->getLocation(), SkippedRemark) << qualified(Class) << "the class has internal linkage";
       return;
     }
     Sema &S = *TheSema;
@@ -258,7 +258,7 @@ private:
         S.VTableUses.push_back({Class->getCanonicalDecl(), Where});
       }
     }
-    remark(Class->getLocation(), VTableRemark) << Class;
+    remark(Class->getLocation(), VTableRemark) << qualified(Class);
     for (const CXXBaseSpecifier &Base : Class->bases())
       if (CXXRecordDecl *BaseClass = Base.getType()->getAsCXXRecordDecl())
         markVTable(BaseClass, Where);
@@ -271,7 +271,8 @@ private:
   /// compile: declared `device_type(host)`, or not `declare target` and reaching host-only code.
   void trapHostOnlyVirtuals(CXXRecordDecl *Class) {
     for (CXXMethodDecl *Method : Class->methods()) {
-      if (!Method->isVirtual() || Method->isPureVirtual() || !Method->isUserProvided())
+      if (!Method->isVirtual() || Method->isPureVirtual() || !Method->isUserProvided() ||
+          !Trapped.insert(Method->getCanonicalDecl()).second)
         continue;
       std::optional<DeviceType> Type = deviceTypeOf(Method);
       std::string Why;
@@ -294,8 +295,16 @@ private:
       for (FunctionDecl *Redeclaration : Method->redecls())
         if (!Redeclaration->hasAttr<WeakAttr>())
           Redeclaration->addAttr(WeakAttr::CreateImplicit(Context));
-      remark(Method->getLocation(), TrapRemark) << Method << Why;
+      remark(Method->getLocation(), TrapRemark) << qualified(Method) << Why;
     }
+  }
+
+  /// `D`'s name with its scopes and template arguments, as remarks quote it.
+  static std::string qualified(const NamedDecl *D) {
+    std::string Name;
+    llvm::raw_string_ostream Out(Name);
+    D->getNameForDiagnostic(Out, D->getASTContext().getPrintingPolicy(), /*Qualified=*/true);
+    return "`" + Out.str() + "`";
   }
 
   bool isDeviceCompile() const {
@@ -317,6 +326,7 @@ private:
   unsigned KeptRemark = 0, VTableRemark = 0, TrapRemark = 0, SkippedRemark = 0;
   unsigned Ignored = Diags.getCustomDiagID(DiagnosticsEngine::Ignored, "%0%1");
   llvm::SmallPtrSet<const CXXRecordDecl *, 32> Marked;
+  llvm::SmallPtrSet<const CXXMethodDecl *, 32> Trapped;
 };
 
 class DeviceDefinitionsAction final : public PluginASTAction {

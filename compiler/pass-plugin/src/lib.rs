@@ -16,6 +16,7 @@
 
 pub mod dynamic_casts;
 pub mod fortran;
+pub mod host_only;
 pub mod llvm;
 pub mod pass;
 pub mod remarks;

@@ -52,6 +52,9 @@ pub struct Summary {
     pub dynamic_casts: usize,
     /// Calls of `__dynamic_cast` left alone: no RTTI in this device code.
     pub dynamic_casts_left: usize,
+    /// Host-only virtual functions whose vtable slots now hold a trapping stub
+    /// ([`crate::host_only`]).
+    pub host_only_stubs: usize,
     /// Host module: indirect offload entries added for Fortran procedures named through the
     /// `omptarget_indirect` module ([`crate::fortran`]).
     pub fortran_entries: usize,
@@ -74,6 +77,7 @@ impl Summary {
             || self.declared
             || self.vtable_loads > 0
             || self.vtable_words > 0
+            || self.host_only_stubs > 0
             || self.dynamic_casts > 0
             || self.fortran_entries > 0
     }

@@ -85,6 +85,7 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
         };
         pass.fold_translations();
         if phase == Phase::PipelineStart {
+            pass.stub_host_only_virtuals();
             pass.export_vtable_words();
             pass.route_dynamic_casts();
         }
