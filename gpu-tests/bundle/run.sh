@@ -10,6 +10,7 @@
 # 2. gpu-test plugin-abi   libomptarget.rtl.cuda.so through its C ABI, cuMemGetInfo before/after
 # 3. e2e/*                 clang 19 sm_90 programs through libomptarget 16 + our CUDA plugin
 #    e2e-controls/*        the unmodified ones built without the pass plugin: each must fail
+#    e2e-controls-frontend/*  those that need the frontend plugin built without it: each must fail
 # --bench: then the translation benchmark (table, CSV and PNG)
 # 4. compute-sanitizer memcheck on 1 and 2, where the machine has it (last: it is the slowest)
 # --out DIR (default ./results) receives everything the run makes: run.log (this whole output),
@@ -155,6 +156,11 @@ run_control() { # program
 }
 for program in "$here"/e2e-controls/*; do
   step "3. control: $(basename "$program") without the pass plugin fails" run_control "$program"
+done
+# The programs whose objects only the host builds, built without the frontend plugin: the device
+# has no vtable of their classes, so the same must happen.
+for program in "$here"/e2e-controls-frontend/*; do
+  step "3. control: $(basename "$program") without the frontend plugin fails" run_control "$program"
 done
 
 if [ $bench -eq 1 ]; then

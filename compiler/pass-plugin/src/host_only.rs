@@ -67,7 +67,8 @@ impl Pass<'_> {
         // SAFETY: new functions, blocks and instructions of the module's context.
         unsafe {
             let stub_name = format!("{STUB_PREFIX}{name}\0");
-            let stub = LLVMAddFunction(self.module, stub_name.as_ptr().cast(), LLVMGlobalGetValueType(function));
+            let stub =
+                LLVMAddFunction(self.module, stub_name.as_ptr().cast(), LLVMGlobalGetValueType(function));
             LLVMSetLinkage(stub, LLVMLinkage::LLVMInternalLinkage);
             let builder = LLVMCreateBuilderInContext(self.context);
             let entry = LLVMAppendBasicBlockInContext(self.context, stub, c"entry".as_ptr());
@@ -78,7 +79,8 @@ impl Pass<'_> {
                      declare target and reaches host code; -Rpass=omptarget-indirect at compile time says why), \
                      but device code called it\n"
                 );
-                let text = LLVMBuildGlobalStringPtr(builder, format!("{message}\0").as_ptr().cast(), c"".as_ptr());
+                let text =
+                    LLVMBuildGlobalStringPtr(builder, format!("{message}\0").as_ptr().cast(), c"".as_ptr());
                 let int = LLVMInt32TypeInContext(self.context);
                 let ptr = LLVMPointerTypeInContext(self.context, 0);
                 let mut params = [int, ptr];

@@ -51,6 +51,12 @@ pub struct Program {
     /// Compile flags that leave the procedures unnamed (Fortran's `omptarget_indirect` holders):
     /// built so, the program must fail (a negative control). Empty: no such control.
     pub without_naming: &'static [&'static str],
+    /// Needs the frontend plugin (inline indirect functions, vtables of classes only the host
+    /// constructs): what a build without it must do (the negative control).
+    pub frontend: FrontendControl,
+    /// An argument that makes device code call a virtual function the device does not compile:
+    /// the run must stop with the stub's line naming it.
+    pub trap_argument: Option<&'static str>,
     /// Whether it must fail with the map disabled (the negative control): programs whose
     /// pointers all reach the device untranslated.
     pub needs_map: bool,
@@ -70,6 +76,18 @@ pub struct Program {
     pub gpu_flags: &'static [&'static str],
 }
 
+/// What a program that needs the frontend plugin does when built without it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrontendControl {
+    /// It does not need it.
+    NotNeeded,
+    /// The compile fails: clang 22 reports the indirect entry's address invalid, clang 19 crashes.
+    CompileFails,
+    /// It builds, fails its checks on the loose device, and the strict device stops it at the
+    /// first host vtable read or host function call.
+    StrictStop,
+}
+
 /// How a program is compiled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Build {
@@ -84,12 +102,17 @@ pub enum Build {
     WithoutPassPlugin,
     /// `-O2` with the pass plugin and the program's [`Program::without_naming`] flags.
     WithoutNaming,
+    /// `-O2` with the pass plugin alone (loaded directly, no configuration file): the negative
+    /// control of a program that needs the frontend plugin.
+    WithoutFrontendPlugin,
 }
 
 impl Build {
     fn flags(self) -> &'static [&'static str] {
         match self {
-            Build::O2 | Build::WithoutPassPlugin | Build::WithoutNaming => &["-O2"],
+            Build::O2 | Build::WithoutPassPlugin | Build::WithoutNaming | Build::WithoutFrontendPlugin => {
+                &["-O2"]
+            }
             Build::O0 => &["-O0"],
             Build::OffloadLto => &["-O2", "-foffload-lto"],
         }
@@ -103,6 +126,7 @@ impl Build {
             Build::OffloadLto => "offload-lto",
             Build::WithoutPassPlugin => "without-pass-plugin",
             Build::WithoutNaming => "without-naming",
+            Build::WithoutFrontendPlugin => "without-frontend-plugin",
         }
     }
 }
@@ -124,6 +148,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "reach",
@@ -140,6 +166,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "table",
@@ -157,6 +185,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "requires",
@@ -174,6 +204,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "strict",
@@ -191,6 +223,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "multi",
@@ -207,6 +241,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "passthrough",
@@ -223,6 +259,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "devices",
@@ -239,6 +277,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "no_indirect",
@@ -255,6 +295,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "cxx",
@@ -271,6 +313,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "unmodified",
@@ -288,6 +332,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "unmodified_virtual",
@@ -305,6 +351,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "library_objects",
@@ -324,6 +372,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: false,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "host_objects",
@@ -342,6 +392,69 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
+    },
+    Program {
+        name: "host_scene",
+        about: "frontend plugin: a polymorphic scene (multiple inheritance, virtual destructors, texture function \
+                pointers) placement-new'ed by a factory in another unit into a mapped byte arena, rendered on the \
+                device through base pointers and compared with the host's render; a virtual function the device \
+                does not compile traps naming itself",
+        units: &[unit("host_scene.cpp"), unit("host_scene_factory.cpp")],
+        library: &[],
+        shared_library: &[],
+        needs_map: true,
+        expect_line: None,
+        host_vtables: true,
+        unmodified: true,
+        on_gpus: true,
+        gpu_flags: &[],
+        on_llvm22: true,
+        on_llvm19: true,
+        without_naming: &[],
+        frontend: FrontendControl::StrictStop,
+        trap_argument: Some("call-host-only"),
+    },
+    Program {
+        name: "host_scene_usm",
+        about: "frontend plugin: the same scene under requires unified_shared_memory, as vectors of unique_ptrs the \
+                host built, nothing mapped",
+        units: &[unit("host_scene_usm.cpp"), Unit { source: "host_scene_factory.cpp", flags: &["-DSCENE_USM"] }],
+        library: &[],
+        shared_library: &[],
+        needs_map: true,
+        expect_line: None,
+        host_vtables: true,
+        unmodified: true,
+        // Unified shared memory on a GPU needs what the bundle's machines may not have (HMM).
+        on_gpus: false,
+        gpu_flags: &[],
+        on_llvm22: true,
+        on_llvm19: true,
+        without_naming: &[],
+        frontend: FrontendControl::StrictStop,
+        trap_argument: None,
+    },
+    Program {
+        name: "inline_indirect",
+        about: "frontend plugin: inline, static inline, namespace, extern \"C\", in-class static and non-static \
+                member functions and implicitly and explicitly instantiated templates in begin declare target \
+                indirect, called through host pointers and pointers to member functions in mapped data",
+        units: &[unit("inline_indirect.cpp")],
+        library: &[],
+        shared_library: &[],
+        needs_map: true,
+        expect_line: None,
+        host_vtables: false,
+        unmodified: true,
+        on_gpus: true,
+        gpu_flags: &[],
+        on_llvm22: true,
+        on_llvm19: true,
+        without_naming: &[],
+        frontend: FrontendControl::CompileFails,
+        trap_argument: None,
     },
     Program {
         name: "dynamic_casts",
@@ -361,6 +474,8 @@ pub const PROGRAMS: &[Program] = &[
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
     Program {
         name: "fortran_procedures",
@@ -382,6 +497,8 @@ pub const PROGRAMS: &[Program] = &[
         // flang 19 cannot compile it (docs/fortran.md).
         on_llvm19: false,
         without_naming: &["-DWITHOUT_NAMING"],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
     },
 ];
 
@@ -415,11 +532,13 @@ pub fn build_as(
         .map(|u| sources.join(u.source))
         .collect();
     inputs.extend(
-        ["check.h", "indirect_check.h", "device_copy.h", "library_objects.h"].map(|h| sources.join(h)),
+        ["check.h", "indirect_check.h", "device_copy.h", "library_objects.h", "host_scene.h"]
+            .map(|h| sources.join(h)),
     );
     inputs.extend([toolchain.dist().fat_lib(), toolchain.libomptarget()]);
     if program.unmodified {
         inputs.extend([toolchain.pass_plugin(), toolchain.dist().clang_config(toolchain.llvm)]);
+        inputs.push(toolchain.dist().frontend_plugin(toolchain.llvm));
         inputs.push(toolchain.dist().flang_config());
     }
     if newer_than_all(&exe, &inputs) {
@@ -427,6 +546,7 @@ pub fn build_as(
     }
     std::fs::create_dir_all(&out)?;
     let with_plugin = program.unmodified && how != Build::WithoutPassPlugin;
+    let pass_plugin_only = how == Build::WithoutFrontendPlugin;
     // Each unit's flags: its language's offload flags and configuration file.
     let flags_for = |source: &str| -> Vec<OsString> {
         let mut flags: Vec<OsString> = toolchain.offload_args_for(target, source);
@@ -437,7 +557,9 @@ pub fn build_as(
         if how == Build::WithoutNaming {
             flags.extend(program.without_naming.iter().map(OsString::from));
         }
-        if with_plugin {
+        if pass_plugin_only {
+            flags.extend(toolchain.pass_plugin_only_args());
+        } else if with_plugin {
             flags.extend(toolchain.pass_plugin_args_for(source));
         }
         flags
@@ -459,7 +581,13 @@ pub fn build_as(
         Ok(object)
     };
     let compile = |u: &Unit| compile_as(u, false);
-    let link_args = if with_plugin { toolchain.link_args_with_config() } else { toolchain.link_args() };
+    let link_args = if pass_plugin_only {
+        toolchain.link_args_without_config()
+    } else if with_plugin {
+        toolchain.link_args_with_config()
+    } else {
+        toolchain.link_args()
+    };
     let objects = program.units.iter().map(compile).collect::<Result<Vec<_>>>()?;
     let mut link = Command::new(toolchain.compiler(program.units[0].source));
     link.args(flags_for(program.units[0].source)).args(&objects);
@@ -686,15 +814,24 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
         } else {
             "; the same at -O0 and with -foffload-lto"
         });
-        let control = build_as(workspace, toolchain, &target, program, Build::WithoutPassPlugin)?;
-        let failed =
-            expect_failure(toolchain, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
-        detail.push_str(&format!("; compiled without the pass plugin: {failed} checks fail"));
-        let stopped =
-            expect_strict_stop(toolchain, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
-        detail.push_str(&format!(", and the strict device stops it at the {stopped}"));
-        detail.push_str(" (negative controls)");
+        // Without the configuration file a program that needs the frontend plugin does not
+        // compile: its own control below shows that.
+        if program.frontend != FrontendControl::CompileFails {
+            let control = build_as(workspace, toolchain, &target, program, Build::WithoutPassPlugin)?;
+            let failed =
+                expect_failure(toolchain, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
+            detail.push_str(&format!("; compiled without the pass plugin: {failed} checks fail"));
+            let stopped = expect_strict_stop(
+                toolchain,
+                &control,
+                MapSetup::Indexed,
+                "compiled without the pass plugin",
+            )?;
+            detail.push_str(&format!(", and the strict device stops it at the {stopped}"));
+            detail.push_str(" (negative controls)");
+        }
     }
+    detail.push_str(&frontend_controls(workspace, toolchain, program)?);
     if !program.without_naming.is_empty() {
         let control = build_as(workspace, toolchain, &target, program, Build::WithoutNaming)?;
         let what = "compiled without naming its procedures";
@@ -804,6 +941,55 @@ fn expect_failure(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: &str
         exe.display()
     );
     Ok(failed)
+}
+
+/// The checks of a program that needs the frontend plugin: built without it, it must fail as
+/// [`Program::frontend`] says; asked to call a virtual function the device does not compile, it
+/// must stop with the stub's line. Returns what they showed, for the report.
+fn frontend_controls(workspace: &Path, toolchain: &Toolchain, program: &Program) -> Result<String> {
+    let target = OffloadTarget::x86_64();
+    let mut detail = String::new();
+    if let Some(argument) = program.trap_argument {
+        let exe = build(workspace, toolchain, &target, program)?;
+        let (code, output) =
+            run_with(toolchain, &exe, &[argument], MapSetup::Indexed, false, Device::Strict)?;
+        let line = output.lines().find(|l| l.contains("is not compiled for the device"));
+        ensure!(
+            code != 0 && line.is_some(),
+            "{} {argument} on the strict device exited with {code}, expected the trap stub's line:\n{output}",
+            exe.display()
+        );
+        let named = line.unwrap_or_default().split_whitespace().nth(1).unwrap_or_default();
+        detail.push_str(&format!("; `{argument}` stops at the stub of {named} (exit {code})"));
+    }
+    let what = "built without the frontend plugin";
+    match program.frontend {
+        FrontendControl::NotNeeded => {}
+        FrontendControl::CompileFails => {
+            let Err(err) = build_as(workspace, toolchain, &target, program, Build::WithoutFrontendPlugin)
+            else {
+                bail!("{}: {what}, it compiled; expected the compile to fail", program.name);
+            };
+            let err = format!("{err:#}");
+            let (expected, shown) = match toolchain.llvm {
+                Llvm::V22 => {
+                    ("the address is invalid", "clang 22 stops: the indirect entry's address is invalid")
+                }
+                _ => ("Stack dump", "clang 19 crashes"),
+            };
+            ensure!(err.contains(expected), "{}: {what}, the compile failed otherwise:\n{err}", program.name);
+            detail.push_str(&format!("; {what}: {shown} (negative control)"));
+        }
+        FrontendControl::StrictStop => {
+            let control = build_as(workspace, toolchain, &target, program, Build::WithoutFrontendPlugin)?;
+            let failed = expect_failure(toolchain, &control, MapSetup::Indexed, what)?;
+            let stopped = expect_strict_stop(toolchain, &control, MapSetup::Indexed, what)?;
+            detail.push_str(&format!(
+                "; {what}: {failed} checks fail, and the strict device stops it at the {stopped} (negative controls)"
+            ));
+        }
+    }
+    Ok(detail)
 }
 
 /// Runs a negative control on the strict device, which must stop it at the first host function

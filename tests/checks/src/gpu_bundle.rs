@@ -50,7 +50,7 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, S
     if root.exists() {
         fs::remove_dir_all(&root).with_context(|| format!("cannot clear {}", root.display()))?;
     }
-    for dir in ["bin", "lib", "kernels", "images", "e2e", "e2e-controls", "debs"] {
+    for dir in ["bin", "lib", "kernels", "images", "e2e", "e2e-controls", "e2e-controls-frontend", "debs"] {
         fs::create_dir_all(root.join(dir))?;
     }
     kernels(workspace, tools, dist, &root.join("kernels"))?;
@@ -62,10 +62,11 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, S
         let exe = e2e::build(workspace, &Toolchain::llvm19(tools, dist), &target, program)?;
         copy(&exe, &root.join("e2e").join(program.name))?;
     }
-    for program in e2e::PROGRAMS.iter().filter(|p| p.on_gpus && p.unmodified) {
-        let llvm19 = Toolchain::llvm19(tools, dist);
-        let exe = e2e::build_as(workspace, &llvm19, &target, program, e2e::Build::WithoutPassPlugin)?;
-        copy(&exe, &root.join("e2e-controls").join(program.name))?;
+    for (dir, how, programs) in controls() {
+        for program in programs {
+            let exe = e2e::build_as(workspace, &Toolchain::llvm19(tools, dist), &target, program, how)?;
+            copy(&exe, &root.join(dir).join(program.name))?;
+        }
     }
     cmd::status(cmd::cargo().current_dir(workspace).args([
         "build",
@@ -89,6 +90,27 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, S
     }
     let summary = self_check(&root)?;
     Ok((root, summary))
+}
+
+/// The negative controls of the bundle's programs, by folder: the unmodified programs built
+/// without the pass plugin (those that compile so), and those that need the frontend plugin
+/// built without it. Each must fault on the GPU (`run.sh`).
+fn controls() -> [(&'static str, e2e::Build, Vec<&'static e2e::Program>); 2] {
+    let on_gpus = |keep: fn(&e2e::Program) -> bool| -> Vec<&'static e2e::Program> {
+        e2e::PROGRAMS.iter().filter(|p| p.on_gpus && p.unmodified && keep(p)).collect()
+    };
+    [
+        (
+            "e2e-controls",
+            e2e::Build::WithoutPassPlugin,
+            on_gpus(|p| p.frontend != e2e::FrontendControl::CompileFails),
+        ),
+        (
+            "e2e-controls-frontend",
+            e2e::Build::WithoutFrontendPlugin,
+            on_gpus(|p| p.frontend == e2e::FrontendControl::StrictStop),
+        ),
+    ]
 }
 
 fn copy(from: &Path, to: &Path) -> Result<()> {
@@ -255,12 +277,9 @@ fn self_check(root: &Path) -> Result<String> {
         expected.push(format!("images/{name}.entries").into());
     }
     expected.extend(e2e::PROGRAMS.iter().filter(|p| p.on_gpus).map(|p| PathBuf::from("e2e").join(p.name)));
-    expected.extend(
-        e2e::PROGRAMS
-            .iter()
-            .filter(|p| p.on_gpus && p.unmodified)
-            .map(|p| PathBuf::from("e2e-controls").join(p.name)),
-    );
+    for (dir, _, programs) in controls() {
+        expected.extend(programs.iter().map(|p| PathBuf::from(dir).join(p.name)));
+    }
     for file in &expected {
         ensure!(root.join(file).is_file(), "the bundle lacks {}", file.display());
     }

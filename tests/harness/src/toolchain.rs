@@ -145,6 +145,25 @@ impl<'a> Toolchain<'a> {
         args
     }
 
+    /// The flags of a build with the pass plugin alone, loaded directly instead of through the
+    /// configuration file (which also loads the frontend plugin): the negative control of the
+    /// programs that need the frontend plugin.
+    pub fn pass_plugin_only_args(&self) -> Vec<OsString> {
+        vec!["-Xarch_device".into(), prefixed("-fpass-plugin=", &self.dist.pass_plugin(self.llvm))]
+    }
+
+    /// The link flags of a build with [`Toolchain::pass_plugin_only_args`]: what clang 22's
+    /// configuration file would link (the device library, the vtable registration library and
+    /// its rpath) given on the command line.
+    pub fn link_args_without_config(&self) -> Vec<OsString> {
+        let mut args = self.link_args();
+        if self.llvm == Llvm::V22 {
+            args.push("-lomptarget-indirect-register".into());
+            args.push(prefixed("-Wl,-rpath,", &self.dist.lib_dir()));
+        }
+        args
+    }
+
     /// The pass plugin the configuration file loads.
     pub fn pass_plugin(&self) -> PathBuf {
         self.dist.pass_plugin(self.llvm)
