@@ -43,18 +43,6 @@ int main(int argc, char **argv) {
     reinterpret_cast<const Material *>(arena)->describe();
   }
 
-  int differ = 0, lit = 0;
-  for (int p = 0; p < PIXELS; p++) {
-    differ += image[p] != expected[p];
-    lit += image[p] != 0;
-  }
-  EXPECT(differ == 0, "%d of %d pixels differ from the host's render", differ, PIXELS);
-  EXPECT(lit > PIXELS / 4, "only %d pixels lit: the scene did not render", lit);
-  expect_device_copies(host_calls);
-  // Print the picture small, so a failure shows what went wrong.
-  if (check_failures)
-    for (int y = 0; y < HEIGHT; y += 2, printf("\n"))
-      for (int x = 0; x < WIDTH; x++)
-        putchar(" .:-=+*#%@"[image[y * WIDTH + x] * 9 / 400 % 10]);
+  expect_render(image, expected, host_calls);
   return finish("host_scene");
 }

@@ -48,6 +48,23 @@ static inline void expect_device_copies(int host_calls) {
          host_calls);
 }
 
+// The device's render `image` against the host's `expected`, then the calls (see above); on a
+// failure the picture, small, shows what went wrong.
+static inline void expect_render(const int *image, const int *expected, int host_calls) {
+  int differ = 0, lit = 0;
+  for (int p = 0; p < PIXELS; p++) {
+    differ += image[p] != expected[p];
+    lit += image[p] != 0;
+  }
+  EXPECT(differ == 0, "%d of %d pixels differ from the host's render", differ, PIXELS);
+  EXPECT(lit > PIXELS / 4, "only %d pixels lit: the scene did not render", lit);
+  expect_device_copies(host_calls);
+  if (check_failures)
+    for (int y = 0; y < HEIGHT; y += 2, printf("\n"))
+      for (int x = 0; x < WIDTH; x++)
+        putchar(" .:-=+*#%@"[image[y * WIDTH + x] * 9 / 400 % 10]);
+}
+
 // Not declare target, and describe() reaches host-only code (stdio's stderr): the device does
 // not compile it, its slot holds a stub that traps naming it. Device code only calls it when the
 // program is asked to (`call-host-only`).
