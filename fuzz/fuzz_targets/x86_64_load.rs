@@ -1,6 +1,7 @@
 //! The x86_64 plugin's whole load path on structurally corrupted real device images: the input
 //! picks fields of the loader's structures (segment flags, dynamic tags, dynamic symbols' type,
-//! binding, visibility and section: `plugin_test_support::elf_mutations`) and the values they get,
+//! binding, visibility and section, initialiser and finaliser addresses:
+//! `plugin_test_support::elf_mutations`) and the values they get,
 //! applied to a real image (`$OMPTARGET_INDIRECT_FUZZ_IMAGE`, an x86_64 image of an end-to-end
 //! program). `__tgt_rtl_load_binary` must refuse the result or load it, and unloading must work:
 //! a crash in the dynamic loader is a hole in the validator. Code and data bytes are never
@@ -31,17 +32,8 @@ fn base() -> &'static (Vec<u8>, Vec<Field>) {
     })
 }
 
-/// Runs between re-initializations of the device: the plugin keeps unloaded images mapped until
-/// then, and the fuzzer loads them without end.
-const RUNS_PER_DEVICE: u32 = 256;
-
 fuzz_target!(|data: &[u8]| {
-    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let (good, found) = base();
-    if RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % RUNS_PER_DEVICE == RUNS_PER_DEVICE - 1 {
-        assert_eq!(plugin::__tgt_rtl_deinit_device(0), 0);
-        assert_eq!(plugin::__tgt_rtl_init_device(0), 0);
-    }
     let mut image = good.clone();
     for change in data.chunks_exact(CHANGE).take(4) {
         let field = found[usize::from(u16::from_le_bytes([change[0], change[1]])) % found.len()];

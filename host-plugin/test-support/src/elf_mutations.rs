@@ -28,6 +28,10 @@ pub enum Family {
     SymbolVisibility,
     /// `st_shndx` of a dynamic symbol.
     SymbolSection,
+    /// What the loader calls or reads to call: `d_val` of `DT_INIT`, `DT_FINI` and of the
+    /// initialiser and finaliser arrays' address and size entries, and the addend of each
+    /// relocation that fills an array slot.
+    InitFini,
 }
 
 /// One corrupted copy: `field` set to `value`.
@@ -69,19 +73,57 @@ pub fn fields(image: &[u8]) -> Vec<Field> {
         return fields;
     };
     let mut dynamic = None;
+    // (p_vaddr, p_offset, p_filesz) of each PT_LOAD segment.
+    let mut loads = Vec::new();
     for i in 0..phnum as usize {
         let at = phoff as usize + 56 * i;
         fields.push(Field { at: at + 4, width: 4, family: Family::SegmentFlags });
-        if read(image, at, 4) == Some(2) {
-            dynamic = read(image, at + 8, 8).zip(read(image, at + 32, 8));
+        match read(image, at, 4) {
+            Some(1) => {
+                loads.extend(read(image, at + 16, 8).zip(read(image, at + 8, 8)).zip(read(image, at + 32, 8)))
+            }
+            Some(2) => dynamic = read(image, at + 8, 8).zip(read(image, at + 32, 8)),
+            _ => {}
         }
     }
+    let file_offset = |vaddr: u64| {
+        loads
+            .iter()
+            .find(|&&((start, _), size)| vaddr >= start && vaddr - start < size)
+            .map(|&((start, offset), _)| (offset + (vaddr - start)) as usize)
+    };
+    // d_tag -> d_val of the dynamic entries.
+    let mut tags = Vec::new();
     if let Some((offset, size)) = dynamic {
         for i in 0..size as usize / 16 {
             let at = offset as usize + 16 * i;
             match read(image, at, 8) {
                 Some(0) | None => break,
-                Some(_) => fields.push(Field { at, width: 8, family: Family::DynamicTag }),
+                Some(tag) => {
+                    fields.push(Field { at, width: 8, family: Family::DynamicTag });
+                    // DT_INIT, DT_FINI, DT_INIT_ARRAY, DT_FINI_ARRAY, their sizes, and the
+                    // pre-initialiser array and its size.
+                    if [12, 13, 25, 26, 27, 28, 32, 33].contains(&tag) {
+                        fields.push(Field { at: at + 8, width: 8, family: Family::InitFini });
+                    }
+                    tags.extend(read(image, at + 8, 8).map(|value| (tag, value)));
+                }
+            }
+        }
+    }
+    let value = |tag: u64| tags.iter().find(|(t, _)| *t == tag).map(|(_, v)| *v);
+    // The array slots (DT_INIT_ARRAY/SZ, DT_FINI_ARRAY/SZ, DT_PREINIT_ARRAY/SZ), and the
+    // relocations (DT_RELA, DT_RELASZ) that fill them.
+    let slots: Vec<u64> = [(25, 27), (26, 28), (32, 33)]
+        .iter()
+        .filter_map(|&(array, size)| value(array).zip(value(size)))
+        .flat_map(|(at, size)| (0..size.min(64 * 8) / 8).map(move |i| at + 8 * i))
+        .collect();
+    if let (Some(rela), Some(size)) = (value(7).and_then(file_offset), value(8)) {
+        for i in 0..size.min(1 << 20) as usize / 24 {
+            let at = rela + 24 * i;
+            if read(image, at, 8).is_some_and(|offset| slots.contains(&offset)) {
+                fields.push(Field { at: at + 16, width: 8, family: Family::InitFini });
             }
         }
     }
@@ -106,7 +148,8 @@ pub fn fields(image: &[u8]) -> Vec<Field> {
 /// Every value each field of [`fields`] is tried with: every combination of `PF_R`/`PF_W`/`PF_X`;
 /// each tag with a bit flipped (bits 0, 1 and 4) and every other tag the section holds; every
 /// symbol type with each binding (local, global, weak, GNU unique) and every visibility; undefined,
-/// absolute, common and the neighbouring sections.
+/// absolute, common and the neighbouring sections; initialiser and finaliser addresses and sizes
+/// moved by 1 to 0x100 bytes either way, 0, a page away and all ones.
 pub fn mutations(image: &[u8]) -> Vec<Mutation> {
     let all = fields(image);
     let tags: Vec<u64> =
@@ -124,6 +167,12 @@ pub fn mutations(image: &[u8]) -> Vec<Mutation> {
             }
             Family::SymbolVisibility => (0..4).collect(),
             Family::SymbolSection => vec![0, 0xfff1, 0xfff2, old.wrapping_sub(1), old + 1],
+            // Into the middle of the code it names (or of a table), just before it, and far off.
+            Family::InitFini => [1u64, 4, 8, 0x10, 0x100]
+                .iter()
+                .flat_map(|&by| [old.wrapping_add(by), old.wrapping_sub(by)])
+                .chain([0, old ^ 0x1000, u64::MAX])
+                .collect(),
         };
         for value in values {
             if value != old {

@@ -8,6 +8,8 @@ pub mod validate;
 
 use std::ffi::{c_void, CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use libffi::middle::{arg, Cif, CodePtr, Type};
 use plugin_core::image::DeviceImage;
@@ -21,15 +23,25 @@ pub const DEVICES: i32 = 2;
 /// The host-offload backend.
 pub struct HostOffload;
 
-/// Unloaded images, kept mapped until their device is initialized again (a real program never
-/// does that; a test or fuzzer that loads images without end does it now and then). libomp keeps
-/// pointers into the code and data of the images whose kernels it ran (its hot teams keep the
-/// outlined functions and `ident_t` locations of the last parallel regions) and touches them at
-/// later forks: with the image unmapped at once by `dlclose`, a stress test of unloads, reloads
-/// and launches crashed inside the process about once in 20-40 runs under CPU load (0 in 110 with
-/// them kept). An unloaded image is inert: its kernels and globals are gone from the registry and
-/// the map.
-static RETIRED: std::sync::Mutex<Vec<Library>> = std::sync::Mutex::new(Vec::new());
+/// Unloaded images whose kernels ran, kept mapped a while: libomp keeps pointers into the code
+/// and data of the images whose kernels it ran (its hot teams keep the outlined functions and
+/// `ident_t` locations of the last parallel regions) and may touch them at later forks; later
+/// images' kernels replace them. So the [`RETIRED_KEPT`] most recently unloaded images that ran
+/// stay; older ones, images that never ran a kernel (refused ones included) and every retired
+/// image at the next `init_device` are closed. An unloaded image is inert: its kernels and
+/// globals are gone from the registry and the map. (The crash that first suggested keeping
+/// them, in the unload/reload/launch stress test, was the test launching the first load's
+/// kernel handle after the allocator had given it to another kernel of a reloaded image.)
+static RETIRED: std::sync::Mutex<std::collections::VecDeque<Library>> =
+    std::sync::Mutex::new(std::collections::VecDeque::new());
+
+/// The memfds of images the loader kept after their last `dlclose`, open until the process exits.
+static UNDELETABLE: std::sync::Mutex<Vec<OwnedFd>> = std::sync::Mutex::new(Vec::new());
+
+/// How many unloaded images that ran kernels [`RETIRED`] keeps mapped: a program that loads and
+/// unloads a library with offload code in a loop holds this many images' descriptors and
+/// mappings at most, instead of one more a cycle.
+const RETIRED_KEPT: usize = 8;
 
 /// A device image loaded with `dlopen`.
 pub struct Library {
@@ -40,6 +52,8 @@ pub struct Library {
     code: Vec<(u64, u64)>,
     /// Where its memory stays writable after loading (writable segments less RELRO).
     writable: Vec<(u64, u64)>,
+    /// Set when one of its kernels is launched: only then may libomp hold pointers into it.
+    ran: Arc<AtomicBool>,
     /// The memfd the image was loaded from. Kept open while loaded: glibc identifies loaded
     /// objects by path, and `/proc/self/fd/N` must not name another image meanwhile.
     _memfd: OwnedFd,
@@ -126,6 +140,7 @@ impl Library {
             path,
             code: rebase(&checked.code),
             writable: rebase(&checked.writable),
+            ran: Arc::default(),
             _memfd: memfd,
         })
     }
@@ -168,10 +183,22 @@ impl Library {
         }
     }
 
+    /// Unmaps the image. Should the loader keep it (the validator refuses what is known to make
+    /// an object undeletable), its memfd stays open in [`UNDELETABLE`]: glibc finds loaded
+    /// objects by path first, and a later image given the same descriptor number would be
+    /// answered with this one.
     fn close(self) -> Result<()> {
         // SAFETY: the handle came from dlopen and is closed once (self is consumed).
         if unsafe { libc::dlclose(self.handle) } != 0 {
             return Err(dl_error("dlclose"));
+        }
+        // SAFETY: a valid path; RTLD_NOLOAD loads nothing, it finds an object still loaded
+        // under the name, and the extra reference it takes is dropped at once.
+        let kept = unsafe { libc::dlopen(self.path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        if !kept.is_null() {
+            // SAFETY: the reference RTLD_NOLOAD just took.
+            unsafe { libc::dlclose(kept) };
+            UNDELETABLE.lock().unwrap_or_else(|e| e.into_inner()).push(self._memfd);
         }
         Ok(())
     }
@@ -180,6 +207,8 @@ impl Library {
 /// A kernel: the address of its function in the loaded image.
 pub struct Kernel {
     function: usize,
+    /// Its image's [`Library::ran`].
+    ran: Arc<AtomicBool>,
 }
 
 impl Backend for HostOffload {
@@ -218,12 +247,21 @@ impl Backend for HostOffload {
     }
 
     fn unload_image(&self, _device: i32, image: Library) -> Result<()> {
-        RETIRED.lock().unwrap_or_else(|e| e.into_inner()).push(image);
-        Ok(())
+        if !image.ran.load(Ordering::Acquire) {
+            return image.close();
+        }
+        let oldest = {
+            let mut retired = RETIRED.lock().unwrap_or_else(|e| e.into_inner());
+            retired.push_back(image);
+            (retired.len() > RETIRED_KEPT).then(|| retired.pop_front()).flatten()
+        };
+        oldest.map_or(Ok(()), Library::close)
     }
 
     fn kernel(&self, image: &Library, name: &str) -> Result<Option<Kernel>> {
-        Ok(image.own_symbol(name, elf::STT_FUNC)?.map(|(addr, _)| Kernel { function: addr as usize }))
+        Ok(image
+            .own_symbol(name, elf::STT_FUNC)?
+            .map(|(addr, _)| Kernel { function: addr as usize, ran: image.ran.clone() }))
     }
 
     fn global(&self, image: &Library, name: &str) -> Result<Option<DeviceSymbol>> {
@@ -297,6 +335,7 @@ impl Backend for HostOffload {
         let values = launch.args;
         let cif = Cif::new(values.iter().map(|_| Type::pointer()), Type::void());
         let args: Vec<_> = values.iter().map(arg).collect();
+        kernel.ran.store(true, Ordering::Release);
         // SAFETY: `kernel` is a function of a loaded image (the core's registry says so) taking
         // `values.len()` pointer arguments (clang's outlined kernel signature).
         unsafe { cif.call::<()>(CodePtr(kernel.function as *mut c_void), &args) };

@@ -58,6 +58,9 @@ struct Space<'a> {
     /// Each section that occupies memory (`SHF_ALLOC`), by index (None for one that does not);
     /// None when the file has no readable section headers.
     sections: Option<Vec<Option<Section>>>,
+    /// Where the functions of the static symbol table (`.symtab`) start; None when the image is
+    /// stripped of it.
+    functions: Option<std::collections::BTreeSet<u64>>,
 }
 
 impl<'a> Space<'a> {
@@ -85,6 +88,29 @@ impl<'a> Space<'a> {
         in_code_section && self.in_code_segment(vaddr)
     }
 
+    /// Whether the loader may call `vaddr` as a function (`DT_INIT`, `DT_FINI`, an entry of an
+    /// initialiser or finaliser array): in the image's code and, as far as its section headers
+    /// and symbols tell, where a function starts. Linkers point `DT_INIT` / `DT_FINI` at the start
+    /// of `.init` / `.fini` (or at the function `-init` / `-fini` names) and every array entry at
+    /// a function; an address inside a function runs from the middle of its instructions.
+    /// `exported` are the starts of the dynamic symbol table's functions. An image stripped of
+    /// `.symtab` names its local functions nowhere: an array entry there is checked against the
+    /// code only.
+    fn is_function_start(&self, vaddr: u64, exported: &[u64], call: Call) -> bool {
+        if !self.in_code(vaddr) {
+            return false;
+        }
+        let section_start = self
+            .sections
+            .as_ref()
+            .is_some_and(|sections| sections.iter().flatten().any(|s| s.executable && s.addr == vaddr));
+        let named = exported.contains(&vaddr) || self.functions.as_ref().is_some_and(|f| f.contains(&vaddr));
+        // What the image tells: its static symbols name every function; without them, its
+        // section headers still say where `.init` and `.fini` start.
+        let told = self.functions.is_some() || (call == Call::Entry && self.sections.is_some());
+        !told || section_start || named
+    }
+
     /// Whether `vaddr` is in the file-backed part of an executable segment.
     fn in_code_segment(&self, vaddr: u64) -> bool {
         self.segments.iter().any(|s| s.executable && vaddr >= s.vaddr && vaddr < s.vaddr + s.filesz)
@@ -104,6 +130,15 @@ impl<'a> Space<'a> {
             .checked_add(len)
             .is_some_and(|end| self.segments.iter().any(|s| vaddr >= s.vaddr && end <= s.vaddr + s.memsz))
     }
+}
+
+/// How the loader calls an address of the image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Call {
+    /// `DT_INIT` or `DT_FINI`.
+    Entry,
+    /// An entry of `DT_INIT_ARRAY`, `DT_FINI_ARRAY` or `DT_PREINIT_ARRAY`.
+    ArrayEntry,
 }
 
 /// A section that occupies memory: where, and whether it holds code.
@@ -172,6 +207,17 @@ pub fn check_shared_object(data: &[u8]) -> Result<CheckedImage> {
                 })
             })
             .collect()
+    });
+    space.functions = header.sections(e, data).ok().and_then(|sections| {
+        let table = sections.symbols(e, data, elf::SHT_SYMTAB).ok().filter(|t| !t.is_empty())?;
+        Some(
+            table
+                .symbols()
+                .iter()
+                .filter(|s| s.st_info & 0xf == elf::STT_FUNC && s.st_shndx.get(e) != elf::SHN_UNDEF)
+                .map(|s| s.st_value.get(e))
+                .collect(),
+        )
     });
     let code = phdrs
         .iter()
@@ -269,7 +315,7 @@ fn segments<'a>(data: &'a [u8], phdrs: &[elf::ProgramHeader64<LE>]) -> Result<Sp
         return bad(format!("the segments span {:#x} bytes", last.vaddr + last.memsz - first.vaddr));
     }
     let tls_size = phdrs.iter().find(|p| p.p_type(e) == elf::PT_TLS).map(|p| p.p_memsz(e));
-    let space = Space { data, segments, tls_size, sections: None };
+    let space = Space { data, segments, tls_size, sections: None, functions: None };
     // The other headers the loader acts on (mprotect of RELRO, TLS initialisation, notes,
     // unwinding tables) must describe memory of the segments and bytes of the file.
     for (i, p) in phdrs.iter().enumerate() {
@@ -317,6 +363,9 @@ fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
                 return bad(format!("dynamic tag {table:#x} without tag {missing:#x}"));
             }
         }
+    }
+    if value(elf::DT_FLAGS_1).is_some_and(|f| f & u64::from(elf::DF_1_NODELETE) != 0) {
+        return bad("DT_FLAGS_1 has DF_1_NODELETE: the image could never be unloaded");
     }
     // x86_64 has RELA relocations only: glibc asserts (and exits) on anything else.
     if value(elf::DT_PLTREL).is_some_and(|kind| kind != u64::from(elf::DT_RELA)) {
@@ -398,6 +447,11 @@ fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
                 }
             }
         }
+        if s.st_info >> 4 == elf::STB_GNU_UNIQUE {
+            // The loader marks the object defining one undeletable: the image would stay loaded
+            // (its memory and its name) after every unload, until the process exits.
+            return bad(format!("symbol {i} has binding STB_GNU_UNIQUE: the image could never be unloaded"));
+        }
         if kind == elf::STT_GNU_IFUNC {
             // Looking it up (dlsym, a relocation) would call whatever it points at.
             return bad(format!("symbol {i} is an indirect function (STT_GNU_IFUNC)"));
@@ -414,6 +468,11 @@ fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
             return bad(format!("symbol {i}: {size} bytes at {at:#x} are not inside a loaded segment"));
         }
     }
+    let exported: Vec<u64> = symbols
+        .iter()
+        .filter(|s| s.st_info & 0xf == elf::STT_FUNC && s.st_shndx.get(e) != elf::SHN_UNDEF)
+        .map(|s| s.st_value.get(e))
+        .collect();
     let mut all_relocations = Vec::new();
     for (table_tag, size_tag, what) in [
         (elf::DT_RELA, elf::DT_RELASZ, "the relocations"),
@@ -492,7 +551,12 @@ fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
                     })
                     .collect::<Vec<_>>();
                 match target[..] {
-                    [Some(addend)] if space.in_code(addend) => {}
+                    [Some(addend)] if space.is_function_start(addend, &exported, Call::ArrayEntry) => {}
+                    [Some(addend)] if space.in_code(addend) => {
+                        return bad(format!(
+                            "{what}: the entry at {slot:#x} is {addend:#x}, inside the image's code but not where a function starts"
+                        ))
+                    }
                     _ => {
                         return bad(format!(
                             "{what}: the entry at {slot:#x} is not made the address of the image's code"
@@ -503,8 +567,14 @@ fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
         }
     }
     for (tag, what) in [(elf::DT_INIT, "DT_INIT"), (elf::DT_FINI, "DT_FINI")] {
-        if let Some(at) = value(tag).filter(|&at| !space.in_code(at)) {
-            return bad(format!("{what} at {at:#x} is not in the image's code"));
+        match value(tag) {
+            Some(at) if !space.in_code(at) => return bad(format!("{what} at {at:#x} is not in the image's code")),
+            Some(at) if !space.is_function_start(at, &exported, Call::Entry) => {
+                return bad(format!(
+                    "{what} at {at:#x} is inside the image's code but neither where a section of code starts nor a function"
+                ))
+            }
+            _ => {}
         }
     }
     let needed: Vec<&[u8]> = entries

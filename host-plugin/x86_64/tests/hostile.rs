@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use plugin_core::rtl_interface::{FptrMapEntry, TgtTargetTable, OFFLOAD_FAIL, OFFLOAD_SUCCESS};
 use plugin_test_support::kernel_args;
-use support::{api, compile_indirect, fresh, indirect_image, indirect_image_with, target_entries};
+use support::{api, compile_indirect, fresh, indirect_image, indirect_image_with, target_entries, Held};
 
 fn alloc(bytes: i64) -> *mut c_void {
     // SAFETY: a plain allocation on device 0.
@@ -333,12 +333,7 @@ fn loader_fields(image: &[u8]) -> Vec<(usize, usize)> {
         if tag == 0 {
             break;
         }
-        // DT_INIT / DT_FINI: the validator checks that they point into the image's code; one
-        // moved to another instruction of that code cannot be told from a good one, so no such
-        // variant is made.
-        if tag != u64::from(object::elf::DT_INIT) && tag != u64::from(object::elf::DT_FINI) {
-            fields.push((dyn_at + 16 * i + 8, 8));
-        }
+        fields.push((dyn_at + 16 * i + 8, 8));
         tags.push((tag, val));
     }
     let value = |tag: u32| tags.iter().find(|(t, _)| *t == u64::from(tag)).map(|(_, v)| *v);
@@ -399,6 +394,7 @@ fn malformed_images_are_refused_not_crashed_on() {
             variants.push(v);
         }
     }
+    let held = Held::now();
     let (mut refused, mut loaded) = (0, 0);
     for (n, bytes) in variants.into_iter().enumerate() {
         if std::env::var_os("HOSTILE_TRACE").is_some() {
@@ -422,6 +418,19 @@ fn malformed_images_are_refused_not_crashed_on() {
         }
     }
     assert!(refused > 1000, "{refused} refused, {loaded} loaded");
+    assert_released_since(held, "the malformed images");
+}
+
+/// Fails unless the process holds the descriptors and image mappings it held at `before`, and
+/// (allowing for the allocator's bookkeeping) the malloc'd bytes: refused images, and images
+/// loaded and unloaded without running a kernel, leave nothing behind.
+fn assert_released_since(before: Held, what: &str) {
+    let after = Held::now();
+    eprintln!("{what}: held before {before:?}, after {after:?}");
+    assert_eq!(after.descriptors, before.descriptors, "{what} left descriptors open");
+    assert_eq!(after.image_mappings, before.image_mappings, "{what} left image mappings");
+    let grown = after.malloc_bytes.saturating_sub(before.malloc_bytes);
+    assert!(grown < 64 * 1024, "{what} left {grown} malloc'd bytes");
 }
 
 /// The structure-aware families (`plugin_test_support::elf_mutations`): every segment's flags,
@@ -444,6 +453,7 @@ fn structurally_corrupted_images_are_refused_or_load_safely() {
     let map_before = translate_all(kernel, &keys);
     assert_ne!(map_before, keys, "the keeper's map translates");
     let variants = mutations(&good);
+    let held = Held::now();
     let mut counts = std::collections::BTreeMap::<&str, (usize, usize)>::new();
     for (n, m) in variants.iter().enumerate() {
         if std::env::var_os("HOSTILE_TRACE").is_some() {
@@ -456,6 +466,7 @@ fn structurally_corrupted_images_are_refused_or_load_safely() {
             Family::SymbolInfo => "symbol types and bindings",
             Family::SymbolVisibility => "symbol visibilities",
             Family::SymbolSection => "symbol sections",
+            Family::InitFini => "initialisers and finalisers",
         };
         let count = counts.entry(family).or_default();
         // SAFETY: a well-formed descriptor of corrupted bytes, refused or loaded safely.
@@ -468,6 +479,7 @@ fn structurally_corrupted_images_are_refused_or_load_safely() {
             }
         }
     }
+    assert_released_since(held, "the structurally corrupted images");
     assert_eq!(translate_all(kernel, &keys), map_before, "the map of the image loaded before changed");
     // SAFETY: the keeper is still loaded; unloading it must work.
     unsafe { assert_eq!((api.unload_binary)(0, keeper.ptr()), OFFLOAD_SUCCESS) };
@@ -537,6 +549,96 @@ fn code_claimed_by_segment_flags_alone_is_refused() {
     let image = indirect_image_with(image, &[]);
     // SAFETY: a well-formed descriptor of corrupted bytes, which must be refused.
     assert!(unsafe { (api.load_binary)(1, image.ptr()) }.is_null());
+}
+
+/// `DT_INIT`, `DT_FINI` and every initialiser and finaliser array entry moved into the middle of
+/// the code they name (the prober's find: `DT_INIT` + 0x100 passed the check that it is code, and
+/// the loader called into the middle of a function): refused with one line naming what is wrong,
+/// the device unchanged. Moved to another function's start, the image would be well formed.
+#[test]
+fn initialisers_and_finalisers_inside_functions_are_refused() {
+    use plugin_test_support::elf_mutations::{fields, Family, Mutation};
+    let _g = fresh();
+    let api = api();
+    let good = compile_indirect().clone();
+    let held = Held::now();
+    let init_fini: Vec<_> = fields(&good).into_iter().filter(|f| f.family == Family::InitFini).collect();
+    // DT_INIT, DT_FINI, the two arrays' addresses and sizes, and the addend of each array slot.
+    assert!(init_fini.len() >= 8, "{} initialiser and finaliser fields", init_fini.len());
+    let function_starts = function_starts(&good);
+    let code =
+        omptarget_rtl_x86_64::validate::check_shared_object(&good).expect("the real image passes").code;
+    let mut tried = 0;
+    for field in init_fini {
+        let old = u64::from_le_bytes(good[field.at..field.at + 8].try_into().unwrap());
+        if !code.iter().any(|&(from, to)| (from..to).contains(&old)) {
+            continue; // an array's address or size: the mutation families cover those
+        }
+        for by in [1u64, 4, 0x10, 0x100] {
+            let moved = old + by;
+            if function_starts.contains(&moved) {
+                continue;
+            }
+            let bytes = Mutation { field, value: moved }.apply(&good);
+            // Refused as inside a function, or (moved past a small `.fini`) as outside the code.
+            let why = omptarget_rtl_x86_64::validate::check_shared_object(&bytes)
+                .expect_err("moved into a function")
+                .to_string();
+            assert!(why.contains("function") || why.contains("not in the image's code"), "{why}");
+            let image = indirect_image_with(bytes, &[]);
+            // SAFETY: a well-formed descriptor of an image that must be refused before loading.
+            assert!(unsafe { (api.load_binary)(1, image.ptr()) }.is_null(), "{old:#x} + {by:#x} loaded");
+            tried += 1;
+        }
+    }
+    assert!(tried >= 12, "{tried} variants");
+    assert_released_since(held, "the refused initialisers");
+    // The device still loads the image as it is.
+    let image = indirect_image();
+    // SAFETY: a valid image.
+    unsafe {
+        assert!(!(api.load_binary)(1, image.ptr()).is_null());
+        assert_eq!((api.unload_binary)(1, image.ptr()), OFFLOAD_SUCCESS);
+    }
+}
+
+/// Where the functions of `image` start, by its static and dynamic symbols.
+fn function_starts(image: &[u8]) -> Vec<u64> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let file = object::File::parse(image).unwrap();
+    file.symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == SymbolKind::Text)
+        .map(|s| s.address())
+        .collect()
+}
+
+/// An image something else in the process holds (here a `dlopen` with `RTLD_NODELETE` of the
+/// name the plugin loaded it under) stays loaded after its unload: the next image, whose memfd
+/// may get the same descriptor number, must be a new object, not the kept one found by name.
+#[test]
+fn an_image_the_loader_keeps_does_not_stand_in_for_the_next() {
+    let _g = fresh();
+    let api = api();
+    let first = indirect_image();
+    // SAFETY: valid images; dladdr and dlopen get addresses and names the loader gave.
+    unsafe {
+        let square = target_entries((api.load_binary)(0, first.ptr()))[0].addr;
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        assert_ne!(libc::dladdr(square, &mut info), 0);
+        let kept_base = info.dli_fbase;
+        let held = libc::dlopen(info.dli_fname, libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE);
+        assert!(!held.is_null(), "the image is loaded under {:?}", std::ffi::CStr::from_ptr(info.dli_fname));
+        assert_eq!((api.unload_binary)(0, first.ptr()), OFFLOAD_SUCCESS);
+        for _ in 0..4 {
+            let next = indirect_image();
+            let square = target_entries((api.load_binary)(0, next.ptr()))[0].addr;
+            assert_ne!(libc::dladdr(square, &mut info), 0);
+            assert_ne!(info.dli_fbase, kept_base, "the kept image stood in for a new one");
+            assert_eq!((api.unload_binary)(0, next.ptr()), OFFLOAD_SUCCESS);
+        }
+        libc::dlclose(held);
+    }
 }
 
 #[test]
@@ -614,10 +716,17 @@ fn launch_on(device: i32, kernel: *mut c_void) -> i32 {
 fn unloading_waits_for_the_kernels_that_run() {
     let _g = fresh();
     let api = api();
-    let image = translate_all_image();
+    // Its only kernel is translate_all: the first load's kernel handle, launched after the image
+    // was reloaded, may be the handle of a kernel of the new load (the allocator reuses the
+    // address), which must then be one that these arguments fit.
+    static ID: u8 = 0;
+    let image = plugin_test_support::OffloadImage::new(
+        compile_indirect().clone(),
+        &[(&ID as *const u8 as *mut c_void, "__omp_offloading_test_translate_all", 0, 0)],
+    );
     // SAFETY: a valid image; reloaded by one thread while another launches its kernel.
     let table = unsafe { (api.load_binary)(0, image.ptr()) };
-    let kernel = target_entries(table)[4].addr as usize;
+    let kernel = target_entries(table)[0].addr as usize;
     let keys: Vec<u64> = (0..64 * 1024).map(|i| 0x10_0000 + 16 * i).collect();
     let (mut ran, mut refused) = (0, 0);
     std::thread::scope(|s| {
@@ -647,7 +756,8 @@ fn unloading_waits_for_the_kernels_that_run() {
         loop {
             let reloading = !reloader.is_finished();
             // The handle of the first load: refused while its image is unloaded, or (the
-            // allocator may give a reloaded kernel the same address) a launch of the same kernel.
+            // allocator may give a reloaded kernel the same address) a launch of the new load's
+            // kernel.
             match launch(kernel as *mut c_void, &[keys_d, out_d, n_d], 3) {
                 OFFLOAD_SUCCESS => ran += 1,
                 _ => refused += 1,

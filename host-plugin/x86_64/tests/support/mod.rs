@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use plugin_core::rtl_interface::{TgtOffloadEntry, TgtTargetTable};
+use plugin_core::rtl_interface::{TgtOffloadEntry, TgtTargetTable, OFFLOAD_SUCCESS};
+use plugin_test_support::kernel_args;
 pub use plugin_test_support::{Api, OffloadImage};
 
 pub fn workspace() -> PathBuf {
@@ -98,4 +99,110 @@ pub fn fresh() -> std::sync::MutexGuard<'static, ()> {
         }
     }
     guard
+}
+
+/// Device buffers for `__omp_offloading_test_call` on one device.
+pub struct CallKernel {
+    device: i32,
+    kernel: *mut c_void,
+    slot: *mut c_void,
+    input: *mut c_void,
+    output: *mut c_void,
+    translated: *mut c_void,
+}
+
+impl CallKernel {
+    pub fn new(device: i32, table: *mut TgtTargetTable) -> CallKernel {
+        let api = api();
+        let kernel = target_entries(table)[2].addr;
+        // SAFETY: plain allocations on a valid device.
+        let alloc = |n| unsafe { (api.data_alloc)(device, n, std::ptr::null_mut(), 0) };
+        let k = CallKernel {
+            device,
+            kernel,
+            slot: alloc(8),
+            input: alloc(4),
+            output: alloc(4),
+            translated: alloc(8),
+        };
+        assert!(!k.slot.is_null() && !k.input.is_null() && !k.output.is_null() && !k.translated.is_null());
+        k
+    }
+
+    /// Stores `fn_ptr` in mapped memory and runs the kernel: (translated pointer, f(7)).
+    pub fn run(&self, fn_ptr: *mut c_void) -> (*mut c_void, i32) {
+        let api = api();
+        let input = 7i32;
+        let (mut out, mut translated) = (0i32, std::ptr::null_mut::<c_void>());
+        // SAFETY: buffers of the right sizes on this device; the kernel takes four pointers.
+        unsafe {
+            assert_eq!(
+                (api.data_submit)(self.device, self.slot, (&fn_ptr as *const *mut c_void).cast(), 8),
+                OFFLOAD_SUCCESS
+            );
+            assert_eq!(
+                (api.data_submit)(self.device, self.input, (&input as *const i32).cast(), 4),
+                OFFLOAD_SUCCESS
+            );
+            let args = [self.slot, self.input, self.output, self.translated];
+            let offsets = [0isize; 4];
+            let ka = kernel_args(4, 3, 1);
+            let rc = (api.launch_kernel)(
+                self.device,
+                self.kernel,
+                args.as_ptr(),
+                offsets.as_ptr(),
+                &ka,
+                std::ptr::null_mut(),
+            );
+            assert_eq!(rc, OFFLOAD_SUCCESS);
+            assert_eq!(
+                (api.data_retrieve)(self.device, (&mut out as *mut i32).cast(), self.output, 4),
+                OFFLOAD_SUCCESS
+            );
+            assert_eq!(
+                (api.data_retrieve)(
+                    self.device,
+                    (&mut translated as *mut *mut c_void).cast(),
+                    self.translated,
+                    8
+                ),
+                OFFLOAD_SUCCESS
+            );
+        }
+        (translated, out)
+    }
+}
+
+impl Drop for CallKernel {
+    fn drop(&mut self) {
+        let api = api();
+        for p in [self.slot, self.input, self.output, self.translated] {
+            // SAFETY: allocations made in `new`.
+            unsafe { assert_eq!((api.data_delete)(self.device, p, 0), OFFLOAD_SUCCESS) };
+        }
+    }
+}
+
+/// What a process holds that an image's load may leave behind: open file descriptors, mappings
+/// of the plugin's image files (`memfd:omptarget-indirect-image`) and bytes in use by malloc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    pub descriptors: usize,
+    pub image_mappings: usize,
+    pub malloc_bytes: usize,
+}
+
+impl Held {
+    /// What this process holds now. Counts the whole process: callers hold [`fresh`]'s lock so
+    /// that no other test of the binary loads or compiles meanwhile.
+    pub fn now() -> Held {
+        let descriptors = std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").count();
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+        let image_mappings = maps.lines().filter(|l| l.contains("memfd:omptarget-indirect-image")).count();
+        drop(maps);
+        // SAFETY: mallinfo2 only reads the allocator's statistics.
+        let info = unsafe { libc::mallinfo2() };
+        Held { descriptors, image_mappings, malloc_bytes: info.uordblks + info.hblkhd }
+    }
 }
