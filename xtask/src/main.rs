@@ -21,8 +21,10 @@ usage: cargo xtask <command>
 commands:
   build [--sm sm_70,sm_90] [--gfx gfx90a,...]   build the device runtime and target/dist
   test                                          run every test that needs no GPU
-  demo                                          build, then run examples/indirect_calls.c on a device
-                                                (NVIDIA GPU 0 if present, else x86_64 host offload)
+  demo                                          build, then show examples/: a C++ scene rendered on the
+                                                device (target/demo/scene.png), the same program stopped
+                                                without the project, C function pointers (clang 19;
+                                                NVIDIA GPU 0 if present, else x86_64 host offload)
   env                                           print the compile flags and environment for users
   bench                                         build, then time set_function_ptr_map, the
                                                 translation the pass plugin inserts, and what strict
@@ -189,14 +191,14 @@ fn parse_archs(args: &[String]) -> Result<Archs> {
     Ok(archs)
 }
 
-/// Builds the dist tree, compiles `examples/indirect_calls.c` with clang 19 for the best offload
-/// target present (GPU 0 of the NVIDIA driver if there is one, else x86_64 host offload), and runs
-/// it through libomptarget 16 and our plugin: it prints a table of function, host address, device
-/// address, whether the device's own copy ran, and the result.
+/// Builds the dist tree and shows the programs of `examples/` (`checks::demo`): the C++ scene
+/// rendered on the x86_64 device with clang 22, the same program stopped on the strict device
+/// without the project, and the C function-pointer table through clang 19 on the best offload
+/// target present (GPU 0 of the NVIDIA driver if there is one, else x86_64 host offload).
 fn demo(workspace: &Path) -> Result<()> {
     let tools = Tools::locate(workspace)?;
     let mut archs = Archs::default();
-    let target = match nvidia_gpu() {
+    let c_target = match nvidia_gpu() {
         Some(sm) => {
             if !archs.sms.contains(&sm) {
                 archs.sms.push(sm.clone());
@@ -206,28 +208,9 @@ fn demo(workspace: &Path) -> Result<()> {
         None => offload::OffloadTarget::x86_64(),
     };
     let dist = build::build(workspace, &tools, &archs)?;
-    let toolchain = toolchain::Toolchain::llvm19(&tools, &dist);
-    let exe = workspace.join("target/demo").join(&target.name).join("indirect_calls");
-    std::fs::create_dir_all(exe.parent().context("no parent")?)?;
-    cmd::output(
-        Command::new(&tools.clang)
-            .args(toolchain.offload_args(&target))
-            .args(["-O2", "-Wall"])
-            .arg(workspace.join("examples/indirect_calls.c"))
-            .args(toolchain.link_args())
-            .arg("-o")
-            .arg(&exe),
-    )?;
-    println!(
-        "
-examples/indirect_calls.c on {} through libomptarget 16 and our plugin:
-",
-        target.name
-    );
-    let mut run = Command::new(&exe);
-    run.envs(toolchain.run_env());
-    cmd::status(&mut run)
-        .context("the demo program failed: run it with LIBOMPTARGET_INFO=1 to see the plugin's diagnostics")
+    let shown = checks::demo::run(workspace, &tools, &dist, &c_target)?;
+    println!("{}", shown.report());
+    Ok(())
 }
 
 /// `sm_XY` of the NVIDIA driver's GPU 0, if this machine has a driver and a GPU.

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{ensure, Context, Result};
 
 use checks::images::{self, SYMBOLS, TRANSLATE};
-use checks::{e2e, fuzz, gpu_bundle, install_check, metrics};
+use checks::{demo, e2e, fuzz, gpu_bundle, install_check, metrics};
 
 use crate::build;
 use crate::cmd;
@@ -238,6 +238,10 @@ pub fn run(workspace: &Path) -> Result<()> {
             );
         }
     }
+    report.step(
+        "demo (cargo xtask demo): examples/scene.cpp rendered on the device equals the host's render, stopped without the project; examples/indirect_calls.c",
+        || demo::run(workspace, &tools, &dist, &OffloadTarget::x86_64())?.check(),
+    );
     report.step(
         "install: a relocated prefix used through CMake, pkg-config and clang --config; the release archive; uninstall",
         || install_check::check(workspace, &tools, &dist),

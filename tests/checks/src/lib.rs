@@ -1,6 +1,8 @@
 //! The checks of `scripts/test.sh`, beside the C and Fortran programs they build (`tests/e2e`,
 //! `tests/bench`, `tests/install`): xtask's suite runs them as steps. Each module does one job:
 //!
+//! - [`demo`]: `cargo xtask demo`'s programs of `examples/`, and the check that they show what
+//!   the demo says;
 //! - [`images`]: device-image, PTX, bitcode and AMDGPU code-object checks;
 //! - [`e2e`]: the end-to-end programs, built per toolchain and target and run on x86_64;
 //! - [`install_check`]: an install prefix consumed by CMake, pkg-config, clang and flang;
@@ -11,6 +13,7 @@
 //! - [`gpu_bundle`]: the self-contained GPU bundle, built and run.
 #![deny(missing_docs)]
 
+pub mod demo;
 pub mod e2e;
 pub mod fuzz;
 pub mod gpu_bundle;
