@@ -79,8 +79,9 @@ impl Pass<'_> {
                      declare target and reaches host code; -Rpass=omptarget-indirect at compile time says why), \
                      but device code called it\n"
                 );
+                // A pointer to the global is the global itself (opaque pointers).
                 let text =
-                    LLVMBuildGlobalStringPtr(builder, format!("{message}\0").as_ptr().cast(), c"".as_ptr());
+                    LLVMBuildGlobalString(builder, format!("{message}\0").as_ptr().cast(), c"".as_ptr());
                 let int = LLVMInt32TypeInContext(self.context);
                 let ptr = LLVMPointerTypeInContext(self.context, 0);
                 let mut params = [int, ptr];

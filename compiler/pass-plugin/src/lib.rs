@@ -18,6 +18,7 @@ pub mod dynamic_casts;
 pub mod fortran;
 pub mod host_only;
 pub mod llvm;
+pub mod loop_cache;
 pub mod pass;
 pub mod remarks;
 pub mod rewrite;

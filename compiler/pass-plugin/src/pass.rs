@@ -55,6 +55,8 @@ pub struct Summary {
     /// Host-only virtual functions whose vtable slots now hold a trapping stub
     /// ([`crate::host_only`]).
     pub host_only_stubs: usize,
+    /// Translations in loops that now keep their last key and result ([`crate::loop_cache`]).
+    pub cached: usize,
     /// Host module: indirect offload entries added for Fortran procedures named through the
     /// `omptarget_indirect` module ([`crate::fortran`]).
     pub fortran_entries: usize,
@@ -80,6 +82,7 @@ impl Summary {
             || self.host_only_stubs > 0
             || self.dynamic_casts > 0
             || self.fortran_entries > 0
+            || self.cached > 0
     }
 }
 

@@ -20,6 +20,8 @@
 //! - A callee that is already a translation (directly, through an address-space cast, or every
 //!   value a phi or select may pick) is not translated again, and `translate(@f)` with a known function `@f` (or null) folds to
 //!   `@f`: `@f` taken in device code is already the device address.
+//! - After the optimizer, translations left in loops keep their last key and result
+//!   ([`crate::loop_cache`]).
 //! - `__kmpc_target_translate_fptr` is declared when absent, `nounwind willreturn nosync nofree
 //!   memory(none)`, and those attributes are also put on each call this pass inserts: within a
 //!   kernel the table never changes (the host writes it between launches), so the translation is
@@ -96,6 +98,7 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
             }
             function = LLVMGetNextFunction(function);
         }
+        pass.cache_loop_translations();
         pass.summary
     }
 }

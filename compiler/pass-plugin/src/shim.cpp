@@ -1,10 +1,14 @@
 // The part of the pass plugin that LLVM's C API cannot express: registering a module pass with
-// the new pass manager, and emitting optimization remarks. The rewrite itself is Rust
+// the new pass manager, emitting optimization remarks, and the loop cache of translations (loop
+// info, block splitting, promotion to registers). The rewrite itself is Rust
 // (`omptarget_indirect_rewrite_module`, src/rewrite.rs). Every difference between the LLVM
 // versions the plugin is built for is in this file, behind LLVM_VERSION_MAJOR, except the Rust
 // mirror of PassPluginLibraryInfo (src/lib.rs, one field per API version) and the C API crate
 // (src/llvm.rs).
+#include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/DiagnosticHandler.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/Function.h"
@@ -13,6 +17,8 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/PromoteMemToReg.h"
 #if LLVM_VERSION_MAJOR >= 22
 #include "llvm/Plugins/PassPlugin.h"
 #else
@@ -129,6 +135,85 @@ void omptarget_indirect_remark(unsigned kind, LLVMValueRef anchor, const char *n
     emitRemark(kind, I, name, message);
   else if (auto *F = dyn_cast<Function>(At))
     emitRemark(kind, F, name, message);
+}
+
+// The loop cache (src/loop_cache.rs has the policy): each call of `translate` in `function`
+// that is inside a loop and whose key is not invariant in its innermost loop becomes
+//   key == last_key ? last_result : (last_key = key, last_result = translate(key))
+// with last_key and last_result registers carried around the loop (null at function entry:
+// translate(null) is null). Writes the cached calls (still the calls of the miss path) to
+// `cached`, at most `capacity`, and returns how many.
+unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueRef translate,
+                                               LLVMValueRef *cached, unsigned capacity) {
+  // Marks a call already cached: a module optimized twice keeps one cache per translation.
+  const char *CachedKind = "omptarget-indirect.cached";
+  Function &F = *cast<Function>(unwrap(function));
+  auto *Translate = cast<Function>(unwrap(translate));
+  if (F.isDeclaration())
+    return 0;
+  SmallVector<CallInst *, 8> Sites;
+  {
+    DominatorTree DT(F);
+    LoopInfo LI(DT);
+    for (BasicBlock &BB : F)
+      for (Instruction &I : BB) {
+        auto *Call = dyn_cast<CallInst>(&I);
+        if (!Call || Call->getCalledOperand() != Translate || Call->arg_size() != 1 ||
+            Call->getMetadata(CachedKind) || Sites.size() == capacity)
+          continue;
+        Loop *L = LI.getLoopFor(&BB);
+        if (L && !L->isLoopInvariant(Call->getArgOperand(0)))
+          Sites.push_back(Call);
+      }
+  }
+  if (Sites.empty())
+    return 0;
+  IRBuilder<> Entry(&*F.getEntryBlock().getFirstInsertionPt());
+  SmallVector<AllocaInst *, 16> Slots;
+  SmallVector<PHINode *, 8> Results;
+  unsigned Count = 0;
+  for (CallInst *Call : Sites) {
+    Type *Ptr = Call->getType();
+    Value *Key = Call->getArgOperand(0);
+    AllocaInst *LastKey = Entry.CreateAlloca(Ptr, nullptr, "translation.key");
+    AllocaInst *LastResult = Entry.CreateAlloca(Ptr, nullptr, "translation.result");
+    Entry.CreateStore(Constant::getNullValue(Ptr), LastKey);
+    Entry.CreateStore(Constant::getNullValue(Ptr), LastResult);
+    IRBuilder<> Head(Call);
+    Value *Same = Head.CreateICmpEQ(Head.CreateLoad(Ptr, LastKey), Key, "translation.same");
+    Instruction *HitEnd = nullptr, *MissEnd = nullptr;
+    SplitBlockAndInsertIfThenElse(Same, Call, &HitEnd, &MissEnd);
+    BasicBlock *Tail = Call->getParent();
+    Call->moveBefore(*MissEnd->getParent(), MissEnd->getIterator());
+    PHINode *Result = PHINode::Create(Ptr, 2, "translated");
+    Result->insertBefore(Tail->begin());
+    Call->replaceAllUsesWith(Result);
+    IRBuilder<> Hit(HitEnd);
+    Result->addIncoming(Hit.CreateLoad(Ptr, LastResult), HitEnd->getParent());
+    Result->addIncoming(Call, MissEnd->getParent());
+    IRBuilder<> Miss(MissEnd);
+    Miss.CreateStore(Key, LastKey);
+    Miss.CreateStore(Call, LastResult);
+    for (BasicBlock *BB : {HitEnd->getParent(), MissEnd->getParent()})
+      for (Instruction &I : *BB)
+        I.setDebugLoc(Call->getDebugLoc());
+    Slots.push_back(LastKey);
+    Slots.push_back(LastResult);
+    Results.push_back(Result);
+    Call->setMetadata(CachedKind, MDNode::get(F.getContext(), {}));
+    cached[Count++] = wrap(Call);
+  }
+  DominatorTree DT(F);
+  PromoteMemToReg(Slots, DT);
+  // The last result's register and the result picked after the branch are the same phi: keep one.
+  for (PHINode *Result : Results)
+    for (PHINode &Other : Result->getParent()->phis())
+      if (&Other != Result && Other.isIdenticalTo(Result)) {
+        Result->replaceAllUsesWith(&Other);
+        Result->eraseFromParent();
+        break;
+      }
+  return Count;
 }
 
 // Reports an error in `module`'s compilation: the compiler prints `message` and fails.

@@ -518,3 +518,73 @@ fn a_fortran_holder_declared_target_gets_an_indirect_entry_for_its_procedure() {
     // Once is enough: a second run adds nothing.
     assert_eq!(module.rewrite(Phase::PipelineStart).fortran_entries, 0);
 }
+
+/// After the optimizer, a translation in a loop whose key changes keeps its last key and result:
+/// the lookup is called on the miss path only, a phi picks the cached result on the hit path, and
+/// the key registers start null. A loop-invariant key (LICM's job) and a translation outside a
+/// loop are left as they are; so is the OpenMP runtime.
+#[test]
+fn translations_in_loops_keep_their_last_key_and_result() {
+    let module = Module::parse(&format!(
+        r#"declare ptr @__kmpc_target_translate_fptr(ptr) #0
+define i64 @sum(ptr %objects, i64 %n, ptr %invariant) {{
+entry:
+  %once = call ptr @__kmpc_target_translate_fptr(ptr %invariant) #0
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %acc = phi i64 [ 0, %entry ], [ %acc.next, %loop ]
+  %slot = getelementptr ptr, ptr %objects, i64 %i
+  %fp = load ptr, ptr %slot
+  %t = call ptr @__kmpc_target_translate_fptr(ptr %fp) #0
+  %same = call ptr @__kmpc_target_translate_fptr(ptr %invariant) #0
+  %r = call i64 %t(i64 %i)
+  %acc.next = add i64 %acc, %r
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, %n
+  br i1 %done, label %exit, label %loop
+exit:
+  ret i64 %acc.next
+}}
+define void @__kmpc_runtime_loop(ptr %objects, i64 %n) {{
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %slot = getelementptr ptr, ptr %objects, i64 %i
+  %fp = load ptr, ptr %slot
+  %t = call ptr @__kmpc_target_translate_fptr(ptr %fp) #0
+  call void %t()
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, %n
+  br i1 %done, label %exit, label %loop
+exit:
+  ret void
+}}
+attributes #0 = {{ nounwind willreturn nosync nofree memory(none) }}
+{DEVICE_FLAG}"#
+    ));
+    let summary = module.rewrite(Phase::OptimizerLast);
+    assert_eq!(summary.cached, 1, "{}", module.text());
+    // The key is compared with the last one; the call moved to the miss path, which stores both.
+    let compare = module.line_in("sum", "%translation.same = icmp eq ptr");
+    assert!(compare.contains("%fp"), "{compare}");
+    let text = module.text();
+    let body = text.split("\ndefine ").find(|f| f.starts_with("i64 @sum(")).unwrap();
+    let indirect = module.line_in("sum", "(i64 %i)");
+    let result = module.line_in("sum", &format!("{} = phi ptr", callee_of(&indirect)));
+    assert!(result.contains("[ %t, "), "the callee is the miss path's call or the last result: {result}");
+    // Carried around the loop: the header's phis start null from the entry.
+    let carried: Vec<&str> = body.lines().filter(|l| l.contains("= phi ptr [ null, %entry ]")).collect();
+    assert_eq!(carried.len(), 2, "last key and last result carried from null:\n{body}");
+    assert!(!body.contains("alloca"), "the cache lives in registers:\n{body}");
+    // Left alone: the loop-invariant key, the translation outside the loop, the runtime's loop.
+    assert_eq!(body.matches("@__kmpc_target_translate_fptr(ptr %invariant)").count(), 2);
+    assert!(!text
+        .split("\ndefine ")
+        .find(|f| f.contains("@__kmpc_runtime_loop("))
+        .unwrap()
+        .contains("translation.same"));
+    // A second run (a module optimized twice) leaves the cached translation as it is.
+    assert_eq!(module.rewrite(Phase::OptimizerLast).cached, 0);
+}

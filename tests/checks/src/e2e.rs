@@ -457,6 +457,28 @@ pub const PROGRAMS: &[Program] = &[
         trap_argument: None,
     },
     Program {
+        name: "loop_cache",
+        about: "loop cache (pass plugin): virtual calls in loops over host-built objects of one class, grouped, \
+                alternating, random, mixed with device-built ones, over several sweeps and launches, and function \
+                pointers with runs and skipped nulls",
+        units: &[unit("loop_cache.cpp")],
+        library: &[],
+        shared_library: &[],
+        needs_map: true,
+        expect_line: None,
+        host_vtables: true,
+        unmodified: true,
+        on_gpus: true,
+        gpu_flags: &[],
+        on_llvm22: true,
+        on_llvm19: true,
+        without_naming: &[],
+        // Device code constructs objects of every class too: the device has their vtables
+        // without the frontend plugin.
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
+    },
+    Program {
         name: "dynamic_casts",
         about: "no explicit translation (pass plugin): dynamic_cast on host-built mapped and device-built objects \
                 (downcasts, cross casts, virtual and duplicated bases, private bases, references), against the host's \

@@ -3,7 +3,10 @@
 //! miss), and both against the call compiled without the pass plugin, in one run
 //! (`tests/bench/virtual_cost.cpp`, `virtual_loops.cpp`); then the control run with no table
 //! installed, as in `translation_bench`, for the miss. Figures in
-//! `target/bench/virtual_cost{,_no_table}.csv`.
+//! `target/bench/virtual_cost{,_no_table}.csv`. Then virtual calls over arrays of objects
+//! (`virtual_arrays.cpp`, `virtual_sweeps.cpp`): one class, 4 classes grouped, 4 and 64 classes
+//! in random order, host-built objects against device-built ones without the pass plugin
+//! (`target/bench/virtual_arrays.csv`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,6 +23,16 @@ use crate::translation_bench::{link, report_control, report_ratios, run_checked,
 /// (case, baseline, goal for case / baseline; issue 29's goal for host-built objects).
 const RATIOS: [(&str, &str, f64); 2] =
     [("host_built", "device_built", 1.5), ("device_built", "device_built_plain", 1.5)];
+
+/// The array cases (`virtual_arrays.cpp`): host-built objects through the translated loop against
+/// device-built objects of the same classes through the loop compiled without the pass plugin;
+/// goals for repeated classes (the loop cache's hits) and for random ones.
+const ARRAY_RATIOS: [(&str, &str, f64); 4] = [
+    ("host_built_1_class", "device_built_plain_1_class", 1.1),
+    ("host_built_4_grouped", "device_built_plain_4_grouped", 1.1),
+    ("host_built_4_random", "device_built_plain_4_random", 1.5),
+    ("host_built_64_random", "device_built_plain_64_random", 1.5),
+];
 
 /// Builds and runs the benchmark, prints each ratio with its spread over the rounds and whether
 /// its goal is met (or that the run was too noisy to say).
@@ -58,5 +71,21 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     // The control for the miss only: with no table the host-built objects call the host copies.
     report_control(&printed, &control, &RATIOS[1..])?;
     println!("figures: target/bench/{name}.csv, target/bench/{name}_no_table.csv");
+
+    let objects = [
+        compile("virtual_arrays.cpp", "virtual_arrays.o", true, &[])?,
+        compile("virtual_sweeps.cpp", "sweeps_plain.o", false, &["-DVARIANT=plain"])?,
+        compile("virtual_sweeps.cpp", "sweeps_translated.o", true, &["-DVARIANT=translated"])?,
+    ];
+    let name = "virtual_arrays";
+    let exe = link(tools, &toolchain, &objects, &out, name)?;
+    let printed = run_checked(workspace, &toolchain, &exe, name, &[], name)?;
+    println!(
+        "\nvirtual calls over arrays of 4096 objects, x86_64 device, ns per call (median of 7 rounds of 512 \
+         sweeps, one program): host-built objects against device-built ones through the loop compiled \
+         without the pass plugin"
+    );
+    report_ratios(&printed, &ARRAY_RATIOS)?;
+    println!("figures: target/bench/{name}.csv");
     Ok(())
 }

@@ -1,0 +1,74 @@
+//! The loop cache: after the optimizer (which hoisted the translations whose key is
+//! loop-invariant), a translation left inside a loop keeps its last key and result in two
+//! registers carried around the loop and calls the lookup only when the key changes. A kernel
+//! looping over objects of a few classes, or grouped by class, then pays a compare for most
+//! of its virtual calls instead of a lookup.
+//!
+//! - Which: each call of `__kmpc_target_translate_fptr` in a loop whose key is not invariant in
+//!   its innermost loop, in program functions (not the OpenMP runtime's), after the optimizer
+//!   ([`Phase::OptimizerLast`]), at every `-O` level and in the `-foffload-lto` pre-link
+//!   compile. Each gets a passed remark `TranslationCached`.
+//! - Correct across launches: the registers start null at each call of the function (a null key
+//!   translates to null), so nothing outlives a kernel launch, and the host replaces the table
+//!   only between launches. GPU lanes each have their own registers.
+//! - The transform itself (loop info, block splitting, promotion to registers) is in the C++
+//!   shim, which the C API cannot do without.
+
+use crate::llvm::core::*;
+use crate::llvm::prelude::*;
+use crate::pass::{direct_calls, Pass, Phase};
+use crate::remarks::Kind;
+use crate::rewrite::{is_runtime_function, TRANSLATE};
+
+extern "C" {
+    fn omptarget_indirect_cache_translations(
+        function: LLVMValueRef,
+        translate: LLVMValueRef,
+        cached: *mut LLVMValueRef,
+        capacity: u32,
+    ) -> u32;
+}
+
+impl Pass<'_> {
+    /// Caches the translations left in the loops of the module's program functions.
+    pub(crate) unsafe fn cache_loop_translations(&mut self) {
+        if self.phase != Phase::OptimizerLast {
+            return;
+        }
+        // SAFETY: handles from the module; the shim changes one function at a time and returns
+        // calls of that function.
+        unsafe {
+            let translate = LLVMGetNamedFunction(self.module, TRANSLATE.as_ptr());
+            if translate.is_null() {
+                return;
+            }
+            let mut functions: Vec<LLVMValueRef> = direct_calls(translate, 1)
+                .into_iter()
+                .filter(|call| !LLVMIsACallInst(*call).is_null())
+                .map(|call| LLVMGetBasicBlockParent(LLVMGetInstructionParent(call)))
+                .collect();
+            functions.sort();
+            functions.dedup();
+            for function in functions {
+                if crate::pass::value_name_bytes(function).is_some_and(is_runtime_function) {
+                    continue;
+                }
+                let mut cached = vec![std::ptr::null_mut(); direct_calls(translate, 1).len()];
+                let count = omptarget_indirect_cache_translations(
+                    function,
+                    translate,
+                    cached.as_mut_ptr(),
+                    cached.len() as u32,
+                ) as usize;
+                for &call in &cached[..count] {
+                    self.remarks.emit(Kind::Passed, call, c"TranslationCached", || {
+                        "the translation in this loop keeps its last key and result: a repeated key costs a \
+                         compare"
+                            .into()
+                    });
+                }
+                self.summary.cached += count;
+            }
+        }
+    }
+}

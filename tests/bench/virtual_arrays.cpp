@@ -1,0 +1,96 @@
+// `cargo xtask bench`: virtual calls over arrays of objects as kernels make them, on the x86_64
+// device. Each case is an array of OBJECTS objects: all of one class; of 4 classes grouped by
+// class (as codes sort them to limit divergence); of 4 classes in random order; of 64 classes in
+// random order. The objects are built by the host (their vtable pointers are the host's: each
+// call translates one) or by the device (the baseline: no translation is needed, and the loop is
+// compiled without the pass plugin). Prints one CSV line per case and round (ns per call) and
+// checks every sum against the host's.
+#include <new>
+#include <omp.h>
+#include <stdio.h>
+
+#include "../e2e/check.h"
+#include "virtual_classes.h"
+
+#pragma omp begin declare target indirect
+long Op::apply(long x) const { return x; }
+long AddOp::apply(long x) const { return x + k; }
+long XorOp::apply(long x) const { return x ^ k; }
+#pragma omp end declare target
+
+enum { OBJECTS = 4096, SWEEPS = 512, REPEAT = 7, PATTERNS = 4, SLOT = 32 };
+static const char *const patterns[PATTERNS] = {"1_class", "4_grouped", "4_random", "64_random"};
+
+// The class of object `i` in `pattern`.
+static int class_of(int pattern, int i, unsigned *seed) {
+  *seed = *seed * 1664525u + 1013904223u;
+  switch (pattern) {
+  case 0:
+    return 7;
+  case 1:
+    return i / (OBJECTS / 4);
+  case 2:
+    return (*seed >> 16) % 4;
+  default:
+    return (*seed >> 16) % CLASSES;
+  }
+}
+
+#pragma clang diagnostic ignored "-Wopenmp-mapping"
+
+int main() {
+  static int classes[PATTERNS][OBJECTS];
+  alignas(16) static unsigned char host_arena[PATTERNS][OBJECTS * SLOT];
+  static const Op *host_objects[OBJECTS];
+  long want[PATTERNS];
+  unsigned seed = 12345;
+  for (int p = 0; p < PATTERNS; p++) {
+    want[p] = 0;
+    for (int i = 0; i < OBJECTS; i++) {
+      classes[p][i] = class_of(p, i, &seed);
+      host_objects[i] = construct(classes[p][i], i % 11, host_arena[p] + i * SLOT);
+    }
+    for (long s = 0; s < SWEEPS; s++)
+      for (int i = 0; i < OBJECTS; i++)
+        want[p] += host_objects[i]->apply(i);
+  }
+  // ns[round][pattern][0: device-built, plain loop; 1: host-built, translated loop]
+  static double ns[REPEAT][PATTERNS][2];
+  static long sums[REPEAT][PATTERNS][2];
+  alignas(16) static unsigned char device_arena[OBJECTS * SLOT];
+#pragma omp target data map(to : host_arena, classes) map(alloc : device_arena)
+  for (int rep = 0; rep < REPEAT; rep++) {
+    double seconds[PATTERNS][2];
+    long sum[PATTERNS][2];
+#pragma omp target map(from : seconds, sum)
+    {
+      static const Op *device_built[OBJECTS], *host_built[OBJECTS];
+      for (int p = 0; p < PATTERNS; p++) {
+        for (int i = 0; i < OBJECTS; i++) {
+          device_built[i] = construct(classes[p][i], i % 11, device_arena + i * SLOT);
+          host_built[i] = reinterpret_cast<const Op *>(host_arena[p] + i * SLOT);
+        }
+        double start = omp_get_wtime();
+        sum[p][0] = virtual_sweeps_plain(device_built, OBJECTS, SWEEPS);
+        double middle = omp_get_wtime();
+        sum[p][1] = virtual_sweeps_translated(host_built, OBJECTS, SWEEPS);
+        seconds[p][0] = middle - start;
+        seconds[p][1] = omp_get_wtime() - middle;
+      }
+    }
+    for (int p = 0; p < PATTERNS; p++)
+      for (int v = 0; v < 2; v++) {
+        ns[rep][p][v] = seconds[p][v] * 1e9 / ((double)OBJECTS * SWEEPS);
+        sums[rep][p][v] = sum[p][v];
+      }
+  }
+  const char *built[2] = {"device_built_plain", "host_built"};
+  for (int rep = 0; rep < REPEAT; rep++)
+    for (int p = 0; p < PATTERNS; p++)
+      for (int v = 0; v < 2; v++) {
+        EXPECT(sums[rep][p][v] == want[p], "%s %s, round %d: sum %ld, expected %ld", built[v], patterns[p], rep,
+               sums[rep][p][v], want[p]);
+        printf("%s_%s,%d,%.3f\n", built[v], patterns[p], rep, ns[rep][p][v]);
+      }
+  return finish("virtual_arrays");
+}
