@@ -11,7 +11,8 @@
 # 3. e2e/*                 clang 19 sm_90 programs through libomptarget 16 + our CUDA plugin
 #    e2e-controls/*        the unmodified ones built without the pass plugin: each must fail
 #    e2e-controls-frontend/*  those that need the frontend plugin built without it: each must fail
-# --bench: then the translation benchmark (table, CSV and PNG)
+# --bench: then the translation benchmark (table, CSV and PNG) and the virtual calls over arrays
+#          of host-built objects (virtual_arrays_gpu.txt)
 # 4. compute-sanitizer memcheck on 1 and 2, where the machine has it (last: it is the slowest)
 # --out DIR (default ./results) receives everything the run makes: run.log (this whole output),
 # one log per step, nvidia-smi.txt, the benchmark's table, CSV and plot.
@@ -163,8 +164,15 @@ for program in "$here"/e2e-controls-frontend/*; do
   step "3. control: $(basename "$program") without the frontend plugin fails" run_control "$program"
 done
 
+run_array_bench() {
+  OMP_TARGET_OFFLOAD=MANDATORY "$here/bench/virtual_arrays_gpu" > "$out/virtual_arrays_gpu.txt" 2>&1
+  local rc=$?
+  grep -v ',' "$out/virtual_arrays_gpu.txt"
+  [ $rc -eq 0 ] && grep -q "^virtual_arrays_gpu: [0-9]* checks, 0 failed$" "$out/virtual_arrays_gpu.txt"
+}
 if [ $bench -eq 1 ]; then
   step "bench" "$here/bin/gpu-test" bench --bundle "$here" --out "$out"
+  step "bench: virtual calls over arrays of host-built objects" run_array_bench
 fi
 
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)

@@ -18,23 +18,7 @@ long AddOp::apply(long x) const { return x + k; }
 long XorOp::apply(long x) const { return x ^ k; }
 #pragma omp end declare target
 
-enum { OBJECTS = 4096, SWEEPS = 512, REPEAT = 7, PATTERNS = 4, SLOT = 32 };
-static const char *const patterns[PATTERNS] = {"1_class", "4_grouped", "4_random", "64_random"};
-
-// The class of object `i` in `pattern`.
-static int class_of(int pattern, int i, unsigned *seed) {
-  *seed = *seed * 1664525u + 1013904223u;
-  switch (pattern) {
-  case 0:
-    return 7;
-  case 1:
-    return i / (OBJECTS / 4);
-  case 2:
-    return (*seed >> 16) % 4;
-  default:
-    return (*seed >> 16) % CLASSES;
-  }
-}
+enum { OBJECTS = 4096, SWEEPS = 512, REPEAT = 7, SLOT = 32 };
 
 #pragma clang diagnostic ignored "-Wopenmp-mapping"
 
@@ -47,7 +31,7 @@ int main() {
   for (int p = 0; p < PATTERNS; p++) {
     want[p] = 0;
     for (int i = 0; i < OBJECTS; i++) {
-      classes[p][i] = class_of(p, i, &seed);
+      classes[p][i] = class_of(p, i, OBJECTS, &seed);
       host_objects[i] = construct(classes[p][i], i % 11, host_arena[p] + i * SLOT);
     }
     for (long s = 0; s < SWEEPS; s++)

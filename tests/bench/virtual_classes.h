@@ -4,6 +4,8 @@
 #ifndef VIRTUAL_CLASSES_H
 #define VIRTUAL_CLASSES_H
 
+#include <new>
+
 #include "virtual_ops.h"
 
 #define VIRTUAL_CLASSES(X)                                                                                        \
@@ -39,5 +41,23 @@ inline const Op *construct(int c, long k, void *at) {
 long virtual_sweeps_plain(const Op *const *objects, long count, long sweeps);
 long virtual_sweeps_translated(const Op *const *objects, long count, long sweeps);
 #pragma omp end declare target
+
+// Host code: the class of object `i` of `objects` in a case of the benchmarks: all of one class,
+// 4 classes grouped by class, 4 or 64 classes in random order (`seed` advances at each call).
+enum { PATTERNS = 4 };
+static const char *const patterns[PATTERNS] = {"1_class", "4_grouped", "4_random", "64_random"};
+static inline int class_of(int pattern, long i, long objects, unsigned *seed) {
+  *seed = *seed * 1664525u + 1013904223u;
+  switch (pattern) {
+  case 0:
+    return 7;
+  case 1:
+    return (int)(i / (objects / 4));
+  case 2:
+    return (*seed >> 16) % 4;
+  default:
+    return (*seed >> 16) % CLASSES;
+  }
+}
 
 #endif

@@ -147,6 +147,8 @@ struct Section {
     addr: u64,
     size: u64,
     executable: bool,
+    /// `sh_type`: `SHT_INIT_ARRAY` and its kin say where the loader's arrays are.
+    kind: u32,
 }
 
 /// Reads `count` values of `T` from the start of `bytes`.
@@ -204,6 +206,7 @@ pub fn check_shared_object(data: &[u8]) -> Result<CheckedImage> {
                     addr: h.sh_addr.get(e),
                     size: h.sh_size.get(e),
                     executable: flags & u64::from(elf::SHF_EXECINSTR) != 0,
+                    kind: h.sh_type.get(e),
                 })
             })
             .collect()
@@ -530,16 +533,34 @@ fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
             return bad(format!("DT_RELACOUNT {count}: not that many leading relative relocations"));
         }
     }
-    for (table_tag, size_tag, what) in [
-        (elf::DT_INIT_ARRAY, elf::DT_INIT_ARRAYSZ, "the initialiser array"),
-        (elf::DT_FINI_ARRAY, elf::DT_FINI_ARRAYSZ, "the finaliser array"),
-        (elf::DT_PREINIT_ARRAY, elf::DT_PREINIT_ARRAYSZ, "the pre-initialiser array"),
+    let mut arrays: Vec<(u64, u64)> = Vec::new();
+    for (table_tag, size_tag, section_type, what) in [
+        (elf::DT_INIT_ARRAY, elf::DT_INIT_ARRAYSZ, elf::SHT_INIT_ARRAY, "the initialiser array"),
+        (elf::DT_FINI_ARRAY, elf::DT_FINI_ARRAYSZ, elf::SHT_FINI_ARRAY, "the finaliser array"),
+        (elf::DT_PREINIT_ARRAY, elf::DT_PREINIT_ARRAYSZ, elf::SHT_PREINIT_ARRAY, "the pre-initialiser array"),
     ] {
         if let Some(at) = value(table_tag) {
             let size = value(size_tag).unwrap_or(0);
             if size % 8 != 0 || !space.in_memory(at, size) {
                 return bad(format!("{what} ({size} bytes at {at:#x}) is not inside a loaded segment"));
             }
+            // Each array is its own section, as linkers write it: grown over the next array, an
+            // initialiser array would run the finalisers at load.
+            if let Some(sections) = &space.sections {
+                if !sections
+                    .iter()
+                    .flatten()
+                    .any(|s| s.kind == section_type && s.addr == at && s.size == size)
+                {
+                    return bad(format!(
+                        "{what} ({size} bytes at {at:#x}) is not the image's section of that array"
+                    ));
+                }
+            }
+            if arrays.iter().any(|&(start, end)| at < end && start < at + size) {
+                return bad(format!("{what} ({size} bytes at {at:#x}) overlaps another array of the loader"));
+            }
+            arrays.push((at, at + size));
             // The loader calls every slot: each must be made, by a relative relocation, the
             // address of code of the image.
             for slot in (at..at + size).step_by(8) {

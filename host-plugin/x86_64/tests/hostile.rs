@@ -602,6 +602,47 @@ fn initialisers_and_finalisers_inside_functions_are_refused() {
     }
 }
 
+/// The fuzzer's find (x86_64_load, with the initialiser family): `DT_INIT_ARRAYSZ` grown by one
+/// entry covers the finaliser array that follows it, whose entry is a real function
+/// (`__do_global_dtors_aux`): the loader ran the finalisers at load and crashed in the image.
+/// Each array must be the image's section of that array: refused, nothing left behind.
+#[test]
+fn an_initialiser_array_grown_over_the_finalisers_is_refused() {
+    let _g = fresh();
+    let api = api();
+    let good = compile_indirect().clone();
+    let held = Held::now();
+    let e = object::LittleEndian;
+    use object::read::elf::{Dyn, FileHeader, ProgramHeader};
+    let header = object::elf::FileHeader64::<object::LittleEndian>::parse(&good[..]).unwrap();
+    let dynamic = header
+        .program_headers(e, &good[..])
+        .unwrap()
+        .iter()
+        .find(|p| p.p_type(e) == object::elf::PT_DYNAMIC)
+        .unwrap()
+        .p_offset(e) as usize;
+    let entries: &[object::elf::Dyn64<object::LittleEndian>] =
+        object::pod::slice_from_bytes(&good[dynamic..], 32).unwrap().0;
+    let value = |tag: u32| entries.iter().find(|d| d.d_tag(e) == u64::from(tag)).unwrap().d_val(e);
+    let size_at = entries.iter().position(|d| d.d_tag(e) == u64::from(object::elf::DT_INIT_ARRAYSZ)).unwrap();
+    let (init, size, fini) = (
+        value(object::elf::DT_INIT_ARRAY),
+        value(object::elf::DT_INIT_ARRAYSZ),
+        value(object::elf::DT_FINI_ARRAY),
+    );
+    assert_eq!(init + size, fini, "the test image's finaliser array follows its initialiser array");
+    let mut grown = good.clone();
+    let at = dynamic + 16 * size_at + 8;
+    grown[at..at + 8].copy_from_slice(&(size + 8).to_le_bytes());
+    let why = omptarget_rtl_x86_64::validate::check_shared_object(&grown).unwrap_err().to_string();
+    assert!(why.contains("initialiser array"), "{why}");
+    let image = indirect_image_with(grown, &[]);
+    // SAFETY: a well-formed descriptor of an image that must be refused before loading.
+    assert!(unsafe { (api.load_binary)(1, image.ptr()) }.is_null());
+    assert_released_since(held, "the grown initialiser array");
+}
+
 /// Where the functions of `image` start, by its static and dynamic symbols.
 fn function_starts(image: &[u8]) -> Vec<u64> {
     use object::{Object, ObjectSymbol, SymbolKind};

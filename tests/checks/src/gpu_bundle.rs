@@ -9,6 +9,7 @@
 //! images/probe{,_second}.{sm_90.cubin,entries}   the plugin test's two clang 19 images and their symbols
 //! e2e/<program>               the end-to-end programs built for sm_90
 //! e2e-controls/<program>      the unmodified ones built without the pass plugin: must fail
+//! bench/virtual_arrays_gpu     virtual calls over arrays of host-built objects (run.sh --bench)
 //! debs/*.deb                  LLVM 16's runtime and what libLLVM-16 links (Debian 12)
 //! ```
 
@@ -50,7 +51,9 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, S
     if root.exists() {
         fs::remove_dir_all(&root).with_context(|| format!("cannot clear {}", root.display()))?;
     }
-    for dir in ["bin", "lib", "kernels", "images", "e2e", "e2e-controls", "e2e-controls-frontend", "debs"] {
+    for dir in
+        ["bin", "lib", "kernels", "images", "e2e", "e2e-controls", "e2e-controls-frontend", "bench", "debs"]
+    {
         fs::create_dir_all(root.join(dir))?;
     }
     kernels(workspace, tools, dist, &root.join("kernels"))?;
@@ -68,6 +71,7 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, S
             copy(&exe, &root.join(dir).join(program.name))?;
         }
     }
+    array_bench(workspace, tools, dist, &root.join("bench"))?;
     cmd::status(cmd::cargo().current_dir(workspace).args([
         "build",
         "--quiet",
@@ -222,6 +226,43 @@ const PROBE_IMAGES: [(&str, Option<&str>); 2] = [("probe", None), ("probe_second
 /// `gpu-tests/images/probe.c` built like an end-to-end program (with `define`, if any); its sm_90
 /// image and the names clang gave its indirect functions' globals and its kernel (they carry a
 /// per-file id) as `<name>.sm_90.cubin` and `<name>.entries`.
+/// `bench/virtual_arrays_gpu`: virtual calls over arrays of host-built objects on the GPU
+/// (`tests/bench/virtual_arrays_gpu.cpp`), its kernels built with the pass plugin, without it
+/// (device-built objects), and without it through LLVM's lookup; `run.sh --bench` runs it.
+fn array_bench(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<()> {
+    let target = OffloadTarget::nvptx(BUNDLE_SM);
+    let work = workspace.join("target/device/gpu-array-bench");
+    fs::create_dir_all(&work)?;
+    let toolchain = Toolchain::llvm19(tools, dist);
+    let sources = workspace.join("tests/bench");
+    let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| -> Result<PathBuf> {
+        let path = work.join(object);
+        let mut c = Command::new(&tools.clangxx);
+        c.args(toolchain.offload_args(&target)).args(["-O2", "-Wall", "-Werror", "-c"]).args(defines);
+        if plugin {
+            c.args(toolchain.pass_plugin_args());
+        }
+        cmd::output(c.arg(sources.join(source)).arg("-o").arg(&path))?;
+        Ok(path)
+    };
+    let objects = [
+        compile("virtual_arrays_gpu.cpp", "main.o", true, &[])?,
+        compile("virtual_sweeps_gpu.cpp", "plain.o", false, &["-DVARIANT=plain"])?,
+        compile("virtual_sweeps_gpu.cpp", "translated.o", true, &["-DVARIANT=translated"])?,
+        compile("virtual_sweeps_gpu.cpp", "llvm.o", false, &["-DVARIANT=llvm", "-DLLVM_LOOKUP"])?,
+    ];
+    let exe = dir.join("virtual_arrays_gpu");
+    cmd::output(
+        Command::new(&tools.clangxx)
+            .args(toolchain.offload_args(&target))
+            .args(&objects)
+            .args(toolchain.link_args())
+            .arg("-o")
+            .arg(&exe),
+    )?;
+    Ok(())
+}
+
 fn probe_image(
     workspace: &Path,
     tools: &Tools,
