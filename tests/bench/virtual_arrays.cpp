@@ -3,8 +3,9 @@
 // class (as codes sort them to limit divergence); of 4 classes in random order; of 64 classes in
 // random order. The objects are built by the host (their vtable pointers are the host's: each
 // call translates one) or by the device (the baseline: no translation is needed, and the loop is
-// compiled without the pass plugin). Prints one CSV line per case and round (ns per call) and
-// checks every sum against the host's.
+// compiled without the pass plugin); host-built objects also through the loop compiled with the
+// loop cache off. Prints one CSV line per case and round (ns per call) and checks every sum
+// against the host's.
 #include <new>
 #include <omp.h>
 #include <stdio.h>
@@ -38,14 +39,16 @@ int main() {
       for (int i = 0; i < OBJECTS; i++)
         want[p] += host_objects[i]->apply(i);
   }
-  // ns[round][pattern][0: device-built, plain loop; 1: host-built, translated loop]
-  static double ns[REPEAT][PATTERNS][2];
-  static long sums[REPEAT][PATTERNS][2];
+  // ns[round][pattern][0: device-built, plain loop; 1: host-built, translated loop; 2: the same
+  // without the loop cache]
+  enum { VARIANTS = 3 };
+  static double ns[REPEAT][PATTERNS][VARIANTS];
+  static long sums[REPEAT][PATTERNS][VARIANTS];
   alignas(16) static unsigned char device_arena[OBJECTS * SLOT];
 #pragma omp target data map(to : host_arena, classes) map(alloc : device_arena)
   for (int rep = 0; rep < REPEAT; rep++) {
-    double seconds[PATTERNS][2];
-    long sum[PATTERNS][2];
+    double seconds[PATTERNS][VARIANTS];
+    long sum[PATTERNS][VARIANTS];
 #pragma omp target map(from : seconds, sum)
     {
       static const Op *device_built[OBJECTS], *host_built[OBJECTS];
@@ -54,24 +57,25 @@ int main() {
           device_built[i] = construct(classes[p][i], i % 11, device_arena + i * SLOT);
           host_built[i] = reinterpret_cast<const Op *>(host_arena[p] + i * SLOT);
         }
-        double start = omp_get_wtime();
-        sum[p][0] = virtual_sweeps_plain(device_built, OBJECTS, SWEEPS);
-        double middle = omp_get_wtime();
-        sum[p][1] = virtual_sweeps_translated(host_built, OBJECTS, SWEEPS);
-        seconds[p][0] = middle - start;
-        seconds[p][1] = omp_get_wtime() - middle;
+        for (int v = 0; v < VARIANTS; v++) {
+          double start = omp_get_wtime();
+          sum[p][v] = v == 0   ? virtual_sweeps_plain(device_built, OBJECTS, SWEEPS)
+                      : v == 1 ? virtual_sweeps_translated(host_built, OBJECTS, SWEEPS)
+                               : virtual_sweeps_uncached(host_built, OBJECTS, SWEEPS);
+          seconds[p][v] = omp_get_wtime() - start;
+        }
       }
     }
     for (int p = 0; p < PATTERNS; p++)
-      for (int v = 0; v < 2; v++) {
+      for (int v = 0; v < VARIANTS; v++) {
         ns[rep][p][v] = seconds[p][v] * 1e9 / ((double)OBJECTS * SWEEPS);
         sums[rep][p][v] = sum[p][v];
       }
   }
-  const char *built[2] = {"device_built_plain", "host_built"};
+  const char *built[VARIANTS] = {"device_built_plain", "host_built", "host_built_uncached"};
   for (int rep = 0; rep < REPEAT; rep++)
     for (int p = 0; p < PATTERNS; p++)
-      for (int v = 0; v < 2; v++) {
+      for (int v = 0; v < VARIANTS; v++) {
         EXPECT(sums[rep][p][v] == want[p], "%s %s, round %d: sum %ld, expected %ld", built[v], patterns[p], rep,
                sums[rep][p][v], want[p]);
         printf("%s_%s,%d,%.3f\n", built[v], patterns[p], rep, ns[rep][p][v]);

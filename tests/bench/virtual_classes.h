@@ -40,6 +40,8 @@ inline const Op *construct(int c, long k, void *at) {
 // Sums objects[i]->apply(i) over i < count, `sweeps` times.
 long virtual_sweeps_plain(const Op *const *objects, long count, long sweeps);
 long virtual_sweeps_translated(const Op *const *objects, long count, long sweeps);
+// Compiled with the pass plugin and its loop cache off (OMPTARGET_INDIRECT_LOOP_CACHE=0).
+long virtual_sweeps_uncached(const Op *const *objects, long count, long sweeps);
 #pragma omp end declare target
 
 // Host code: the class of object `i` of `objects` in a case of the benchmarks: all of one class,

@@ -1,5 +1,6 @@
-// The array benchmark's loop (virtual_arrays.cpp), compiled once with the pass plugin
-// (VARIANT=translated) and once without (VARIANT=plain): a kernel sweeping over an array of
+// The array benchmark's loop (virtual_arrays.cpp), compiled with the pass plugin
+// (VARIANT=translated), with it and its loop cache off (VARIANT=uncached) and without it
+// (VARIANT=plain): a kernel sweeping over an array of
 // objects and calling each one's virtual function, as codes loop over their particles or shapes.
 #include <new>
 

@@ -1,5 +1,6 @@
 // The GPU array benchmark's kernels (virtual_arrays_gpu.h), one per build: VARIANT=plain and
-// VARIANT=llvm without the pass plugin, VARIANT=translated with it.
+// VARIANT=llvm without the pass plugin, VARIANT=translated with it, VARIANT=uncached with it and
+// its loop cache off.
 #include <omp.h>
 
 #include "virtual_arrays_gpu.h"

@@ -3,7 +3,8 @@
 // objects whose classes repeat, come grouped, alternate or change at random, mixed with
 // device-built objects of the same classes (whose vtables translate to themselves), in nested
 // loops and over several launches whose arrays differ, and over function pointers with runs and
-// nulls skipped. Every call must run the device copy and give the host's result.
+// nulls skipped (function pointers are not cached: their loop must work as before). Every call
+// must run the device copy and give the host's result.
 #include <new>
 
 #include "device_copy.h"

@@ -62,6 +62,18 @@ pub struct Summary {
     pub fortran_entries: usize,
 }
 
+/// What a translation translates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Key {
+    /// The callee of an indirect call.
+    FunctionPointer,
+    /// An object's vtable pointer, as loaded ([`crate::vtables`]).
+    VtablePointer,
+}
+
+/// The metadata kind on the translations of vtable pointers, which the loop cache caches.
+pub const VTABLE_TRANSLATION: &str = "omptarget-indirect.vtable";
+
 /// Why a value cannot be translated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Untranslatable {
@@ -118,6 +130,7 @@ impl Pass<'_> {
         &mut self,
         value: LLVMValueRef,
         before: LLVMValueRef,
+        key: Key,
     ) -> Result<(LLVMValueRef, LLVMValueRef), Untranslatable> {
         // SAFETY: `value` and `before` belong to the module; the builder is disposed before return.
         unsafe {
@@ -145,6 +158,15 @@ impl Pass<'_> {
             let call = LLVMBuildCall2(builder, function_type, translate, args.as_mut_ptr(), 1, c"".as_ptr());
             for &attribute in &self.pure {
                 LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, attribute);
+            }
+            if key == Key::VtablePointer {
+                // What the loop cache looks for (crate::loop_cache).
+                let kind = LLVMGetMDKindIDInContext(
+                    self.context,
+                    VTABLE_TRANSLATION.as_ptr().cast(),
+                    VTABLE_TRANSLATION.len() as u32,
+                );
+                LLVMSetMetadata(call, kind, LLVMMDNodeInContext(self.context, std::ptr::null_mut(), 0));
             }
             let translated = if address_space == 0 {
                 call

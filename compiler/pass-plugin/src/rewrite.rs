@@ -37,7 +37,7 @@ use crate::remarks::{Kind, Remarks};
 use crate::vtables;
 
 use crate::pass::{
-    direct_calls, is_known_callee, is_translation, pure_attributes, value_name, value_name_bytes, Pass,
+    direct_calls, is_known_callee, is_translation, pure_attributes, value_name, value_name_bytes, Key, Pass,
     Phase, Summary, TranslationFunction,
 };
 pub use crate::pass::{LLVM_LOOKUP, TRANSLATE};
@@ -229,7 +229,7 @@ impl Pass<'_> {
         // SAFETY: `site` is a call or invoke of the module.
         unsafe {
             let callee = LLVMGetCalledValue(site);
-            let translated = match self.build_translation(callee, site) {
+            let translated = match self.build_translation(callee, site, Key::FunctionPointer) {
                 Ok((translated, _)) => translated,
                 Err(why) => {
                     self.not_translated(site, "indirect call not translated", why);

@@ -14,6 +14,7 @@
 #include "llvm/IR/Function.h"
 #include "llvm/IR/Instruction.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -137,8 +138,8 @@ void omptarget_indirect_remark(unsigned kind, LLVMValueRef anchor, const char *n
     emitRemark(kind, F, name, message);
 }
 
-// The loop cache (src/loop_cache.rs has the policy): each call of `translate` in `function`
-// that is inside a loop and whose key is not invariant in its innermost loop becomes
+// The loop cache (src/loop_cache.rs has the policy): each translation of a vtable pointer in
+// `function` that is inside a loop and whose key is not invariant in its innermost loop becomes
 //   key == last_key ? last_result : (last_key = key, last_result = translate(key))
 // with last_key and last_result registers carried around the loop (null at function entry:
 // translate(null) is null). Writes the cached calls (still the calls of the miss path) to
@@ -147,6 +148,9 @@ unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueR
                                                LLVMValueRef *cached, unsigned capacity) {
   // Marks a call already cached: a module optimized twice keeps one cache per translation.
   const char *CachedKind = "omptarget-indirect.cached";
+  // Marks the translations of vtable pointers (src/pass.rs, VTABLE_TRANSLATION): the only ones
+  // cached.
+  const char *VtableKind = "omptarget-indirect.vtable";
   Function &F = *cast<Function>(unwrap(function));
   auto *Translate = cast<Function>(unwrap(translate));
   if (F.isDeclaration())
@@ -159,7 +163,7 @@ unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueR
       for (Instruction &I : BB) {
         auto *Call = dyn_cast<CallInst>(&I);
         if (!Call || Call->getCalledOperand() != Translate || Call->arg_size() != 1 ||
-            Call->getMetadata(CachedKind) || Sites.size() == capacity)
+            !Call->getMetadata(VtableKind) || Call->getMetadata(CachedKind) || Sites.size() == capacity)
           continue;
         Loop *L = LI.getLoopFor(&BB);
         if (L && !L->isLoopInvariant(Call->getArgOperand(0)))
@@ -182,7 +186,9 @@ unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueR
     IRBuilder<> Head(Call);
     Value *Same = Head.CreateICmpEQ(Head.CreateLoad(Ptr, LastKey), Key, "translation.same");
     Instruction *HitEnd = nullptr, *MissEnd = nullptr;
-    SplitBlockAndInsertIfThenElse(Same, Call, &HitEnd, &MissEnd);
+    // The hit path falls through: a run of objects of one class pays a compare.
+    SplitBlockAndInsertIfThenElse(Same, Call, &HitEnd, &MissEnd,
+                                  MDBuilder(F.getContext()).createBranchWeights(1000, 1));
     BasicBlock *Tail = Call->getParent();
     Call->moveBefore(*MissEnd->getParent(), MissEnd->getIterator());
     PHINode *Result = PHINode::Create(Ptr, 2, "translated");

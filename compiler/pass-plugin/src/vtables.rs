@@ -32,7 +32,7 @@ use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::target::{LLVMABISizeOfType, LLVMGetModuleDataLayout};
 use crate::llvm::{LLVMLinkage, LLVMTypeKind, LLVMVisibility};
-use crate::pass::{is_translation, keep, value_name_bytes, Pass, Phase, TRANSLATE};
+use crate::pass::{is_translation, keep, value_name_bytes, Key, Pass, Phase, TRANSLATE};
 use crate::remarks::Kind;
 
 /// How a load was recognised as a vtable pointer load.
@@ -67,7 +67,7 @@ impl Pass<'_> {
             }
             for (load, evidence) in loads {
                 let next = LLVMGetNextInstruction(load);
-                let (translated, reader) = match self.build_translation(load, next) {
+                let (translated, reader) = match self.build_translation(load, next, Key::VtablePointer) {
                     Ok(built) => built,
                     Err(why) => {
                         self.not_translated(load, "vtable pointer not translated", why);
@@ -177,17 +177,44 @@ pub(crate) unsafe fn is_device_vtable_slot(callee: LLVMValueRef) -> bool {
         if !LLVMIsAAddrSpaceCastInst(address).is_null() {
             address = LLVMGetOperand(address, 0);
         }
-        if LLVMIsACallInst(address).is_null()
-            || !is_translation(address, &mut Default::default())
-            || LLVMGetNumArgOperands(address) != 1
+        translates_vtable_loads(address, &mut Default::default())
+    }
+}
+
+/// Whether `value` is a translation of a vtable pointer load (tagged as one by TBAA), or a phi or
+/// select of such translations and null: the loop cache's result (`crate::loop_cache`).
+unsafe fn translates_vtable_loads(
+    value: LLVMValueRef,
+    visited: &mut std::collections::HashSet<LLVMValueRef>,
+) -> bool {
+    // SAFETY: type queries and operand reads on valid values.
+    unsafe {
+        if !LLVMIsAAddrSpaceCastInst(value).is_null() {
+            return translates_vtable_loads(LLVMGetOperand(value, 0), visited);
+        }
+        if !LLVMIsAPHINode(value).is_null() || !LLVMIsASelectInst(value).is_null() {
+            let inputs: Vec<LLVMValueRef> = if LLVMIsAPHINode(value).is_null() {
+                vec![LLVMGetOperand(value, 1), LLVMGetOperand(value, 2)]
+            } else {
+                (0..LLVMCountIncoming(value)).map(|i| LLVMGetIncomingValue(value, i)).collect()
+            };
+            // A phi that reaches itself through the loop adds no other value.
+            return !visited.insert(value)
+                || inputs.into_iter().all(|input| {
+                    !LLVMIsAConstantPointerNull(input).is_null() || translates_vtable_loads(input, visited)
+                });
+        }
+        if LLVMIsACallInst(value).is_null()
+            || !is_translation(value, &mut Default::default())
+            || LLVMGetNumArgOperands(value) != 1
         {
             return false;
         }
-        let mut translated = LLVMGetOperand(address, 0);
+        let mut translated = LLVMGetOperand(value, 0);
         if !LLVMIsAAddrSpaceCastInst(translated).is_null() {
             translated = LLVMGetOperand(translated, 0);
         }
-        tagged_vtable_load(LLVMGetTypeContext(LLVMTypeOf(callee)), translated)
+        tagged_vtable_load(LLVMGetTypeContext(LLVMTypeOf(value)), translated)
     }
 }
 
@@ -299,20 +326,23 @@ unsafe fn is_called(value: LLVMValueRef, depth: u32) -> bool {
     }
 }
 
-/// Whether every user of `load` is already a translation of it (directly or through an
-/// address-space cast): a load translated by an earlier run.
+/// Whether `load` was translated by an earlier run: every user of it is a translation of it
+/// (directly or through an address-space cast), or, where the loop cache keeps its last key
+/// (`crate::loop_cache`), the compare with that key and the phi carrying it, beside a translation.
 unsafe fn only_translated(load: LLVMValueRef) -> bool {
     // SAFETY: use-list walk on a valid value.
     unsafe {
-        let all = users(load);
-        !all.is_empty()
-            && all.into_iter().all(|user| {
-                if !LLVMIsAAddrSpaceCastInst(user).is_null() {
-                    let casts = users(user);
-                    !casts.is_empty() && casts.into_iter().all(|c| is_translation_call(c))
-                } else {
-                    is_translation_call(user)
-                }
+        let mut direct = users(load);
+        let casts: Vec<LLVMValueRef> =
+            direct.iter().copied().filter(|&u| !LLVMIsAAddrSpaceCastInst(u).is_null()).collect();
+        for cast in casts {
+            direct.extend(users(cast));
+        }
+        let cache_part =
+            |user: LLVMValueRef| !LLVMIsAICmpInst(user).is_null() || !LLVMIsAPHINode(user).is_null();
+        direct.iter().any(|&u| is_translation_call(u))
+            && direct.into_iter().all(|user| {
+                is_translation_call(user) || !LLVMIsAAddrSpaceCastInst(user).is_null() || cache_part(user)
             })
     }
 }

@@ -519,10 +519,11 @@ fn a_fortran_holder_declared_target_gets_an_indirect_entry_for_its_procedure() {
     assert_eq!(module.rewrite(Phase::PipelineStart).fortran_entries, 0);
 }
 
-/// After the optimizer, a translation in a loop whose key changes keeps its last key and result:
-/// the lookup is called on the miss path only, a phi picks the cached result on the hit path, and
-/// the key registers start null. A loop-invariant key (LICM's job) and a translation outside a
-/// loop are left as they are; so is the OpenMP runtime.
+/// After the optimizer, a vtable pointer's translation in a loop whose key changes keeps its last
+/// key and result: the lookup is called on the miss path only, a phi picks the cached result on
+/// the hit path, and the key registers start null. A loop-invariant key (LICM's job), a
+/// translation outside a loop and a function pointer's are left as they are; so is the OpenMP
+/// runtime.
 #[test]
 fn translations_in_loops_keep_their_last_key_and_result() {
     let module = Module::parse(&format!(
@@ -536,10 +537,14 @@ loop:
   %acc = phi i64 [ 0, %entry ], [ %acc.next, %loop ]
   %slot = getelementptr ptr, ptr %objects, i64 %i
   %fp = load ptr, ptr %slot
-  %t = call ptr @__kmpc_target_translate_fptr(ptr %fp) #0
-  %same = call ptr @__kmpc_target_translate_fptr(ptr %invariant) #0
+  %t = call ptr @__kmpc_target_translate_fptr(ptr %fp) #0, !omptarget-indirect.vtable !1
+  %same = call ptr @__kmpc_target_translate_fptr(ptr %invariant) #0, !omptarget-indirect.vtable !1
   %r = call i64 %t(i64 %i)
-  %acc.next = add i64 %acc, %r
+  %other = getelementptr ptr, ptr %slot, i64 1
+  %fp2 = load ptr, ptr %other
+  %f = call ptr @__kmpc_target_translate_fptr(ptr %fp2) #0
+  %r2 = call i64 %f(i64 %r)
+  %acc.next = add i64 %acc, %r2
   %next = add i64 %i, 1
   %done = icmp eq i64 %next, %n
   br i1 %done, label %exit, label %loop
@@ -553,7 +558,7 @@ loop:
   %i = phi i64 [ 0, %entry ], [ %next, %loop ]
   %slot = getelementptr ptr, ptr %objects, i64 %i
   %fp = load ptr, ptr %slot
-  %t = call ptr @__kmpc_target_translate_fptr(ptr %fp) #0
+  %t = call ptr @__kmpc_target_translate_fptr(ptr %fp) #0, !omptarget-indirect.vtable !1
   call void %t()
   %next = add i64 %i, 1
   %done = icmp eq i64 %next, %n
@@ -562,6 +567,7 @@ exit:
   ret void
 }}
 attributes #0 = {{ nounwind willreturn nosync nofree memory(none) }}
+!1 = !{{}}
 {DEVICE_FLAG}"#
     ));
     let summary = module.rewrite(Phase::OptimizerLast);
@@ -580,6 +586,12 @@ attributes #0 = {{ nounwind willreturn nosync nofree memory(none) }}
     assert!(!body.contains("alloca"), "the cache lives in registers:\n{body}");
     // Left alone: the loop-invariant key, the translation outside the loop, the runtime's loop.
     assert_eq!(body.matches("@__kmpc_target_translate_fptr(ptr %invariant)").count(), 2);
+    assert!(
+        !module.line_in("sum", "(ptr %fp2)").contains("cached"),
+        "a function pointer's translation was cached"
+    );
+    let hit = module.line_in("sum", "br i1 %translation.same");
+    assert!(hit.contains("!prof"), "the hit path is the likely one: {hit}");
     assert!(!text
         .split("\ndefine ")
         .find(|f| f.contains("@__kmpc_runtime_loop("))

@@ -238,6 +238,9 @@ fn array_bench(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Resu
     let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| -> Result<PathBuf> {
         let path = work.join(object);
         let mut c = Command::new(&tools.clangxx);
+        if defines.contains(&"-DVARIANT=uncached") {
+            c.env(crate::virtual_bench::LOOP_CACHE_SWITCH, "0");
+        }
         c.args(toolchain.offload_args(&target)).args(["-O2", "-Wall", "-Werror", "-c"]).args(defines);
         if plugin {
             c.args(toolchain.pass_plugin_args());
@@ -250,6 +253,7 @@ fn array_bench(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Resu
         compile("virtual_sweeps_gpu.cpp", "plain.o", false, &["-DVARIANT=plain"])?,
         compile("virtual_sweeps_gpu.cpp", "translated.o", true, &["-DVARIANT=translated"])?,
         compile("virtual_sweeps_gpu.cpp", "llvm.o", false, &["-DVARIANT=llvm", "-DLLVM_LOOKUP"])?,
+        compile("virtual_sweeps_gpu.cpp", "uncached.o", true, &["-DVARIANT=uncached"])?,
     ];
     let exe = dir.join("virtual_arrays_gpu");
     cmd::output(

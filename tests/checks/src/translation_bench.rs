@@ -156,14 +156,16 @@ pub(crate) fn run_checked(
 /// Prints, for each `(case, baseline, goal)`, both medians over the rounds of the CSV lines
 /// `<case>,<round>,<ns>` in `printed`, the median of the per-round ratios with their spread, and
 /// whether the goal is met, or that the rounds disagree too much to say (spread over half the
-/// ratio).
+/// ratio); a NaN goal is a line for comparison only.
 pub fn report_ratios(printed: &str, ratios: &[(&str, &str, f64)]) -> Result<()> {
     for &(case, base, goal) in ratios {
         let (with, without) = (rounds(printed, case)?, rounds(printed, base)?);
         let ratios: Vec<f64> = with.iter().zip(&without).map(|(w, b)| w / b).collect();
         let (low, high) = ratios.iter().fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
         let ratio = median(ratios);
-        let verdict = if high - low > 0.5 * ratio {
+        let verdict = if goal.is_nan() {
+            "for comparison".to_string()
+        } else if high - low > 0.5 * ratio {
             "too noisy to judge".to_string()
         } else if ratio <= goal {
             format!("goal <= {goal}x met")

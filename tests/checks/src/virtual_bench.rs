@@ -34,6 +34,18 @@ const ARRAY_RATIOS: [(&str, &str, f64); 4] = [
     ("host_built_64_random", "device_built_plain_64_random", 1.5),
 ];
 
+/// The array cases with the loop cache off, against the same baselines (no goal: what the
+/// cache saves, or costs, is the difference from [`ARRAY_RATIOS`]).
+const UNCACHED_RATIOS: [(&str, &str, f64); 4] = [
+    ("host_built_uncached_1_class", "device_built_plain_1_class", f64::NAN),
+    ("host_built_uncached_4_grouped", "device_built_plain_4_grouped", f64::NAN),
+    ("host_built_uncached_4_random", "device_built_plain_4_random", f64::NAN),
+    ("host_built_uncached_64_random", "device_built_plain_64_random", f64::NAN),
+];
+
+/// The pass plugin's switch for its loop cache (`compiler/pass-plugin/src/loop_cache.rs`).
+pub const LOOP_CACHE_SWITCH: &str = "OMPTARGET_INDIRECT_LOOP_CACHE";
+
 /// Builds and runs the benchmark, prints each ratio with its spread over the rounds and whether
 /// its goal is met (or that the run was too noisy to say).
 pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
@@ -45,6 +57,9 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| -> Result<PathBuf> {
         let path = out.join(object);
         let mut c = Command::new(&tools.clangxx);
+        if defines.contains(&"-DVARIANT=uncached") {
+            c.env(LOOP_CACHE_SWITCH, "0");
+        }
         c.args(toolchain.offload_args(&target)).args(["-O2", "-Wall", "-Werror", "-c"]).args(defines);
         if plugin {
             c.args(toolchain.pass_plugin_args());
@@ -76,6 +91,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
         compile("virtual_arrays.cpp", "virtual_arrays.o", true, &[])?,
         compile("virtual_sweeps.cpp", "sweeps_plain.o", false, &["-DVARIANT=plain"])?,
         compile("virtual_sweeps.cpp", "sweeps_translated.o", true, &["-DVARIANT=translated"])?,
+        compile("virtual_sweeps.cpp", "sweeps_uncached.o", true, &["-DVARIANT=uncached"])?,
     ];
     let name = "virtual_arrays";
     let exe = link(tools, &toolchain, &objects, &out, name)?;
@@ -86,6 +102,10 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
          without the pass plugin"
     );
     report_ratios(&printed, &ARRAY_RATIOS)?;
+    println!(
+        "  the same host-built objects with the loop cache off (the pass plugin's {LOOP_CACHE_SWITCH}=0):"
+    );
+    report_ratios(&printed, &UNCACHED_RATIOS)?;
     println!("figures: target/bench/{name}.csv");
     Ok(())
 }
