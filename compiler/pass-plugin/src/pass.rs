@@ -166,7 +166,8 @@ impl Pass<'_> {
                     VTABLE_TRANSLATION.as_ptr().cast(),
                     VTABLE_TRANSLATION.len() as u32,
                 );
-                LLVMSetMetadata(call, kind, LLVMMDNodeInContext(self.context, std::ptr::null_mut(), 0));
+                let empty = LLVMMDNodeInContext2(self.context, std::ptr::null_mut(), 0);
+                LLVMSetMetadata(call, kind, LLVMMetadataAsValue(self.context, empty));
             }
             let translated = if address_space == 0 {
                 call

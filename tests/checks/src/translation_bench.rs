@@ -182,7 +182,7 @@ pub fn report_ratios(printed: &str, ratios: &[(&str, &str, f64)]) -> Result<()> 
 }
 
 /// The figures of the CSV lines `<case>,<round>,<ns>` in `printed`, in round order.
-fn rounds(printed: &str, case: &str) -> Result<Vec<f64>> {
+pub(crate) fn rounds(printed: &str, case: &str) -> Result<Vec<f64>> {
     let values: Vec<f64> = printed
         .lines()
         .filter_map(|l| l.strip_prefix(case)?.strip_prefix(','))
@@ -192,7 +192,7 @@ fn rounds(printed: &str, case: &str) -> Result<Vec<f64>> {
     Ok(values)
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
