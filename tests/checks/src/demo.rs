@@ -17,11 +17,11 @@ use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::cmd;
 use crate::dist::Dist;
 use crate::offload::OffloadTarget;
 use crate::toolchain::{Llvm, Toolchain};
 use crate::tools::Tools;
+use crate::{cmd, png};
 
 /// What the demo made and printed.
 pub struct Demo {
@@ -86,7 +86,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, c_target: &OffloadTarge
     )
     .context("the scene program failed on the strict device")?;
     let picture = out.join("scene.png");
-    std::fs::write(&picture, png(width, height, pixels))?;
+    std::fs::write(&picture, png::encode_rgb(width, height, pixels))?;
 
     let control = out.join("scene-without-the-project");
     compile(&control, false)?;
@@ -159,7 +159,7 @@ impl Demo {
         ensure!(device == host, "the device's render differs from the host's render of the same scene");
         let (width, height, pixels) = read_ppm(&device)?;
         ensure!(
-            cmd::read(&self.picture)? == png(width, height, pixels),
+            cmd::read(&self.picture)? == png::encode_rgb(width, height, pixels),
             "{} does not hold the device's render",
             self.picture.display()
         );
@@ -220,100 +220,9 @@ fn read_ppm(bytes: &[u8]) -> Result<(u32, u32, &[u8])> {
     Ok((width, height, pixels))
 }
 
-/// A PNG of `rgb` (8-bit RGB rows, top first): the rows in stored (uncompressed) deflate blocks,
-/// which every reader takes and which need no compressor.
-pub fn png(width: u32, height: u32, rgb: &[u8]) -> Vec<u8> {
-    let row = width as usize * 3;
-    let raw: Vec<u8> = rgb.chunks(row).flat_map(|r| std::iter::once(0u8).chain(r.iter().copied())).collect();
-    let mut zlib = vec![0x78, 0x01];
-    let blocks: Vec<&[u8]> = raw.chunks(0xffff).collect();
-    for (i, block) in blocks.iter().enumerate() {
-        zlib.push(u8::from(i + 1 == blocks.len()));
-        let len = block.len() as u16;
-        zlib.extend(len.to_le_bytes());
-        zlib.extend((!len).to_le_bytes());
-        zlib.extend_from_slice(block);
-    }
-    zlib.extend(adler32(&raw).to_be_bytes());
-    let mut header = Vec::new();
-    header.extend(width.to_be_bytes());
-    header.extend(height.to_be_bytes());
-    // 8 bits a channel, RGB, deflate, filter method 0 (each row says its filter: none), no interlace.
-    header.extend([8, 2, 0, 0, 0]);
-    let mut file = b"\x89PNG\r\n\x1a\n".to_vec();
-    for (kind, data) in [(b"IHDR", &header[..]), (b"IDAT", &zlib[..]), (b"IEND", &[][..])] {
-        file.extend((data.len() as u32).to_be_bytes());
-        let start = file.len();
-        file.extend_from_slice(kind);
-        file.extend_from_slice(data);
-        let crc = crc32(&file[start..]);
-        file.extend(crc.to_be_bytes());
-    }
-    file
-}
-
-/// zlib's checksum of the uncompressed data.
-fn adler32(data: &[u8]) -> u32 {
-    let (mut a, mut b) = (1u32, 0u32);
-    for &byte in data {
-        a = (a + u32::from(byte)) % 65521;
-        b = (b + a) % 65521;
-    }
-    b << 16 | a
-}
-
-/// The CRC-32 of PNG chunks (ISO 3309, reflected, polynomial 0xedb88320).
-fn crc32(data: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &byte in data {
-        crc ^= u32::from(byte);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
-        }
-    }
-    !crc
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn checksums_match_known_values() {
-        // The CRC every PNG ends with (of "IEND"), and the Adler-32 of "Wikipedia".
-        assert_eq!(crc32(b"IEND"), 0xae42_6082);
-        assert_eq!(adler32(b"Wikipedia"), 0x11e6_0398);
-    }
-
-    #[test]
-    fn a_png_holds_its_rows_in_stored_blocks() {
-        // 200x120 RGB: 72120 bytes of filtered rows, two stored blocks.
-        let rgb: Vec<u8> = (0..200 * 120 * 3).map(|i| (i % 251) as u8).collect();
-        let file = png(200, 120, &rgb);
-        assert_eq!(&file[..8], b"\x89PNG\r\n\x1a\n");
-        assert_eq!(&file[12..16], b"IHDR");
-        assert_eq!(u32::from_be_bytes(file[16..20].try_into().unwrap()), 200);
-        assert_eq!(u32::from_be_bytes(file[20..24].try_into().unwrap()), 120);
-        assert_eq!(&file[file.len() - 8..], [b'I', b'E', b'N', b'D', 0xae, 0x42, 0x60, 0x82]);
-        // Inflate the stored blocks back and compare with the rows.
-        let idat_len = u32::from_be_bytes(file[33..37].try_into().unwrap()) as usize;
-        let zlib = &file[41..41 + idat_len];
-        let (mut at, mut raw) = (2, Vec::new());
-        loop {
-            let last = zlib[at] == 1;
-            let len = u16::from_le_bytes([zlib[at + 1], zlib[at + 2]]) as usize;
-            assert_eq!(!u16::from_le_bytes([zlib[at + 3], zlib[at + 4]]) as usize, len);
-            raw.extend_from_slice(&zlib[at + 5..at + 5 + len]);
-            at += 5 + len;
-            if last {
-                break;
-            }
-        }
-        assert_eq!(u32::from_be_bytes(zlib[at..at + 4].try_into().unwrap()), adler32(&raw));
-        let rows: Vec<u8> = raw.chunks(601).flat_map(|r| r[1..].to_vec()).collect();
-        assert_eq!(rows, rgb);
-        assert!(raw.chunks(601).all(|r| r[0] == 0));
-    }
 
     #[test]
     fn vtables_are_named_by_their_class() {

@@ -235,18 +235,15 @@ fn array_bench(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Resu
     fs::create_dir_all(&work)?;
     let toolchain = Toolchain::llvm19(tools, dist);
     let sources = workspace.join("tests/bench");
-    let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| -> Result<PathBuf> {
-        let path = work.join(object);
-        let mut c = Command::new(&tools.clangxx);
-        if defines.contains(&"-DVARIANT=uncached") {
-            c.env(crate::virtual_bench::LOOP_CACHE_SWITCH, "0");
-        }
-        c.args(toolchain.offload_args(&target)).args(["-O2", "-Wall", "-Werror", "-c"]).args(defines);
-        if plugin {
-            c.args(toolchain.pass_plugin_args());
-        }
-        cmd::output(c.arg(sources.join(source)).arg("-o").arg(&path))?;
-        Ok(path)
+    let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| {
+        crate::virtual_bench::compile_object(
+            &toolchain,
+            &target,
+            &work.join(object),
+            &sources.join(source),
+            plugin,
+            defines,
+        )
     };
     let objects = [
         compile("virtual_arrays_gpu.cpp", "main.o", true, &[])?,

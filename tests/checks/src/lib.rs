@@ -25,4 +25,4 @@ pub mod strict_bench;
 pub mod translation_bench;
 pub mod virtual_bench;
 
-use harness::{cmd, device_build, dist, llvm, offload, requirements, toolchain, tools};
+use harness::{cmd, device_build, dist, llvm, offload, png, requirements, toolchain, tools};

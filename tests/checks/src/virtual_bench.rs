@@ -71,6 +71,29 @@ fn explain_missed(printed: &str) -> Result<()> {
     Ok(())
 }
 
+/// Compiles the benchmark source `source` for `target` into `object` with clang++ of `toolchain`
+/// at -O2, through the configuration file (the pass and frontend plugins) if `plugin`, with the
+/// loop cache off for `-DVARIANT=uncached`.
+pub(crate) fn compile_object(
+    toolchain: &Toolchain,
+    target: &OffloadTarget,
+    object: &Path,
+    source: &Path,
+    plugin: bool,
+    defines: &[&str],
+) -> Result<PathBuf> {
+    let mut c = Command::new(toolchain.compiler("bench.cpp"));
+    if defines.contains(&"-DVARIANT=uncached") {
+        c.env(LOOP_CACHE_SWITCH, "0");
+    }
+    c.args(toolchain.offload_args(target)).args(["-O2", "-Wall", "-Werror", "-c"]).args(defines);
+    if plugin {
+        c.args(toolchain.pass_plugin_args());
+    }
+    cmd::output(c.arg(source).arg("-o").arg(object))?;
+    Ok(object.to_path_buf())
+}
+
 /// The pass plugin's switch for its loop cache (`compiler/pass-plugin/src/loop_cache.rs`).
 pub const LOOP_CACHE_SWITCH: &str = "OMPTARGET_INDIRECT_LOOP_CACHE";
 
@@ -82,18 +105,8 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     std::fs::create_dir_all(&out)?;
     let target = OffloadTarget::x86_64();
     let toolchain = Toolchain::llvm19(tools, dist);
-    let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| -> Result<PathBuf> {
-        let path = out.join(object);
-        let mut c = Command::new(&tools.clangxx);
-        if defines.contains(&"-DVARIANT=uncached") {
-            c.env(LOOP_CACHE_SWITCH, "0");
-        }
-        c.args(toolchain.offload_args(&target)).args(["-O2", "-Wall", "-Werror", "-c"]).args(defines);
-        if plugin {
-            c.args(toolchain.pass_plugin_args());
-        }
-        cmd::output(c.arg(sources.join(source)).arg("-o").arg(&path))?;
-        Ok(path)
+    let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| {
+        compile_object(&toolchain, &target, &out.join(object), &sources.join(source), plugin, defines)
     };
     let objects = [
         compile("virtual_cost.cpp", "virtual_cost.o", true, &[])?,
