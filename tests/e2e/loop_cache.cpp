@@ -10,9 +10,10 @@
 #include "device_copy.h"
 
 #pragma omp begin declare target
+// Not pure: the AMDGPU device libraries here define no __cxa_pure_virtual for a pure one's slot.
 struct Op {
   virtual ~Op() {}
-  virtual int apply(int x) const = 0;
+  virtual int apply(int x) const { return x; }
 };
 struct AddOne : Op {
   int apply(int x) const override {
