@@ -91,24 +91,31 @@ impl<'a> Space<'a> {
     /// Whether the loader may call `vaddr` as a function (`DT_INIT`, `DT_FINI`, an entry of an
     /// initialiser or finaliser array): in the image's code and, as far as its section headers
     /// and symbols tell, where a function starts. Linkers point `DT_INIT` / `DT_FINI` at the start
-    /// of `.init` / `.fini` (or at the function `-init` / `-fini` names) and every array entry at
-    /// a function; an address inside a function runs from the middle of its instructions.
-    /// `exported` are the starts of the dynamic symbol table's functions. An image stripped of
-    /// `.symtab` names its local functions nowhere: an array entry there is checked against the
-    /// code only.
+    /// of the `.init` / `.fini` section (or at the function `-init` / `-fini` names) and every
+    /// array entry at a function; an address inside a function runs from the middle of its
+    /// instructions, and the start of another section of code may be none (`.plt`'s first stub
+    /// jumps to the lazy resolver, null when bound at load). `exported` are the starts of the
+    /// dynamic symbol table's functions. An image stripped of `.symtab` names its local functions
+    /// nowhere: an array entry there is checked against the code only.
     fn is_function_start(&self, vaddr: u64, exported: &[u64], call: Call) -> bool {
         if !self.in_code(vaddr) {
             return false;
         }
-        let section_start = self
-            .sections
-            .as_ref()
-            .is_some_and(|sections| sections.iter().flatten().any(|s| s.executable && s.addr == vaddr));
         let named = exported.contains(&vaddr) || self.functions.as_ref().is_some_and(|f| f.contains(&vaddr));
+        let section = match call {
+            Call::Init => Some(SectionRole::Init),
+            Call::Fini => Some(SectionRole::Fini),
+            Call::ArrayEntry => None,
+        };
+        let its_section = section.is_some_and(|role| {
+            self.sections.as_ref().is_some_and(|sections| {
+                sections.iter().flatten().any(|s| s.role == Some(role) && s.addr == vaddr)
+            })
+        });
         // What the image tells: its static symbols name every function; without them, its
         // section headers still say where `.init` and `.fini` start.
-        let told = self.functions.is_some() || (call == Call::Entry && self.sections.is_some());
-        !told || section_start || named
+        let told = self.functions.is_some() || (section.is_some() && self.sections.is_some());
+        !told || its_section || named
     }
 
     /// Whether `vaddr` is in the file-backed part of an executable segment.
@@ -135,10 +142,21 @@ impl<'a> Space<'a> {
 /// How the loader calls an address of the image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Call {
-    /// `DT_INIT` or `DT_FINI`.
-    Entry,
+    /// `DT_INIT`.
+    Init,
+    /// `DT_FINI`.
+    Fini,
     /// An entry of `DT_INIT_ARRAY`, `DT_FINI_ARRAY` or `DT_PREINIT_ARRAY`.
     ArrayEntry,
+}
+
+/// The sections `DT_INIT` and `DT_FINI` point at, known by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SectionRole {
+    /// `.init`.
+    Init,
+    /// `.fini`.
+    Fini,
 }
 
 /// A section that occupies memory: where, and whether it holds code.
@@ -149,6 +167,8 @@ struct Section {
     executable: bool,
     /// `sh_type`: `SHT_INIT_ARRAY` and its kin say where the loader's arrays are.
     kind: u32,
+    /// `.init` or `.fini`, by name.
+    role: Option<SectionRole>,
 }
 
 /// Reads `count` values of `T` from the start of `bytes`.
@@ -197,16 +217,23 @@ pub fn check_shared_object(data: &[u8]) -> Result<CheckedImage> {
     // The loader never reads section headers, but linkers write them consistently: a dynamic
     // symbol must lie in the section it names, and code the loader calls in a section of code
     // (see `check_dynamic`, `Space::in_code`).
+    let names = header.sections(e, data).ok();
     space.sections = header.section_headers(e, data).ok().filter(|h| !h.is_empty()).map(|headers| {
         headers
             .iter()
             .map(|h| {
                 let flags = h.sh_flags.get(e);
+                let role = match names.as_ref().and_then(|n| n.section_name(e, h).ok()) {
+                    Some(b".init") => Some(SectionRole::Init),
+                    Some(b".fini") => Some(SectionRole::Fini),
+                    _ => None,
+                };
                 (flags & u64::from(elf::SHF_ALLOC) != 0).then(|| Section {
                     addr: h.sh_addr.get(e),
                     size: h.sh_size.get(e),
                     executable: flags & u64::from(elf::SHF_EXECINSTR) != 0,
                     kind: h.sh_type.get(e),
+                    role,
                 })
             })
             .collect()
@@ -587,12 +614,14 @@ fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
             }
         }
     }
-    for (tag, what) in [(elf::DT_INIT, "DT_INIT"), (elf::DT_FINI, "DT_FINI")] {
+    for (tag, what, call, section) in
+        [(elf::DT_INIT, "DT_INIT", Call::Init, ".init"), (elf::DT_FINI, "DT_FINI", Call::Fini, ".fini")]
+    {
         match value(tag) {
             Some(at) if !space.in_code(at) => return bad(format!("{what} at {at:#x} is not in the image's code")),
-            Some(at) if !space.is_function_start(at, &exported, Call::Entry) => {
+            Some(at) if !space.is_function_start(at, &exported, call) => {
                 return bad(format!(
-                    "{what} at {at:#x} is inside the image's code but neither where a section of code starts nor a function"
+                    "{what} at {at:#x} is inside the image's code but neither the start of {section} nor a function"
                 ))
             }
             _ => {}

@@ -643,6 +643,41 @@ fn an_initialiser_array_grown_over_the_finalisers_is_refused() {
     assert_released_since(held, "the grown initialiser array");
 }
 
+/// The fuzzer's second find with the initialiser family: the initialiser array's entry made the
+/// start of `.plt`, a section of code but no function (its first stub jumps through the GOT slot
+/// of the lazy resolver, null in an image bound at load): the loader called address 0. So are
+/// `DT_INIT` and `DT_FINI` made the start of another section than `.init` / `.fini`: refused.
+#[test]
+fn initialisers_at_the_start_of_the_plt_are_refused() {
+    use object::{Object, ObjectSection};
+    use plugin_test_support::elf_mutations::{fields, Family, Mutation};
+    let _g = fresh();
+    let api = api();
+    let good = compile_indirect().clone();
+    let plt =
+        object::File::parse(&good[..]).unwrap().section_by_name(".plt").expect("a .plt section").address();
+    let code = omptarget_rtl_x86_64::validate::check_shared_object(&good).unwrap().code;
+    let held = Held::now();
+    let mut tried = 0;
+    for field in fields(&good).into_iter().filter(|f| f.family == Family::InitFini) {
+        let old = u64::from_le_bytes(good[field.at..field.at + 8].try_into().unwrap());
+        if !code.iter().any(|&(from, to)| (from..to).contains(&old)) {
+            continue; // an array's address or size
+        }
+        let bytes = Mutation { field, value: plt }.apply(&good);
+        let why = omptarget_rtl_x86_64::validate::check_shared_object(&bytes)
+            .expect_err("the start of .plt")
+            .to_string();
+        assert!(why.contains("function"), "{why}");
+        let image = indirect_image_with(bytes, &[]);
+        // SAFETY: a well-formed descriptor of an image that must be refused before loading.
+        assert!(unsafe { (api.load_binary)(1, image.ptr()) }.is_null());
+        tried += 1;
+    }
+    assert!(tried >= 4, "DT_INIT, DT_FINI and the two array entries: {tried}");
+    assert_released_since(held, "the initialisers at .plt");
+}
+
 /// Where the functions of `image` start, by its static and dynamic symbols.
 fn function_starts(image: &[u8]) -> Vec<u64> {
     use object::{Object, ObjectSymbol, SymbolKind};
