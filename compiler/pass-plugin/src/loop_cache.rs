@@ -56,18 +56,19 @@ impl Pass<'_> {
             if translate.is_null() {
                 return;
             }
+            // The translation calls of each function: how many the shim may hand back.
             let mut functions: Vec<LLVMValueRef> = direct_calls(translate, 1)
                 .into_iter()
                 .filter(|call| !LLVMIsACallInst(*call).is_null())
                 .map(|call| LLVMGetBasicBlockParent(LLVMGetInstructionParent(call)))
                 .collect();
             functions.sort();
-            functions.dedup();
-            for function in functions {
+            let calls = functions.chunk_by(|a, b| a == b).map(|run| (run[0], run.len())).collect::<Vec<_>>();
+            for (function, translations) in calls {
                 if crate::pass::value_name_bytes(function).is_some_and(is_runtime_function) {
                     continue;
                 }
-                let mut cached = vec![std::ptr::null_mut(); direct_calls(translate, 1).len()];
+                let mut cached = vec![std::ptr::null_mut(); translations];
                 let count = omptarget_indirect_cache_translations(
                     function,
                     translate,

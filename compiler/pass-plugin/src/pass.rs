@@ -277,27 +277,44 @@ pub(crate) unsafe fn is_known_callee(callee: LLVMValueRef) -> bool {
 pub(crate) unsafe fn is_translation(value: LLVMValueRef, visited: &mut HashSet<LLVMValueRef>) -> bool {
     // SAFETY: type queries and operand reads on valid values.
     unsafe {
-        if !LLVMIsACallInst(value).is_null() {
+        let translation_call = |value: LLVMValueRef| {
+            if LLVMIsACallInst(value).is_null() {
+                return false;
+            }
             let callee = LLVMGetCalledValue(value);
-            return !LLVMIsAFunction(callee).is_null()
+            !LLVMIsAFunction(callee).is_null()
                 && value_name_bytes(callee)
-                    .is_some_and(|n| n == TRANSLATE.to_bytes() || n == LLVM_LOOKUP.to_bytes());
-        }
+                    .is_some_and(|n| n == TRANSLATE.to_bytes() || n == LLVM_LOOKUP.to_bytes())
+        };
+        picks_only(value, visited, &translation_call, &|input| is_known_callee(input))
+    }
+}
+
+/// Whether `value` is a `leaf`, directly, through address-space casts, or as every value a phi or
+/// select may pick, each a `leaf` the same way or an `other` value (a phi that reaches itself
+/// through a loop adds no other value).
+pub(crate) unsafe fn picks_only(
+    value: LLVMValueRef,
+    visited: &mut HashSet<LLVMValueRef>,
+    leaf: &dyn Fn(LLVMValueRef) -> bool,
+    other: &dyn Fn(LLVMValueRef) -> bool,
+) -> bool {
+    // SAFETY: type queries and operand reads on valid values.
+    unsafe {
         if !LLVMIsAAddrSpaceCastInst(value).is_null() {
-            return is_translation(LLVMGetOperand(value, 0), visited);
+            return picks_only(LLVMGetOperand(value, 0), visited, leaf, other);
         }
         let inputs: Vec<LLVMValueRef> = if !LLVMIsAPHINode(value).is_null() {
             (0..LLVMCountIncoming(value)).map(|i| LLVMGetIncomingValue(value, i)).collect()
         } else if !LLVMIsASelectInst(value).is_null() {
             vec![LLVMGetOperand(value, 1), LLVMGetOperand(value, 2)]
         } else {
-            return false;
+            return leaf(value);
         };
-        // A phi that reaches itself through a loop adds no untranslated input.
         if !visited.insert(value) {
             return true;
         }
-        inputs.into_iter().all(|input| is_known_callee(input) || is_translation(input, visited))
+        inputs.into_iter().all(|input| other(input) || picks_only(input, visited, leaf, other))
     }
 }
 

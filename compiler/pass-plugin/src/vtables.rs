@@ -32,7 +32,7 @@ use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::target::{LLVMABISizeOfType, LLVMGetModuleDataLayout};
 use crate::llvm::{LLVMLinkage, LLVMTypeKind, LLVMVisibility};
-use crate::pass::{is_translation, keep, value_name_bytes, Key, Pass, Phase, TRANSLATE};
+use crate::pass::{is_translation, keep, picks_only, value_name_bytes, Key, Pass, Phase, TRANSLATE};
 use crate::remarks::Kind;
 
 /// How a load was recognised as a vtable pointer load.
@@ -177,44 +177,31 @@ pub(crate) unsafe fn is_device_vtable_slot(callee: LLVMValueRef) -> bool {
         if !LLVMIsAAddrSpaceCastInst(address).is_null() {
             address = LLVMGetOperand(address, 0);
         }
-        translates_vtable_loads(address, &mut Default::default())
+        translates_vtable_loads(address)
     }
 }
 
 /// Whether `value` is a translation of a vtable pointer load (tagged as one by TBAA), or a phi or
 /// select of such translations and null: the loop cache's result (`crate::loop_cache`).
-unsafe fn translates_vtable_loads(
-    value: LLVMValueRef,
-    visited: &mut std::collections::HashSet<LLVMValueRef>,
-) -> bool {
+unsafe fn translates_vtable_loads(value: LLVMValueRef) -> bool {
     // SAFETY: type queries and operand reads on valid values.
     unsafe {
-        if !LLVMIsAAddrSpaceCastInst(value).is_null() {
-            return translates_vtable_loads(LLVMGetOperand(value, 0), visited);
-        }
-        if !LLVMIsAPHINode(value).is_null() || !LLVMIsASelectInst(value).is_null() {
-            let inputs: Vec<LLVMValueRef> = if LLVMIsAPHINode(value).is_null() {
-                vec![LLVMGetOperand(value, 1), LLVMGetOperand(value, 2)]
-            } else {
-                (0..LLVMCountIncoming(value)).map(|i| LLVMGetIncomingValue(value, i)).collect()
-            };
-            // A phi that reaches itself through the loop adds no other value.
-            return !visited.insert(value)
-                || inputs.into_iter().all(|input| {
-                    !LLVMIsAConstantPointerNull(input).is_null() || translates_vtable_loads(input, visited)
-                });
-        }
-        if LLVMIsACallInst(value).is_null()
-            || !is_translation(value, &mut Default::default())
-            || LLVMGetNumArgOperands(value) != 1
-        {
-            return false;
-        }
-        let mut translated = LLVMGetOperand(value, 0);
-        if !LLVMIsAAddrSpaceCastInst(translated).is_null() {
-            translated = LLVMGetOperand(translated, 0);
-        }
-        tagged_vtable_load(LLVMGetTypeContext(LLVMTypeOf(value)), translated)
+        let of_tagged_load = |call: LLVMValueRef| {
+            if LLVMIsACallInst(call).is_null()
+                || !is_translation(call, &mut Default::default())
+                || LLVMGetNumArgOperands(call) != 1
+            {
+                return false;
+            }
+            let mut translated = LLVMGetOperand(call, 0);
+            if !LLVMIsAAddrSpaceCastInst(translated).is_null() {
+                translated = LLVMGetOperand(translated, 0);
+            }
+            tagged_vtable_load(LLVMGetTypeContext(LLVMTypeOf(call)), translated)
+        };
+        picks_only(value, &mut Default::default(), &of_tagged_load, &|input| {
+            !LLVMIsAConstantPointerNull(input).is_null()
+        })
     }
 }
 

@@ -566,14 +566,8 @@ fn initialisers_and_finalisers_inside_functions_are_refused() {
     // DT_INIT, DT_FINI, the two arrays' addresses and sizes, and the addend of each array slot.
     assert!(init_fini.len() >= 8, "{} initialiser and finaliser fields", init_fini.len());
     let function_starts = function_starts(&good);
-    let code =
-        omptarget_rtl_x86_64::validate::check_shared_object(&good).expect("the real image passes").code;
     let mut tried = 0;
-    for field in init_fini {
-        let old = u64::from_le_bytes(good[field.at..field.at + 8].try_into().unwrap());
-        if !code.iter().any(|&(from, to)| (from..to).contains(&old)) {
-            continue; // an array's address or size: the mutation families cover those
-        }
+    for (field, old) in called_at_load(&good) {
         for by in [1u64, 4, 0x10, 0x100] {
             let moved = old + by;
             if function_starts.contains(&moved) {
@@ -650,20 +644,15 @@ fn an_initialiser_array_grown_over_the_finalisers_is_refused() {
 #[test]
 fn initialisers_at_the_start_of_the_plt_are_refused() {
     use object::{Object, ObjectSection};
-    use plugin_test_support::elf_mutations::{fields, Family, Mutation};
+    use plugin_test_support::elf_mutations::Mutation;
     let _g = fresh();
     let api = api();
     let good = compile_indirect().clone();
     let plt =
         object::File::parse(&good[..]).unwrap().section_by_name(".plt").expect("a .plt section").address();
-    let code = omptarget_rtl_x86_64::validate::check_shared_object(&good).unwrap().code;
     let held = Held::now();
     let mut tried = 0;
-    for field in fields(&good).into_iter().filter(|f| f.family == Family::InitFini) {
-        let old = u64::from_le_bytes(good[field.at..field.at + 8].try_into().unwrap());
-        if !code.iter().any(|&(from, to)| (from..to).contains(&old)) {
-            continue; // an array's address or size
-        }
+    for (field, _) in called_at_load(&good) {
         let bytes = Mutation { field, value: plt }.apply(&good);
         let why = omptarget_rtl_x86_64::validate::check_shared_object(&bytes)
             .expect_err("the start of .plt")
@@ -676,6 +665,21 @@ fn initialisers_at_the_start_of_the_plt_are_refused() {
     }
     assert!(tried >= 4, "DT_INIT, DT_FINI and the two array entries: {tried}");
     assert_released_since(held, "the initialisers at .plt");
+}
+
+/// The initialiser and finaliser fields of `image` that hold an address the loader calls
+/// (`DT_INIT`, `DT_FINI`, each array slot's relocation addend), with that address; not the
+/// arrays' addresses and sizes, which the mutation families cover.
+fn called_at_load(image: &[u8]) -> Vec<(plugin_test_support::elf_mutations::Field, u64)> {
+    use plugin_test_support::elf_mutations::{fields, Family};
+    let code =
+        omptarget_rtl_x86_64::validate::check_shared_object(image).expect("the real image passes").code;
+    fields(image)
+        .into_iter()
+        .filter(|f| f.family == Family::InitFini)
+        .map(|f| (f, u64::from_le_bytes(image[f.at..f.at + 8].try_into().unwrap())))
+        .filter(|&(_, at)| code.iter().any(|&(from, to)| (from..to).contains(&at)))
+        .collect()
 }
 
 /// Where the functions of `image` start, by its static and dynamic symbols.
