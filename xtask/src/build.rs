@@ -11,6 +11,10 @@
 //! target/dist/lib/libomptarget-indirect-frontend-llvmNN.so the clang frontend plugin of release NN
 //! target/dist/share/omptarget-indirect/clang-NN.cfg      `clang-NN --config=` file that loads it
 //! ```
+//!
+//! `cargo xtask build` makes all of it from Debian's LLVM 19 and 22 and fails on anything missing;
+//! `cargo xtask install --llvm DIR` builds ([`build_from`]) only what the LLVM installs it is given
+//! can use, into a tree of its own, and lists each optional part it left out with the reason.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -24,10 +28,53 @@ use harness::device_build::DeviceBuild;
 use omptarget_indirect_abi::DEVICE_ENVIRONMENT;
 
 use crate::cmd;
-use crate::dist::{Archs, Dist, FORTRAN_MODULE_SOURCE, PASS_PLUGIN, PLUGINS, REGISTER, STRICT};
-use crate::llvm::Llvm;
+use crate::dist::{Archs, Dist, Parts, FORTRAN_MODULE_SOURCE, PASS_PLUGIN, PLUGINS, REGISTER, STRICT};
+use crate::llvm::{Llvm, LlvmInstall};
 use crate::offload::OffloadTarget;
 use crate::tools::Tools;
+
+/// What a build is given: the LLVM installs to build for and what it found beside them.
+pub struct Inputs {
+    /// The LLVM installs, oldest release first: the oldest writes the shared device images and
+    /// the fat library (LLVM reads bitcode and offload binaries of older releases, never newer).
+    pub llvms: Vec<LlvmInstall>,
+    /// CUDA's `ptxas`: proves each nvptx image assembles (`device_rtl.cubin`, the GPU bundle's).
+    pub ptxas: Option<PathBuf>,
+    /// The development build: every part is required, a missing input is an error.
+    pub complete: bool,
+    /// Where cargo builds the host libraries; `None`: the workspace's own target directories.
+    pub cargo_target: Option<PathBuf>,
+}
+
+impl Inputs {
+    /// `cargo xtask build`: Debian's LLVM 19 and 22 and CUDA 11.8's ptxas, as the preflight found.
+    pub fn development(tools: &Tools) -> Result<Inputs> {
+        let prefix = |clang: &Path| clang.parent().and_then(Path::parent).map(Path::to_path_buf);
+        let mut llvms = Vec::new();
+        for clang in [&tools.clang, &tools.clang22] {
+            llvms.push(LlvmInstall::probe(&prefix(clang).context("clang has no prefix")?)?);
+        }
+        Ok(Inputs { llvms, ptxas: Some(tools.ptxas()), complete: true, cargo_target: None })
+    }
+
+    fn oldest(&self) -> &LlvmInstall {
+        &self.llvms[0]
+    }
+}
+
+/// A part a build left out, and why.
+pub struct Skipped {
+    /// What it is.
+    pub part: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "skipped {}: {}", self.part, self.reason)
+    }
+}
 
 /// Rejects names that are not of the `sm_NN` / `gfxNNN` form before any work starts.
 pub fn validate(archs: &Archs) -> Result<()> {
@@ -45,14 +92,63 @@ pub fn validate(archs: &Archs) -> Result<()> {
     Ok(())
 }
 
-/// Builds everything `Archs` asks for and writes the dist tree. Prints the time of each part.
+/// Builds everything `Archs` asks for from Debian's LLVM 19 and 22 and writes `target/dist`.
+/// Prints the time of each part.
 pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
+    let inputs = Inputs::development(tools)?;
+    build_from(workspace, &inputs, archs, &Dist::new(workspace).root).map(|(dist, _)| dist)
+}
+
+/// Builds, into the dist tree at `root`, what `inputs` allow of what `archs` asks for: the device
+/// library always, each optional part when its inputs are there (or, for a complete build, fails).
+/// Returns the tree and the parts left out.
+pub fn build_from(workspace: &Path, inputs: &Inputs, archs: &Archs, root: &Path) -> Result<(Dist, Vec<Skipped>)> {
     validate(archs)?;
-    let dist = Dist::new(workspace);
+    ensure!(!inputs.llvms.is_empty(), "no LLVM to build for");
     let started = Instant::now();
+    let mut skipped = Vec::new();
+    let parts = parts(inputs, &mut skipped);
+    let dist = Dist { root: root.to_path_buf(), parts };
+    let oldest = inputs.oldest();
     let mut images = Vec::new();
 
-    for sm in &archs.sms {
+    let missing_ir_tools: Vec<String> = ["llvm-link", "llvm-dis"]
+        .into_iter()
+        .filter(|tool| !oldest.tool(tool).is_file())
+        .map(|tool| oldest.tool(tool).display().to_string())
+        .collect();
+    let sms: &[String] = if missing_ir_tools.is_empty() || archs.sms.is_empty() {
+        &archs.sms
+    } else {
+        skipped.push(Skipped {
+            part: format!("the nvptx64 device images ({})", archs.sms.join(", ")),
+            reason: format!("{} missing (an LLVM installed without its tools)", missing_ir_tools.join(", ")),
+        });
+        &[]
+    };
+    let ptxas = match (&inputs.ptxas, sms.is_empty()) {
+        (Some(ptxas), _) if oldest.tool("llc").is_file() => Some(ptxas),
+        (_, true) => None,
+        (None, false) => {
+            skipped.push(Skipped {
+                part: "the ptxas check of the nvptx64 images".to_string(),
+                reason: "no ptxas (CUDA_HOME/bin, or PATH)".to_string(),
+            });
+            None
+        }
+        (Some(_), false) => {
+            skipped.push(Skipped {
+                part: "the ptxas check of the nvptx64 images".to_string(),
+                reason: format!("{} is missing", oldest.tool("llc").display()),
+            });
+            None
+        }
+    };
+    if let (true, Some(first)) = (inputs.complete, skipped.first()) {
+        bail!("{first} (the development build needs every part: run scripts/setup.sh)");
+    }
+
+    for sm in sms {
         let t = Instant::now();
         let dir = dist.nvptx_dir(sm);
         DeviceBuild {
@@ -63,16 +159,25 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
             emits: &[("llvm-bc", "device_rtl.bc")],
         }
         .run(workspace, &dir)?;
-        constant_device_environment(tools, &dir.join("device_rtl.bc"))?;
-        tools.compile_ptx(&dir.join("device_rtl.bc"), sm, &dir.join("device_rtl.ptx"))?;
-        cmd::output(
-            Command::new(tools.ptxas())
-                .arg(format!("-arch={sm}"))
-                .arg("-c")
-                .arg("-o")
-                .arg(dir.join("device_rtl.cubin"))
-                .arg(dir.join("device_rtl.ptx")),
-        )?;
+        constant_device_environment(oldest, &dir.join("device_rtl.bc"))?;
+        if let Some(ptxas) = ptxas {
+            // What clang's offload linker does with the LTO'd device module, then CUDA's assembler.
+            cmd::output(
+                Command::new(oldest.tool("llc"))
+                    .args(["-O3", &format!("-mcpu={sm}")])
+                    .arg(dir.join("device_rtl.bc"))
+                    .arg("-o")
+                    .arg(dir.join("device_rtl.ptx")),
+            )?;
+            cmd::output(
+                Command::new(ptxas)
+                    .arg(format!("-arch={sm}"))
+                    .arg("-c")
+                    .arg("-o")
+                    .arg(dir.join("device_rtl.cubin"))
+                    .arg(dir.join("device_rtl.ptx")),
+            )?;
+        }
         images.push(OffloadTarget::nvptx(sm).image_selector(&dir.join("device_rtl.bc")));
         println!("built nvptx64 {sm} in {:.1} s", t.elapsed().as_secs_f64());
     }
@@ -112,7 +217,7 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
         emits: &[("obj", "device_rtl_host.o")],
     }
     .run(workspace, &x86)?;
-    archive(tools, &dist.x86_64_archive(), &[x86.join("device_rtl_host.o")])?;
+    archive(oldest, &dist.x86_64_archive(), &[x86.join("device_rtl_host.o")])?;
     // "generic": the offload linker matches it to the host-offload target whatever its arch. A
     // native object, not bitcode: clang-linker-wrapper 22 hands an x86_64 bitcode image to the
     // system linker unless -foffload-lto is given; an object links with and without it, in 19 too.
@@ -120,14 +225,73 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
     images.push(generic.image_selector(&x86.join("device_rtl.o")));
     println!("built x86_64 in {:.1} s", t.elapsed().as_secs_f64());
 
-    fat_library(workspace, tools, &dist, &images, &x86.join("device_rtl_host.o"))?;
+    fat_library(oldest, &dist, &images, &x86.join("device_rtl_host.o"))?;
     let t = Instant::now();
-    plugins(workspace, &dist)?;
-    frontend_plugins(workspace, tools, &dist)?;
-    fortran_module(workspace, tools, &dist)?;
+    libraries(workspace, inputs, &dist)?;
+    frontend_plugins(workspace, inputs, &dist)?;
+    if dist.parts.fortran {
+        let flang = inputs.llvms.iter().find(|l| l.release == Llvm::V22).context("no LLVM 22")?;
+        fortran_module(workspace, flang, &dist)?;
+    }
     println!("built the plugins and the Fortran module in {:.1} s", t.elapsed().as_secs_f64());
     println!("dist tree in {} ({:.1} s in all)", dist.root.display(), started.elapsed().as_secs_f64());
-    Ok(dist)
+    Ok((dist, skipped))
+}
+
+/// Which optional parts `inputs` allow; each one left out goes to `skipped` with its reason.
+fn parts(inputs: &Inputs, skipped: &mut Vec<Skipped>) -> Parts {
+    let releases: Vec<Llvm> = inputs.llvms.iter().map(|l| l.release).collect();
+    let mut frontend = Vec::new();
+    for llvm in &inputs.llvms {
+        let needs = [
+            llvm.include.join("clang/Frontend/FrontendPluginRegistry.h"),
+            llvm.lib.join("libclang-cpp.so"),
+            llvm.tool("clang++"),
+        ];
+        match needs.iter().find(|p| !p.exists()) {
+            None => frontend.push(llvm.release),
+            Some(missing) => skipped.push(Skipped {
+                part: format!("the frontend plugin for clang {}", llvm.release.major()),
+                reason: format!("{} is missing (clang's development headers and libclang-cpp)", missing.display()),
+            }),
+        }
+    }
+    let fortran = match inputs.llvms.iter().find(|l| l.release == Llvm::V22) {
+        Some(llvm) if llvm.tool("flang").is_file() => true,
+        Some(llvm) => {
+            skipped.push(Skipped {
+                part: "the Fortran module (flang 22)".to_string(),
+                reason: format!("{} is missing", llvm.tool("flang").display()),
+            });
+            false
+        }
+        None => false,
+    };
+    let libomptarget16_plugins = if !releases.contains(&Llvm::V19) {
+        skipped.push(Skipped {
+            part: "the libomptarget 16 plugins".to_string(),
+            reason: "they run clang 19 programs, and no LLVM 19 was given".to_string(),
+        });
+        false
+    } else if let Some(reason) = missing_libffi() {
+        skipped.push(Skipped { part: "the libomptarget 16 plugins".to_string(), reason });
+        false
+    } else {
+        true
+    };
+    Parts { releases, frontend, fortran, libomptarget16_plugins }
+}
+
+/// Why the x86_64 plugin cannot link libffi, if it cannot: the C compiler's linker does not find
+/// `libffi.so` (`cc -print-file-name` echoes the bare name back then).
+fn missing_libffi() -> Option<String> {
+    let found = cmd::stdout(Command::new(crate::requirements::program("cc")).arg("-print-file-name=libffi.so"))
+        .map(|out| out.trim().to_string());
+    match found {
+        Ok(path) if path.starts_with('/') => None,
+        Ok(_) => Some("the C compiler finds no libffi.so (libffi's development files)".to_string()),
+        Err(err) => Some(format!("cannot ask the C compiler for libffi.so: {err:#}")),
+    }
 }
 
 /// LLVM's DeviceRTL defines the device environment in the constant address space (4), and nvlink
@@ -138,8 +302,8 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
 /// in space 4 and keeps that declaration alive: LLVM's IR linker then turns the crate's uses into
 /// an addrspacecast of it (`ld.const` in PTX). Rewrites `bitcode` in place. (amdgcn device code is
 /// always linked as IR, where the same linker reconciles the spaces by itself.)
-fn constant_device_environment(tools: &Tools, bitcode: &Path) -> Result<()> {
-    let ir = cmd::stdout(Command::new(&tools.llvm_dis).arg(bitcode).arg("-o").arg("-"))?;
+fn constant_device_environment(llvm: &LlvmInstall, bitcode: &Path) -> Result<()> {
+    let ir = cmd::stdout(Command::new(llvm.tool("llvm-dis")).arg(bitcode).arg("-o").arg("-"))?;
     let header: Vec<&str> =
         ir.lines().filter(|l| l.starts_with("target datalayout") || l.starts_with("target triple")).collect();
     ensure!(header.len() == 2, "{}: no target datalayout and triple", bitcode.display());
@@ -154,42 +318,62 @@ fn constant_device_environment(tools: &Tools, bitcode: &Path) -> Result<()> {
         ),
     )?;
     let linked = bitcode.with_extension("linked.bc");
-    cmd::output(Command::new(&tools.llvm_link).arg(&declaration).arg(bitcode).arg("-o").arg(&linked))?;
+    cmd::output(Command::new(llvm.tool("llvm-link")).arg(&declaration).arg(bitcode).arg("-o").arg(&linked))?;
     fs::rename(&linked, bitcode)?;
     Ok(())
 }
 
-/// Builds the libomptarget plugins and the pass plugin (once per LLVM release) in release mode,
-/// installs them in `target/dist/lib` (the libomptarget plugins under the names libomptarget 16
-/// looks for), and writes the clang configuration file of each release that loads its pass plugin.
-fn plugins(workspace: &Path, dist: &Dist) -> Result<()> {
+/// Builds the host libraries in release mode (strict mode; the libomptarget 16 plugins and the
+/// registration library when the tree has them) and the pass plugin once per LLVM release,
+/// installs them in the tree's `lib` (the libomptarget plugins under the names libomptarget 16
+/// looks for), and writes the configuration file of each release.
+fn libraries(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
+    let parts = &dist.parts;
+    // The development build keeps its historic target directories (the tests' `cargo test` shares
+    // the first); an install builds in its own, with each LLVM's llvm-config named explicitly.
+    let target_dir = |name: &str| match &inputs.cargo_target {
+        Some(dir) => dir.join(name),
+        None if name == "host" => workspace.join("target"),
+        None => workspace.join("target").join(name),
+    };
     let mut installs: Vec<(PathBuf, &str)> = Vec::new();
-    for llvm in Llvm::ALL {
-        let mut build = cmd::cargo();
-        build.current_dir(workspace).args(["build", "--quiet", "--release"]);
-        let release = if llvm == Llvm::V19 {
-            // The default features are LLVM 19's: these share the workspace's target dir.
-            for (package, _, _) in PLUGINS {
-                build.args(["-p", package]);
-            }
-            installs.extend(
-                PLUGINS.iter().map(|(_, built, name)| (workspace.join("target/release").join(built), *name)),
-            );
-            build.args(["-p", STRICT.0, "-p", REGISTER.0]);
-            installs.push((workspace.join("target/release").join(STRICT.1), STRICT.2));
-            installs.push((workspace.join("target/release").join(REGISTER.1), REGISTER.2));
-            workspace.join("target/release")
-        } else {
-            // Another feature set in a target dir of its own, so neither build undoes the other.
-            let target_dir = workspace.join("target").join(format!("llvm{}", llvm.major()));
-            build.arg("--no-default-features").args(["--features", llvm.pass_plugin_feature()]);
-            build.env("CARGO_TARGET_DIR", &target_dir);
-            target_dir.join("release")
-        };
-        build.args(["-p", PASS_PLUGIN.0]);
-        cmd::status(&mut build)?;
-        installs.push((release.join(PASS_PLUGIN.1), llvm.pass_plugin_file()));
+    let mut host = cmd::cargo();
+    host.current_dir(workspace).args(["build", "--quiet", "--release", "-p", STRICT.0]);
+    let mut host_libs = vec![STRICT];
+    if parts.libomptarget16_plugins {
+        for (package, built, name) in PLUGINS {
+            host.args(["-p", package]);
+            installs.push((target_dir("host").join("release").join(built), name));
+        }
     }
+    if parts.register() {
+        host.args(["-p", REGISTER.0]);
+        host_libs.push(REGISTER);
+    }
+    for llvm in &inputs.llvms {
+        let mut build = if inputs.cargo_target.is_none() && llvm.release == Llvm::V19 {
+            // LLVM 19's are the default features: with the host libraries, in the tests' directory.
+            host.args(["-p", PASS_PLUGIN.0]);
+            installs.push((target_dir("host").join("release").join(PASS_PLUGIN.1), llvm.release.pass_plugin_file()));
+            continue;
+        } else {
+            let mut build = cmd::cargo();
+            build.current_dir(workspace).args(["build", "--quiet", "--release", "-p", PASS_PLUGIN.0]);
+            build.arg("--no-default-features").args(["--features", llvm.release.pass_plugin_feature()]);
+            build
+        };
+        let dir = target_dir(&format!("llvm{}", llvm.release.major()));
+        build.env("CARGO_TARGET_DIR", &dir);
+        if inputs.cargo_target.is_some() {
+            build.env("OMPTARGET_INDIRECT_LLVM_CONFIG", &llvm.llvm_config);
+        }
+        cmd::status(&mut build)?;
+        installs.push((dir.join("release").join(PASS_PLUGIN.1), llvm.release.pass_plugin_file()));
+    }
+    host.env("CARGO_TARGET_DIR", target_dir("host"));
+    cmd::status(&mut host)?;
+    installs.extend(host_libs.iter().map(|(_, built, name)| (target_dir("host").join("release").join(built), *name)));
+
     fs::create_dir_all(dist.lib_dir())?;
     for (from, installed) in installs {
         let dest = dist.lib_dir().join(installed);
@@ -197,45 +381,42 @@ fn plugins(workspace: &Path, dist: &Dist) -> Result<()> {
         fs::copy(&from, &fresh).with_context(|| format!("cannot copy {}", from.display()))?;
         replace_if_changed(&fresh, &dest)?;
     }
-    for llvm in Llvm::ALL {
-        // <CFGDIR> is the file's own directory (clang 16+): the dist tree can move.
+    for &llvm in &parts.releases {
+        // <CFGDIR> is the file's own directory (clang 16+): the tree can move.
         let config = dist.clang_config(llvm);
         fs::create_dir_all(config.parent().context("no parent")?)?;
         let fresh = config.with_extension("cfg.new");
-        fs::write(&fresh, llvm.clang_config())?;
+        fs::write(&fresh, llvm.clang_config(parts.frontend.contains(&llvm)))?;
         replace_if_changed(&fresh, &config)?;
     }
-    let config = dist.flang_config();
-    let fresh = config.with_extension("cfg.new");
-    fs::write(&fresh, crate::llvm::flang_config())?;
-    replace_if_changed(&fresh, &config)
+    if parts.fortran {
+        let config = dist.flang_config();
+        let fresh = config.with_extension("cfg.new");
+        fs::write(&fresh, crate::llvm::flang_config())?;
+        replace_if_changed(&fresh, &config)?;
+    }
+    Ok(())
 }
 
 /// The frontend plugin's one source file.
 const FRONTEND_PLUGIN_SOURCE: &str = "compiler/frontend-plugin/omptarget_indirect_frontend.cpp";
 
-/// Compiles the frontend plugin once per LLVM release, with that release's clang++ against its
-/// clang headers, linked with its `libclang-cpp` and `libLLVM` (the ones its clang has loaded).
-/// Skipped when the plugin is newer than its source (the headers change only with the packages).
-fn frontend_plugins(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
+/// Compiles the frontend plugin once per LLVM release that has clang's development files, with
+/// that release's clang++ against its clang headers, linked with its `libclang-cpp` and `libLLVM`
+/// (the ones its clang has loaded). Skipped when the plugin is newer than its source and than
+/// the LLVM's `llvm-config` (the headers change only with the LLVM).
+fn frontend_plugins(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
     let source = workspace.join(FRONTEND_PLUGIN_SOURCE);
     let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
-    for llvm in Llvm::ALL {
-        let plugin = dist.frontend_plugin(llvm);
-        if modified(&plugin).is_some_and(|built| modified(&source).is_some_and(|src| src < built)) {
+    for llvm in inputs.llvms.iter().filter(|l| dist.parts.frontend.contains(&l.release)) {
+        let plugin = dist.frontend_plugin(llvm.release);
+        let newest_input = modified(&source).max(modified(&llvm.llvm_config));
+        if modified(&plugin).is_some_and(|built| newest_input.is_some_and(|input| input < built)) {
             continue;
         }
-        let llvm_config = crate::requirements::program(&format!("llvm-config-{}", llvm.major()));
-        let query =
-            |arg: &str| cmd::stdout(Command::new(&llvm_config).arg(arg)).map(|s| s.trim().to_string());
-        let (include, lib) = (query("--includedir")?, query("--libdir")?);
-        let compiler = match llvm {
-            Llvm::V19 => &tools.clangxx,
-            Llvm::V22 => &tools.clangxx22,
-        };
         let fresh = plugin.with_extension("so.new");
         cmd::output(
-            Command::new(compiler)
+            Command::new(llvm.tool("clang++"))
                 .args(["-shared", "-fPIC", "-std=c++17", "-fno-rtti", "-fno-exceptions", "-O2"])
                 .args([
                     "-Wall",
@@ -245,11 +426,11 @@ fn frontend_plugins(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> 
                     "-Wno-deprecated-declarations",
                 ])
                 .arg("-isystem")
-                .arg(&include)
+                .arg(&llvm.include)
                 .arg(&source)
                 .arg("-o")
                 .arg(&fresh)
-                .arg(format!("-L{lib}"))
+                .arg(format!("-L{}", llvm.lib.display()))
                 .args(["-lclang-cpp", "-lLLVM"]),
         )?;
         fs::rename(&fresh, &plugin).with_context(|| format!("cannot write {}", plugin.display()))?;
@@ -260,11 +441,11 @@ fn frontend_plugins(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> 
 /// Compiles the `omptarget_indirect` module with flang 22 into the dist tree's module directory
 /// (a module file is only read by the flang release that wrote it). It has no code: programs
 /// need the module file, not an object.
-fn fortran_module(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
+fn fortran_module(workspace: &Path, llvm: &LlvmInstall, dist: &Dist) -> Result<()> {
     let dir = dist.fortran_module_dir();
     fs::create_dir_all(&dir)?;
     cmd::output(
-        Command::new(&tools.flang22)
+        Command::new(llvm.tool("flang"))
             .args(["-fsyntax-only", "-module-dir"])
             .arg(&dir)
             .arg(workspace.join(FORTRAN_MODULE_SOURCE)),
@@ -274,17 +455,11 @@ fn fortran_module(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
 
 /// Packs every device image into one OffloadBinary, embeds it in a host object, and archives that
 /// object with the x86_64 code (the host fallback of a target region calls the function too).
-fn fat_library(
-    workspace: &Path,
-    tools: &Tools,
-    dist: &Dist,
-    images: &[String],
-    host_object: &Path,
-) -> Result<()> {
-    let work = workspace.join("target/device/fat");
+fn fat_library(llvm: &LlvmInstall, dist: &Dist, images: &[String], host_object: &Path) -> Result<()> {
+    let work = dist.root.join("../device-fat");
     fs::create_dir_all(&work)?;
     let packed = work.join("omptarget-indirect.offload");
-    let mut pack = Command::new(&tools.packager);
+    let mut pack = Command::new(llvm.tool("clang-offload-packager"));
     pack.arg("-o").arg(&packed);
     pack.args(images);
     cmd::output(&mut pack)?;
@@ -295,7 +470,7 @@ fn fat_library(
     fs::write(&anchor, "/* Device images of libomptarget-indirect, in .llvm.offloading. */\nconst char __omptarget_indirect_images_anchor = 0;\n")?;
     let embedded = work.join("omptarget_indirect_images.o");
     cmd::output(
-        Command::new(&tools.clang)
+        Command::new(llvm.tool("clang"))
             .args(["-c", "-O2"])
             .arg(&anchor)
             .arg("-o")
@@ -305,12 +480,12 @@ fn fat_library(
     )?;
     let host_member = work.join("omptarget_indirect_host.o");
     fs::copy(host_object, &host_member)?;
-    archive(tools, &dist.fat_lib(), &[embedded, host_member])
+    archive(llvm, &dist.fat_lib(), &[embedded, host_member])
 }
 
 /// Writes a fresh static archive of `members` at `path` (llvm-ar is deterministic, so an
 /// unchanged library keeps its modification time).
-fn archive(tools: &Tools, path: &Path, members: &[PathBuf]) -> Result<()> {
+fn archive(llvm: &LlvmInstall, path: &Path, members: &[PathBuf]) -> Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
     }
@@ -318,7 +493,7 @@ fn archive(tools: &Tools, path: &Path, members: &[PathBuf]) -> Result<()> {
     if fresh.exists() {
         fs::remove_file(&fresh)?;
     }
-    cmd::output(Command::new(&tools.llvm_ar).arg("rcs").arg(&fresh).args(members))?;
+    cmd::output(Command::new(llvm.tool("llvm-ar")).arg("rcs").arg(&fresh).args(members))?;
     replace_if_changed(&fresh, path)
 }
 

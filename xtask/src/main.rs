@@ -2,7 +2,9 @@
 //! test, demo and benchmark driver.
 
 mod build;
+mod install;
 mod suite;
+mod vendor;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -11,7 +13,6 @@ use anyhow::{bail, Context, Result};
 
 use checks::{fuzz, gpu_bundle, install_check, strict_bench, translation_bench, virtual_bench};
 use dist::Archs;
-use harness::install;
 use harness::{cmd, dist, llvm, offload, requirements, toolchain, tools};
 use tools::Tools;
 
@@ -32,8 +33,12 @@ commands:
   gpu-test [--require-gpu]                      build target/gpu-bundle/ and run it on this machine's
                                                 NVIDIA GPU (without one: \"built, not run\", exit 0)
   gpu-bench                                     the same bundle's translation benchmark (target/bench/)
-  install --prefix DIR                          build, then install a relocatable tree under DIR
-                                                ($DESTDIR honoured): lib, include, share, cmake, pkgconfig
+  install --prefix DIR [--llvm DIR]...          build for each LLVM given (an install prefix; else
+          [--sm LIST] [--gfx LIST]              $OMPTARGET_INDIRECT_LLVM, llvm-config on PATH, Debian's),
+                                                then install a relocatable tree under DIR ($DESTDIR
+                                                honoured); parts an LLVM cannot use are listed as skipped
+  vendor                                        target/vendor/omptarget-indirect-<version>-src.tar.gz: the
+                                                sources with every crate, building with no network
   uninstall --prefix DIR                        remove exactly what install put there (its manifest)
   install-check                                 build, then the install test of `test` alone
   dist                                          build, then target/release-archive/omptarget-indirect-
@@ -89,22 +94,21 @@ fn run(args: Vec<String>) -> Result<()> {
             let (bundle, _) = gpu_bundle::build(&workspace, &tools, &dist)?;
             gpu_bundle::run(&bundle, require_gpu, false, None).map(drop)
         }
-        "install" | "uninstall" => {
+        "install" => install::run(&workspace, &install::parse(rest)?),
+        "uninstall" => {
             let prefix = match rest {
                 [flag, dir] if flag == "--prefix" => PathBuf::from(dir),
                 _ => bail!("`{command}` takes --prefix DIR\n{USAGE}"),
             };
             let prefix = if prefix.is_absolute() { prefix } else { std::env::current_dir()?.join(prefix) };
-            let root = install::staged(&prefix);
-            if command == "uninstall" {
-                let removed = install::uninstall(&root)?;
-                println!("removed {removed} files from {}", root.display());
-                return Ok(());
-            }
-            let tools = Tools::locate(&workspace)?;
-            let dist = build::build(&workspace, &tools, &Archs::default())?;
-            let files = install::install(&workspace, &dist, &root)?;
-            println!("installed {} files under {}", files.len(), root.display());
+            let root = harness::install::staged(&prefix);
+            let removed = harness::install::uninstall(&root)?;
+            println!("removed {removed} files from {}", root.display());
+            Ok(())
+        }
+        "vendor" => {
+            no_options(command, rest)?;
+            println!("{}", vendor::tarball(&workspace)?.display());
             Ok(())
         }
         "install-check" => {
@@ -118,7 +122,7 @@ fn run(args: Vec<String>) -> Result<()> {
             no_options(command, rest)?;
             let tools = Tools::locate(&workspace)?;
             let dist = build::build(&workspace, &tools, &Archs::default())?;
-            println!("{}", install::archive(&workspace, &dist)?.display());
+            println!("{}", harness::install::archive(&workspace, &dist)?.display());
             Ok(())
         }
         "fuzz" => {
@@ -160,7 +164,8 @@ fn no_options(command: &str, rest: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `--sm a,b` / `--sm=a,b` / repeated; same for `--gfx`. Either one replaces its default list.
+/// `--sm a,b` / `--sm=a,b` / repeated; same for `--gfx`. Either one replaces its default list;
+/// `none` empties it.
 fn parse_archs(args: &[String]) -> Result<Archs> {
     let mut archs = Archs::default();
     let (mut sms, mut gfxs) = (Vec::new(), Vec::new());
@@ -182,10 +187,10 @@ fn parse_archs(args: &[String]) -> Result<Archs> {
         list.extend(value.split(',').filter(|s| !s.is_empty()).map(str::to_string));
     }
     if !sms.is_empty() {
-        archs.sms = sms;
+        archs.sms = sms.into_iter().filter(|s| s != "none").collect();
     }
     if !gfxs.is_empty() {
-        archs.gfxs = gfxs;
+        archs.gfxs = gfxs.into_iter().filter(|s| s != "none").collect();
     }
     build::validate(&archs)?;
     Ok(archs)

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{ensure, Context, Result};
 
 use checks::images::{self, SYMBOLS, TRANSLATE};
-use checks::{demo, e2e, fuzz, gpu_bundle, install_check, metrics};
+use checks::{cluster_install, demo, e2e, fuzz, gpu_bundle, install_check, metrics};
 
 use crate::build;
 use crate::cmd;
@@ -245,6 +245,10 @@ pub fn run(workspace: &Path) -> Result<()> {
     report.step(
         "install: a relocated prefix used through CMake, pkg-config and clang --config; the release archive; uninstall",
         || install_check::check(workspace, &tools, &dist),
+    );
+    report.step(
+        "install on a cluster: LLVM 22 only at another prefix (Debian's hidden), as uid 65534, no network, from `cargo xtask vendor`'s tarball; a C++ program through --config and CMake on the strict device",
+        || cluster_install::check(workspace, &tools, &crate::vendor::tarball(workspace)?),
     );
     report.step(
         format!(

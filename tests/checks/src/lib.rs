@@ -6,6 +6,7 @@
 //! - [`images`]: device-image, PTX, bitcode and AMDGPU code-object checks;
 //! - [`e2e`]: the end-to-end programs, built per toolchain and target and run on x86_64;
 //! - [`install_check`]: an install prefix consumed by CMake, pkg-config, clang and flang;
+//! - [`cluster_install`]: an install for an LLVM at another prefix, unprivileged and offline;
 //! - [`fuzz`]: the fuzz targets, for a time each;
 //! - [`metrics`] and [`hit_path`]: registers, SASS and the hit path of the translation against
 //!   LLVM 19's lookup;
@@ -13,6 +14,7 @@
 //! - [`gpu_bundle`]: the self-contained GPU bundle, built and run.
 #![deny(missing_docs)]
 
+pub mod cluster_install;
 pub mod demo;
 pub mod e2e;
 pub mod fuzz;

@@ -25,16 +25,45 @@ pub const REGISTER: (&str, &str, &str) =
 /// The pass plugin's cargo package and the library file cargo writes.
 pub const PASS_PLUGIN: (&str, &str) = ("omptarget-indirect-pass", "libomptarget_indirect_pass.so");
 
-/// Paths of the dist tree under `target/dist`.
+/// What a dist tree holds besides what every tree has (the device library, strict mode, the
+/// header, the CMake and pkg-config files): the parts that depend on which LLVM releases the build
+/// was given and what it found beside them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parts {
+    /// The releases whose pass plugin and configuration file it holds, oldest first.
+    pub releases: Vec<Llvm>,
+    /// The releases whose frontend plugin it holds (their clang development headers were found).
+    pub frontend: Vec<Llvm>,
+    /// flang 22's `omptarget_indirect` module file and configuration file.
+    pub fortran: bool,
+    /// The libomptarget 16 plugins (for clang 19 programs).
+    pub libomptarget16_plugins: bool,
+}
+
+impl Parts {
+    /// Everything: what `cargo xtask build` makes from Debian's LLVM 19 and 22.
+    pub fn all() -> Parts {
+        Parts { releases: Llvm::ALL.to_vec(), frontend: Llvm::ALL.to_vec(), fortran: true, libomptarget16_plugins: true }
+    }
+
+    /// Whether it holds the registration library (libomptarget 22's vtables).
+    pub fn register(&self) -> bool {
+        self.releases.contains(&Llvm::V22)
+    }
+}
+
+/// Paths of a dist tree: `target/dist` of `cargo xtask build`, or the tree an install builds.
 pub struct Dist {
     /// `target/dist`.
     pub root: PathBuf,
+    /// What it holds.
+    pub parts: Parts,
 }
 
 impl Dist {
-    /// The dist tree of the workspace at `workspace`.
+    /// The dist tree of the workspace at `workspace`, with every part.
     pub fn new(workspace: &Path) -> Dist {
-        Dist { root: workspace.join("target/dist") }
+        Dist { root: workspace.join("target/dist"), parts: Parts::all() }
     }
 
     /// `lib/`: what users link against and what libomptarget loads.

@@ -73,32 +73,43 @@ pub fn install(workspace: &Path, dist: &Dist, root: &Path) -> Result<Vec<PathBuf
             .with_context(|| format!("{} is missing: run cargo xtask build", from.display()))?;
         Ok((PathBuf::from(to), bytes))
     };
+    let parts = &dist.parts;
     let mut files: Vec<(PathBuf, Vec<u8>)> = vec![copy(dist.fat_lib(), "lib/libomptarget-indirect.a")?];
-    for llvm in Llvm::ALL {
+    for &llvm in &parts.releases {
         files.push(copy(dist.pass_plugin(llvm), &format!("lib/{}", llvm.pass_plugin_file()))?);
-        files.push(copy(dist.frontend_plugin(llvm), &format!("lib/{}", llvm.frontend_plugin_file()))?);
+        let frontend = parts.frontend.contains(&llvm);
+        if frontend {
+            files.push(copy(dist.frontend_plugin(llvm), &format!("lib/{}", llvm.frontend_plugin_file()))?);
+        }
         files.push((
             PathBuf::from("share/omptarget-indirect").join(llvm.clang_config_file()),
-            llvm.clang_config().into_bytes(),
+            llvm.clang_config(frontend).into_bytes(),
         ));
     }
-    for (_, _, name) in PLUGINS {
-        files.push(copy(dist.lib_dir().join(name), &format!("lib/omptarget-indirect/{name}"))?);
+    if parts.libomptarget16_plugins {
+        for (_, _, name) in PLUGINS {
+            files.push(copy(dist.lib_dir().join(name), &format!("lib/omptarget-indirect/{name}"))?);
+        }
     }
-    files.push((
-        PathBuf::from("share/omptarget-indirect").join(crate::llvm::FLANG_CONFIG_FILE),
-        crate::llvm::flang_config().into_bytes(),
-    ));
-    files.push(copy(
-        workspace.join(crate::dist::FORTRAN_MODULE_SOURCE),
-        "include/omptarget-indirect/omptarget_indirect.f90",
-    )?);
-    files.push(copy(
-        dist.fortran_module_dir().join("omptarget_indirect.mod"),
-        &format!("{}/omptarget_indirect.mod", crate::llvm::FORTRAN_MODULE_DIR),
-    )?);
+    if parts.fortran {
+        files.push((
+            PathBuf::from("share/omptarget-indirect").join(crate::llvm::FLANG_CONFIG_FILE),
+            crate::llvm::flang_config().into_bytes(),
+        ));
+        files.push(copy(
+            workspace.join(crate::dist::FORTRAN_MODULE_SOURCE),
+            "include/omptarget-indirect/omptarget_indirect.f90",
+        )?);
+        files.push(copy(
+            dist.fortran_module_dir().join("omptarget_indirect.mod"),
+            &format!("{}/omptarget_indirect.mod", crate::llvm::FORTRAN_MODULE_DIR),
+        )?);
+    }
     files.push(copy(dist.strict_lib(), &format!("lib/{}", crate::dist::STRICT.2))?);
-    files.push(copy(dist.register_lib(), &format!("lib/{}", crate::dist::REGISTER.2))?);
+    if parts.register() {
+        files.push(copy(dist.register_lib(), &format!("lib/{}", crate::dist::REGISTER.2))?);
+    }
+    let pkg_config = pkg_config_flags(parts);
     for (name, to) in [
         ("omptarget-indirect.h.in", "include/omptarget-indirect.h"),
         ("OmptargetIndirectConfig.cmake.in", "lib/cmake/OmptargetIndirect/OmptargetIndirectConfig.cmake"),
@@ -108,7 +119,11 @@ pub fn install(workspace: &Path, dist: &Dist, root: &Path) -> Result<Vec<PathBuf
         ),
         ("omptarget-indirect.pc.in", "lib/pkgconfig/omptarget-indirect.pc"),
     ] {
-        files.push((PathBuf::from(to), template(workspace, name)?.into_bytes()));
+        let text = template(workspace, name)?
+            .replace("@PC_CLANG@", pkg_config.0)
+            .replace("@PC_CFLAGS@", &pkg_config.1)
+            .replace("@PC_LIBS@", pkg_config.2);
+        files.push((PathBuf::from(to), text.into_bytes()));
     }
     let mut installed: Vec<PathBuf> = files.iter().map(|(p, _)| p.clone()).collect();
     installed.push(PathBuf::from(MANIFEST));
@@ -127,6 +142,22 @@ pub fn install(workspace: &Path, dist: &Dist, root: &Path) -> Result<Vec<PathBuf
     let manifest: String = installed.iter().map(|p| format!("{}\n", p.display())).collect();
     fs::write(root.join(MANIFEST), manifest)?;
     Ok(installed)
+}
+
+/// What the pkg-config file gives, for the oldest release the tree holds: (clang's major, Cflags
+/// after the include directory, Libs after the library directory).
+fn pkg_config_flags(parts: &crate::dist::Parts) -> (&'static str, String, &'static str) {
+    let llvm = parts.releases.first().copied().unwrap_or(Llvm::V19);
+    let mut cflags = String::new();
+    if parts.frontend.contains(&llvm) {
+        cflags = format!("-fplugin=${{libdir}}/{} ", llvm.frontend_plugin_file());
+    }
+    cflags.push_str(&format!("-Xarch_device -fpass-plugin=${{libdir}}/{}", llvm.pass_plugin_file()));
+    let libs = match llvm {
+        Llvm::V19 => "-lomptarget-indirect",
+        Llvm::V22 => "-lomptarget-indirect -lomptarget-indirect-register -Wl,-rpath,${libdir}",
+    };
+    (llvm.major(), cflags, libs)
 }
 
 /// Removes exactly what the manifest under `root` lists, then the directories that emptied

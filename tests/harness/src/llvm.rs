@@ -1,7 +1,8 @@
 //! The LLVM releases the project supports: what differs between them in names of built files.
 
-/// An LLVM release the project builds its pass plugin for and runs its programs with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// An LLVM release the project builds its pass plugin for and runs its programs with (ordered
+/// oldest first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Llvm {
     /// clang 19 with LLVM 16's libomptarget and the project's plugins.
     V19,
@@ -42,21 +43,27 @@ impl Llvm {
     /// own directory (`<CFGDIR>`, clang 16+) in a tree laid out as `target/dist` and an install
     /// prefix are: `share/omptarget-indirect/` beside `lib/`, so the tree works wherever it is.
     /// It loads the frontend plugin into every compile (it acts in device compiles only: clang
-    /// forwards no `-fplugin=` to one side alone) and the pass plugin into the device compiles;
-    /// clang 22's also links the device library (`$`-prefixed lines apply only to links, LLVM 20+;
-    /// `$-L` is ignored there, `$-Wl,-L` is not).
-    pub fn clang_config(self) -> String {
+    /// forwards no `-fplugin=` to one side alone), when the tree has one (`frontend`), and the
+    /// pass plugin into the device compiles; clang 22's also links the device library
+    /// (`$`-prefixed lines apply only to links, LLVM 20+; `$-L` is ignored there, `$-Wl,-L` is not).
+    pub fn clang_config(self, frontend: bool) -> String {
         let mut text = format!(
             "# omptarget-indirect for clang {major}: loads the frontend plugin, which makes device compiles\n\
              # define what host code hands to device code (indirect functions, vtables), and the pass plugin\n\
              # into the device compiles (every -O level, -foffload-lto too), so that indirect calls in device\n\
-             # code reach the device copies.\n\
-             -fplugin=<CFGDIR>/../../lib/{frontend}\n\
-             -Xarch_device -fpass-plugin=<CFGDIR>/../../lib/{plugin}\n",
+             # code reach the device copies.\n",
             major = self.major(),
-            frontend = self.frontend_plugin_file(),
-            plugin = self.pass_plugin_file(),
         );
+        if frontend {
+            text.push_str(&format!("-fplugin=<CFGDIR>/../../lib/{}\n", self.frontend_plugin_file()));
+        } else {
+            text.push_str(
+                "# (No frontend plugin: this LLVM had no clang development headers when it was built; C++\n\
+                 # classes that only host code constructs, and inline functions in `begin declare target\n\
+                 # indirect`, need it: docs/frontend.md.)\n",
+            );
+        }
+        text.push_str(&format!("-Xarch_device -fpass-plugin=<CFGDIR>/../../lib/{}\n", self.pass_plugin_file()));
         match self {
             Llvm::V19 => text.push_str(
                 "# clang 19 cannot hold link-only options here: link with -L<prefix>/lib -lomptarget-indirect.\n",
@@ -108,4 +115,68 @@ pub fn flang_config() -> String {
          $-lomptarget-indirect\n",
         plugin = Llvm::V22.pass_plugin_file(),
     )
+}
+
+/// An LLVM installation the build is given (`--llvm DIR`): where its programs, libraries and
+/// headers are, and its release, read from its own `llvm-config`.
+#[derive(Clone, Debug)]
+pub struct LlvmInstall {
+    /// The supported release it is.
+    pub release: Llvm,
+    /// `llvm-config --version`, e.g. `22.1.8`.
+    pub version: String,
+    /// `llvm-config --bindir`.
+    pub bin: std::path::PathBuf,
+    /// `llvm-config --libdir`.
+    pub lib: std::path::PathBuf,
+    /// `llvm-config --includedir`.
+    pub include: std::path::PathBuf,
+    /// Its `llvm-config`.
+    pub llvm_config: std::path::PathBuf,
+}
+
+impl LlvmInstall {
+    /// Reads the LLVM at `dir`: an install prefix (`DIR/bin/llvm-config`), its `bin` directory, or
+    /// an `llvm-config` itself. Fails, naming the path, when there is no `llvm-config` there or it
+    /// is of a release the project does not build for.
+    pub fn probe(dir: &std::path::Path) -> anyhow::Result<LlvmInstall> {
+        use anyhow::{bail, Context};
+        let llvm_config = [dir.join("bin/llvm-config"), dir.join("llvm-config"), dir.to_path_buf()]
+            .into_iter()
+            .find(|p| p.is_file())
+            .with_context(|| format!("--llvm {}: no bin/llvm-config there (give an LLVM install prefix)", dir.display()))?;
+        let query = |arg: &str| -> anyhow::Result<String> {
+            let out = crate::cmd::stdout(std::process::Command::new(&llvm_config).arg(arg))?;
+            Ok(out.trim().to_string())
+        };
+        let version = query("--version")?;
+        let release = match version.split('.').next() {
+            Some("19") => Llvm::V19,
+            Some("22") => Llvm::V22,
+            _ => bail!(
+                "{} is LLVM {version}: omptarget-indirect builds for LLVM 19 and 22 (its pass plugin \
+                 uses each release's C++ API)",
+                llvm_config.display()
+            ),
+        };
+        Ok(LlvmInstall {
+            release,
+            version,
+            bin: query("--bindir")?.into(),
+            lib: query("--libdir")?.into(),
+            include: query("--includedir")?.into(),
+            llvm_config,
+        })
+    }
+
+    /// The program `name` of this LLVM (`clang`, `llvm-ar`, ...).
+    pub fn tool(&self, name: &str) -> std::path::PathBuf {
+        self.bin.join(name)
+    }
+
+    /// One line for what was built with it: `LLVM 22.1.8 (/opt/llvm/22)`.
+    pub fn describe(&self) -> String {
+        let prefix = self.bin.parent().unwrap_or(&self.bin);
+        format!("LLVM {} ({})", self.version, prefix.display())
+    }
 }

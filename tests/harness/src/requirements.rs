@@ -353,6 +353,7 @@ mod tests {
     fn every_program_the_scripts_start_is_listed() {
         let mut scripts = Vec::new();
         files(&workspace().join("scripts"), ".sh", &mut scripts);
+        files(&workspace().join("tests"), ".sh", &mut scripts);
         scripts.push(workspace().join(".ci/run"));
         let mut unlisted = Vec::new();
         let mut seen = BTreeSet::new();

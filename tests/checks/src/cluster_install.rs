@@ -1,0 +1,215 @@
+//! The cluster install check of `scripts/test.sh`: an install for an LLVM that is only at another
+//! prefix, by a user who is not root, with no network, from the vendored source tarball.
+//!
+//! LLVM 22 is put at `<scratch>/opt/llvm/22.1.8` (Debian's tree linked file by file, with LLVM 22's
+//! `omp.h` and the `libomp` it runs with: what a module's LLVM holds), the Rust toolchain at
+//! `<scratch>/rust` (no rustup). In a new mount and network namespace, empty file systems cover
+//! `/usr/lib/llvm-19` and `/usr/lib/llvm-22`; there `tests/install/cluster/as-user.sh` runs as uid
+//! 65534 under `strace -f -e trace=%file`, which must show no path under either directory.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{bail, ensure, Context, Result};
+
+use crate::{cmd, requirements};
+
+/// The directories the build must not touch.
+const HIDDEN: [&str; 2] = ["/usr/lib/llvm-19", "/usr/lib/llvm-22"];
+
+/// Debian's LLVM 22, the one the copy is made of.
+const DEBIAN_LLVM22: &str = "/usr/lib/llvm-22";
+
+/// The unprivileged user the build runs as (`nobody`).
+const USER: u32 = 65534;
+
+/// Runs the check; `tarball` is `cargo xtask vendor`'s. Returns a one-paragraph report.
+pub fn check(workspace: &Path, tools: &crate::tools::Tools, tarball: &Path) -> Result<String> {
+    let uid = cmd::stdout(Command::new(requirements::program("id")).arg("-u"))?;
+    ensure!(
+        uid.trim() == "0",
+        "needs root to make the namespaces and hide Debian's LLVMs (the build itself runs as uid {USER})"
+    );
+    let scratch = std::env::temp_dir().join(format!("omptarget-indirect-cluster-{}", std::process::id()));
+    if scratch.exists() {
+        fs::remove_dir_all(&scratch)?;
+    }
+    let result = check_in(workspace, tools, tarball, &scratch);
+    // Links and copies only: removing them leaves the originals.
+    let _ = fs::remove_dir_all(&scratch);
+    result
+}
+
+fn check_in(workspace: &Path, tools: &crate::tools::Tools, tarball: &Path, scratch: &Path) -> Result<String> {
+    fs::create_dir_all(scratch)?;
+    let llvm = scratch.join("opt/llvm/22.1.8");
+    llvm_prefix(tools, &llvm)?;
+    let rust = scratch.join("rust");
+    let sysroot = cmd::stdout(Command::new(requirements::program("rustc")).args(["--print", "sysroot"]))?;
+    linked_copy(Path::new(sysroot.trim()), &rust, false)?;
+    let source = tarball
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix("-src.tar.gz"))
+        .context("a tarball named <name>-src.tar.gz")?
+        .to_string();
+    let user_tarball = scratch.join(tarball.file_name().context("no file name")?);
+    fs::copy(tarball, &user_tarball)?;
+    let script = scratch.join("as-user.sh");
+    fs::copy(workspace.join("tests/install/cluster/as-user.sh"), &script)?;
+    for dir in [scratch.to_path_buf(), scratch.join("home"), scratch.join("cargo-home")] {
+        fs::create_dir_all(&dir)?;
+        std::os::unix::fs::chown(&dir, Some(USER), Some(USER))?;
+    }
+
+    // The trace and the namespace catch what they should: a look at a hidden directory is seen
+    // and finds it empty.
+    let control_trace = scratch.join("control.trace");
+    let listed = cmd::stdout(hidden_namespace(&control_trace).arg(requirements::program("ls")).arg("-A").args(HIDDEN))?;
+    ensure!(
+        listed.lines().all(|l| l.is_empty() || l.ends_with(':')),
+        "the namespace does not hide {HIDDEN:?}: {listed}"
+    );
+    ensure!(!hidden_opens(&control_trace)?.is_empty(), "the file trace did not see `ls` look at {HIDDEN:?}");
+
+    let trace = scratch.join("build.trace");
+    let path = format!("{}:{}:/usr/local/bin:/usr/bin:/bin", rust.join("bin").display(), llvm.join("bin").display());
+    let mut run = hidden_namespace(&trace);
+    run.arg(requirements::program("env"))
+        .arg("-i")
+        .arg(format!("PATH={path}"))
+        .arg(format!("LD_LIBRARY_PATH={}", llvm.join("lib").display()))
+        .arg(format!("SCRATCH={}", scratch.display()))
+        .arg(format!("LLVM={}", llvm.display()))
+        .arg(format!("TARBALL={}", user_tarball.display()))
+        .arg(format!("SOURCE={source}"))
+        .arg(requirements::program("bash"))
+        .arg(&script);
+    let out = run.output().context("cannot start the namespace")?;
+    let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        bail!(
+            "the install as uid {USER} with LLVM 22 at {} failed ({}):\n{}",
+            llvm.display(),
+            out.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
+    let opened = hidden_opens(&trace)?;
+    ensure!(
+        opened.is_empty(),
+        "the install reached into the hidden directories {} times; first:\n{}",
+        opened.len(),
+        opened.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
+    );
+    let calls = fs::read_to_string(&trace)?.lines().count();
+    let said: Vec<&str> = log.lines().filter_map(|l| l.strip_prefix("[as-user] ")).collect();
+    let skipped: Vec<&str> = log.lines().filter(|l| l.starts_with("skipped ")).collect();
+    Ok(format!(
+        "LLVM 22 only at {} ({} and {} empty), as uid {USER}, no network, from the vendored tarball ({:.1} MB): \
+         {}; {}; {calls} file calls traced, none under the hidden directories",
+        llvm.display(),
+        HIDDEN[0],
+        HIDDEN[1],
+        fs::metadata(tarball)?.len() as f64 / 1e6,
+        said.join("; "),
+        skipped.join("; ")
+    ))
+}
+
+/// A command prefix: a new mount and network namespace with empty file systems over [`HIDDEN`],
+/// then `strace -f` of the file calls into `trace`, then the rest as [`USER`].
+fn hidden_namespace(trace: &Path) -> Command {
+    let mut mounts = String::new();
+    for dir in HIDDEN {
+        mounts.push_str(&format!("mount -t tmpfs -o ro,mode=0755,size=64k omptarget-indirect-hidden {dir} && "));
+    }
+    let mut command = Command::new(requirements::program("unshare"));
+    command
+        .args(["--mount", "--net", "--propagation", "private", "--"])
+        .arg(requirements::program("sh"))
+        .arg("-c")
+        .arg(format!("{mounts}exec \"$@\""))
+        .arg("sh")
+        .arg(requirements::program("strace"))
+        .args(["-f", "-qq", "-e", "trace=%file", "-o"])
+        .arg(trace)
+        .arg(requirements::program("setpriv"))
+        .arg(format!("--reuid={USER}"))
+        .arg(format!("--regid={USER}"))
+        .args(["--clear-groups", "--"]);
+    command
+}
+
+/// The lines of an strace file log that name a path under [`HIDDEN`].
+fn hidden_opens(trace: &Path) -> Result<Vec<String>> {
+    let text = fs::read_to_string(trace).with_context(|| format!("no trace at {}", trace.display()))?;
+    Ok(text.lines().filter(|line| names_hidden(line)).map(str::to_string).collect())
+}
+
+/// Whether an strace line names a path in or under one of [`HIDDEN`] (`"/usr/lib/llvm-22"`,
+/// `"/usr/lib/llvm-22/bin/clang"`; not `"/usr/lib/llvm-220"`).
+fn names_hidden(line: &str) -> bool {
+    HIDDEN.iter().any(|dir| {
+        line.match_indices(dir).any(|(at, _)| {
+            let after = line[at + dir.len()..].chars().next();
+            matches!(after, Some('"') | Some('/'))
+        })
+    })
+}
+
+/// Makes `prefix` an LLVM 22 install prefix as a module system or Spack would have it: Debian's
+/// `/usr/lib/llvm-22` with its links into `/usr/include` and `/usr/lib/x86_64-linux-gnu`
+/// resolved, plus LLVM 22's `omp.h` in clang's resource directory and the `libomp` its
+/// libomptarget runs with (Debian's lives under `/usr/lib/llvm-19`).
+fn llvm_prefix(tools: &crate::tools::Tools, prefix: &Path) -> Result<()> {
+    fs::create_dir_all(prefix)?;
+    for part in ["bin", "include", "lib", "share"] {
+        linked_copy(&Path::new(DEBIAN_LLVM22).join(part), &prefix.join(part), true)?;
+    }
+    let resource = prefix.join("lib/clang/22/include");
+    for header in fs::read_dir(tools.llvm22_openmp.join("include"))? {
+        let header = header?.path();
+        fs::copy(&header, resource.join(header.file_name().context("no name")?))?;
+    }
+    let libomp = fs::canonicalize(tools.llvm22_openmp.join("lib/libomp.so"))?;
+    fs::copy(&libomp, prefix.join("lib/libomp.so.5"))?;
+    std::os::unix::fs::symlink("libomp.so.5", prefix.join("lib/libomp.so"))?;
+    Ok(())
+}
+
+/// `cp -r` of `from` to `to`, hard-linking files where the file system allows (instant, no
+/// space), copying them where it does not; `dereference` resolves symbolic links first.
+fn linked_copy(from: &Path, to: &Path, dereference: bool) -> Result<()> {
+    let copy = |link: bool| {
+        let mut cp = Command::new(requirements::program("cp"));
+        cp.arg(if dereference { "-rL" } else { "-r" });
+        if link {
+            cp.arg("--link");
+        }
+        cmd::output(cp.arg(from).arg(to)).map(drop)
+    };
+    if copy(true).is_err() {
+        if to.exists() {
+            fs::remove_dir_all(to)?;
+        }
+        copy(false)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_lines_under_the_hidden_directories_are_found() {
+        assert!(names_hidden(r#"1234  openat(AT_FDCWD, "/usr/lib/llvm-22/bin/clang", O_RDONLY) = -1 ENOENT"#));
+        assert!(names_hidden(r#"1234  execve("/usr/lib/llvm-19/bin/clang", ["clang"], 0x7ff) = -1 ENOENT"#));
+        assert!(names_hidden(r#"1234  stat("/usr/lib/llvm-22", 0x7ffd) = 0"#));
+        assert!(!names_hidden(r#"1234  openat(AT_FDCWD, "/usr/lib/llvm-220/x", O_RDONLY) = -1 ENOENT"#));
+        assert!(!names_hidden(r#"1234  openat(AT_FDCWD, "/tmp/s/opt/llvm/22.1.8/bin/clang", O_RDONLY) = 3"#));
+    }
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The cluster install test's user side (tests/checks/src/cluster_install.rs runs it): as an
+# unprivileged user, with no network, in a mount namespace where Debian's /usr/lib/llvm-19 and
+# /usr/lib/llvm-22 are empty and LLVM 22 is only at $LLVM (with its bin first on PATH and its lib
+# on LD_LIBRARY_PATH, as `module load` sets them), it unpacks the vendored source tarball, installs
+# for that LLVM into a prefix, and builds and runs tests/install/cluster/cluster.cpp from the
+# prefix on the strict device: with --config, with CMake, and (the negative control) without the
+# install, where it must stop.
+set -euo pipefail
+: "${SCRATCH:?}" "${LLVM:?}" "${TARBALL:?}" "${SOURCE:?}"
+export HOME=$SCRATCH/home CARGO_HOME=$SCRATCH/cargo-home
+prefix=$SCRATCH/prefix
+cd "$SCRATCH"
+tar -xzf "$TARBALL"
+cd "$SOURCE"
+say() { printf '[as-user] %s\n' "$*"; }
+
+started=$SECONDS
+cargo xtask install --prefix "$prefix" --llvm "$LLVM" --sm sm_90 --gfx none
+say "install built in $((SECONDS - started)) s"
+
+program=$PWD/tests/install/cluster
+strict=$prefix/lib/libomptarget-indirect-strict.so
+offload=(-fopenmp -fopenmp-targets=x86_64-pc-linux-gnu)
+run_strict() { env LD_PRELOAD="$strict" OMP_TARGET_OFFLOAD=MANDATORY "$@"; }
+
+clang++ --config="$prefix/share/omptarget-indirect/clang-22.cfg" "${offload[@]}" -Wall -Werror \
+  "$program/cluster.cpp" -o "$SCRATCH/cluster-config"
+say "--config: $(run_strict "$SCRATCH/cluster-config")"
+
+cmake -S "$program" -B "$SCRATCH/cmake-build" -DCMAKE_CXX_COMPILER="$LLVM/bin/clang++" \
+  -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$SCRATCH/cmake-build" >/dev/null
+say "CMake: $(run_strict "$SCRATCH/cmake-build/cluster")"
+
+clang++ "${offload[@]}" -DINLINE= "$program/cluster.cpp" -o "$SCRATCH/cluster-plain"
+status=0
+run_strict "$SCRATCH/cluster-plain" 2>"$SCRATCH/plain.err" || status=$?
+if [ "$status" != 70 ]; then
+  say "error: without the install the program exited $status, not 70 (a strict-device stop)"
+  exit 1
+fi
+say "without the install: exit 70, $(head -c 60 "$SCRATCH/plain.err")..."

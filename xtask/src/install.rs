@@ -1,0 +1,164 @@
+//! `cargo xtask install --prefix DIR [--llvm DIR]...`: builds for the LLVM installs it is given,
+//! wherever they are, and installs what they can use; `cargo xtask uninstall`.
+//!
+//! Which LLVMs: every `--llvm DIR` (a prefix, its `bin`, or an `llvm-config`); else the
+//! colon-separated `OMPTARGET_INDIRECT_LLVM`; else `llvm-config` on `PATH` and Debian's
+//! `/usr/lib/llvm-{19,22}`, those of a supported release. Nothing here needs root or the network:
+//! the build runs offline from a `cargo xtask vendor` tarball.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, ensure, Context, Result};
+
+use crate::build::{self, Inputs};
+use crate::cmd;
+use crate::dist::Archs;
+use crate::llvm::LlvmInstall;
+
+/// Debian's LLVM prefixes, looked at only when no LLVM is given at all.
+const DEBIAN_LLVMS: &[&str] = &["/usr/lib/llvm-19", "/usr/lib/llvm-22"];
+
+/// The environment variable that names LLVM install prefixes when `--llvm` is not given.
+const LLVM_VARIABLE: &str = "OMPTARGET_INDIRECT_LLVM";
+
+/// What `install` was asked for.
+pub struct Request {
+    /// `--prefix`, absolute.
+    pub prefix: PathBuf,
+    /// `--llvm`, in order.
+    pub llvms: Vec<PathBuf>,
+    /// `--sm` / `--gfx` (`none` leaves a vendor out).
+    pub archs: Archs,
+}
+
+/// Parses `--prefix DIR`, `--llvm DIR` (repeatable), `--sm LIST`, `--gfx LIST`.
+pub fn parse(args: &[String]) -> Result<Request> {
+    let (mut prefix, mut llvms, mut gpu) = (None, Vec::new(), Vec::new());
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) => (flag, Some(value.to_string())),
+            None => (arg.as_str(), None),
+        };
+        let mut value = || -> Result<String> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                None => iter.next().cloned().with_context(|| format!("{flag} needs a value")),
+            }
+        };
+        match flag {
+            "--prefix" => prefix = Some(PathBuf::from(value()?)),
+            "--llvm" => llvms.push(PathBuf::from(value()?)),
+            "--sm" | "--gfx" => {
+                gpu.push(flag.to_string());
+                gpu.push(value()?);
+            }
+            _ => bail!("`install` takes --prefix DIR [--llvm DIR]... [--sm LIST] [--gfx LIST], got `{arg}`"),
+        }
+    }
+    let prefix = prefix.context("`install` needs --prefix DIR")?;
+    let prefix = if prefix.is_absolute() { prefix } else { std::env::current_dir()?.join(prefix) };
+    Ok(Request { prefix, llvms, archs: crate::parse_archs(&gpu)? })
+}
+
+/// Builds for the requested LLVMs into `target/install-build`, installs under the prefix (with
+/// `$DESTDIR`), and prints what was installed and each part left out with its reason.
+pub fn run(workspace: &Path, request: &Request) -> Result<()> {
+    let llvms = given_llvms(&request.llvms)?;
+    check_rust(&llvms[0])?;
+    for llvm in &llvms {
+        println!("building for {}", llvm.describe());
+    }
+    let scratch = workspace.join("target/install-build");
+    let inputs = Inputs { llvms, ptxas: ptxas(), complete: false, cargo_target: Some(scratch.join("cargo")) };
+    let (dist, skipped) = build::build_from(workspace, &inputs, &request.archs, &scratch.join("dist"))?;
+    let root = harness::install::staged(&request.prefix);
+    let files = harness::install::install(workspace, &dist, &root)?;
+    println!("installed {} files under {}", files.len(), root.display());
+    for part in skipped {
+        println!("{part}");
+    }
+    Ok(())
+}
+
+/// The LLVM installs to build for, oldest release first, one per release.
+fn given_llvms(flags: &[PathBuf]) -> Result<Vec<LlvmInstall>> {
+    let from_variable: Vec<PathBuf> = std::env::var_os(LLVM_VARIABLE)
+        .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+        .unwrap_or_default();
+    let mut llvms = Vec::new();
+    if !flags.is_empty() || !from_variable.is_empty() {
+        let (given, by) = if flags.is_empty() { (from_variable, LLVM_VARIABLE) } else { (flags.to_vec(), "--llvm") };
+        for dir in &given {
+            llvms.push(LlvmInstall::probe(dir).with_context(|| format!("{by} {}", dir.display()))?);
+        }
+    } else {
+        // Nothing given: llvm-config on PATH, then Debian's; an unsupported release is passed over.
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if let Some(on_path) = on_path("llvm-config") {
+            candidates.push(on_path);
+        }
+        candidates.extend(DEBIAN_LLVMS.iter().map(PathBuf::from).filter(|p| p.join("bin/llvm-config").is_file()));
+        for candidate in candidates {
+            match LlvmInstall::probe(&candidate) {
+                Ok(llvm) => llvms.push(llvm),
+                Err(err) => println!("passed over {}: {err:#}", candidate.display()),
+            }
+        }
+        ensure!(
+            !llvms.is_empty(),
+            "no LLVM 19 or 22 found: give its install prefix with --llvm DIR (or {LLVM_VARIABLE}=DIR, or put \
+             its llvm-config on PATH)"
+        );
+    }
+    llvms.sort_by_key(|l| l.release);
+    let mut seen = Vec::new();
+    for llvm in &llvms {
+        ensure!(
+            !seen.contains(&llvm.release),
+            "two LLVM {} installs given ({} and another): give one per release",
+            llvm.release.major(),
+            llvm.describe()
+        );
+        seen.push(llvm.release);
+    }
+    Ok(llvms)
+}
+
+/// The Rust toolchain must build the device library: a nightly (`-Zbuild-std`) with `rust-src`,
+/// whose LLVM is not newer than the oldest LLVM given (that LLVM reads the device bitcode).
+fn check_rust(oldest: &LlvmInstall) -> Result<()> {
+    let verbose = cmd::stdout(std::process::Command::new(crate::requirements::program("rustc")).arg("-vV"))?;
+    let field = |name: &str| verbose.lines().find_map(|l| l.strip_prefix(name)).map(str::trim).unwrap_or("");
+    let (release, llvm) = (field("release:"), field("LLVM version:"));
+    let pinned = "rust-toolchain.toml's nightly-2025-02-17 (LLVM 19.1.7) with the rust-src component: rustup \
+                  installs it at the first cargo command here; without rustup, put that toolchain's bin \
+                  directory first on PATH";
+    ensure!(
+        release.contains("nightly") || std::env::var_os("RUSTC_BOOTSTRAP").is_some(),
+        "rustc {release} cannot build the device library (it needs -Zbuild-std, a nightly feature): use {pinned}"
+    );
+    let sysroot = cmd::stdout(std::process::Command::new(crate::requirements::program("rustc")).args(["--print", "sysroot"]))?;
+    let core = Path::new(sysroot.trim()).join("lib/rustlib/src/rust/library/core");
+    ensure!(core.is_dir(), "rustc {release} has no rust-src ({} is missing): use {pinned}", core.display());
+    let rust_llvm: u32 = llvm.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(u32::MAX);
+    let given: u32 = oldest.release.major().parse()?;
+    ensure!(
+        rust_llvm <= given,
+        "rustc {release} writes LLVM {llvm} bitcode, which {} cannot read: use {pinned}",
+        oldest.describe()
+    );
+    Ok(())
+}
+
+/// CUDA's `ptxas`: `$CUDA_HOME/bin/ptxas`, else on `PATH`.
+fn ptxas() -> Option<PathBuf> {
+    std::env::var_os("CUDA_HOME")
+        .map(|home| Path::new(&home).join("bin/ptxas"))
+        .filter(|p| p.is_file())
+        .or_else(|| on_path("ptxas"))
+}
+
+fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(program)).find(|p| p.is_file())
+}
