@@ -104,12 +104,14 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, tarball: &Path, scrat
         opened.len(),
         opened.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
     );
+    let naming = files_naming(&scratch.join("prefix"), "/usr/lib/llvm-")?;
+    ensure!(naming.is_empty(), "installed files name Debian's LLVM directories: {naming:?}");
     let calls = fs::read_to_string(&trace)?.lines().count();
     let said: Vec<&str> = log.lines().filter_map(|l| l.strip_prefix("[as-user] ")).collect();
     let skipped: Vec<&str> = log.lines().filter(|l| l.starts_with("skipped ")).collect();
     Ok(format!(
         "LLVM 22 only at {} ({} and {} empty), as uid {USER}, no network, from the vendored tarball ({:.1} MB): \
-         {}; {}; {calls} file calls traced, none under the hidden directories",
+         {}; {}; {calls} file calls traced, none under the hidden directories; no installed file names them",
         llvm.display(),
         HIDDEN[0],
         HIDDEN[1],
@@ -158,6 +160,23 @@ fn names_hidden(line: &str) -> bool {
             matches!(after, Some('"') | Some('/'))
         })
     })
+}
+
+/// The files under `dir` whose bytes hold `text`.
+fn files_naming(dir: &Path, text: &str) -> Result<Vec<String>> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(&dir).with_context(|| format!("cannot list {}", dir.display()))? {
+            let path = entry?.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if fs::read(&path)?.windows(text.len()).any(|w| w == text.as_bytes()) {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// Makes `prefix` an LLVM 22 install prefix as a module system or Spack would have it: Debian's
