@@ -84,6 +84,8 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, tarball: &Path, scrat
         .arg(format!("LLVM={}", llvm.display()))
         .arg(format!("TARBALL={}", user_tarball.display()))
         .arg(format!("SOURCE={source}"))
+        .arg(format!("EASYBUILD={}", ancestor(&requirements::program("eb"), 2)?.display()))
+        .arg(format!("LMOD={}", ancestor(&requirements::program("lmod"), 2)?.display()))
         .arg(requirements::program("bash"))
         .arg(&script);
     let out = run.output().context("cannot start the namespace")?;
@@ -160,6 +162,11 @@ fn names_hidden(line: &str) -> bool {
             matches!(after, Some('"') | Some('/'))
         })
     })
+}
+
+/// The directory `levels` above `path` (`.../bin/eb`, 2: the virtual environment).
+fn ancestor(path: &Path, levels: usize) -> Result<&Path> {
+    path.ancestors().nth(levels).with_context(|| format!("{} has no directory {levels} up", path.display()))
 }
 
 /// The files under `dir` whose bytes hold `text`.

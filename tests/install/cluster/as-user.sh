@@ -5,9 +5,10 @@
 # on LD_LIBRARY_PATH, as `module load` sets them), it unpacks the vendored source tarball, installs
 # for that LLVM into a prefix, and builds and runs tests/install/cluster/cluster.cpp from the
 # prefix on the strict device: with --config, with CMake, and (the negative control) without the
-# install, where it must stop.
+# install, where it must stop. Then the same with EasyBuild: install/easybuild's recipe installs
+# from the tarball, LLVM 22 an external module, and the program builds after `module load`.
 set -euo pipefail
-: "${SCRATCH:?}" "${LLVM:?}" "${TARBALL:?}" "${SOURCE:?}"
+: "${SCRATCH:?}" "${LLVM:?}" "${TARBALL:?}" "${SOURCE:?}" "${EASYBUILD:?}" "${LMOD:?}"
 export HOME=$SCRATCH/home CARGO_HOME=$SCRATCH/cargo-home
 prefix=$SCRATCH/prefix
 cd "$SCRATCH"
@@ -41,3 +42,31 @@ if [ "$status" != 70 ]; then
   exit 1
 fi
 say "without the install: exit 70, $(head -c 60 "$SCRATCH/plain.err")..."
+
+# EasyBuild, with Lmod: LLVM 22 as an external module, the recipe's source from --sourcepath.
+modules=$SCRATCH/modules
+mkdir -p "$modules/LLVM" "$SCRATCH/sources/o/omptarget-indirect"
+printf 'prepend_path("PATH", "%s/bin")\nprepend_path("LD_LIBRARY_PATH", "%s/lib")\n' "$LLVM" "$LLVM" \
+  >"$modules/LLVM/22.1.8.lua"
+printf '[LLVM/22.1.8]\nname = LLVM\nversion = 22.1.8\nprefix = %s\n' "$LLVM" >"$SCRATCH/external-modules.cfg"
+cp "$TARBALL" "$SCRATCH/sources/o/omptarget-indirect/"
+recipe=$(ls "$PWD"/install/easybuild/omptarget-indirect-*.eb)
+started=$SECONDS
+env PATH="$EASYBUILD/bin:$PATH" MODULEPATH="$modules" LMOD_CMD="$LMOD/libexec/lmod" \
+  eb "$recipe" --prefix="$SCRATCH/easybuild" --sourcepath="$SCRATCH/sources" \
+  --external-modules-metadata="$SCRATCH/external-modules.cfg" --try-amend=installopts="--sm sm_90 --gfx none" \
+  >"$SCRATCH/eb.log" 2>&1 || { tail -n 30 "$SCRATCH/eb.log"; exit 1; }
+say "EasyBuild installed $(basename "$recipe") in $((SECONDS - started)) s"
+set +u
+source "$LMOD/init/bash"
+module use "$SCRATCH/easybuild/modules/all"
+module load omptarget-indirect
+set -u
+clang++ --config="$OMPTARGET_INDIRECT_CONFIG_DIR/clang-22.cfg" "${offload[@]}" -Wall -Werror \
+  "$program/cluster.cpp" -o "$SCRATCH/cluster-module"
+say "EasyBuild module, --config: $(env LD_PRELOAD="$OMPTARGET_INDIRECT_STRICT" \
+  OMP_TARGET_OFFLOAD=MANDATORY "$SCRATCH/cluster-module")"
+cmake -S "$program" -B "$SCRATCH/cmake-module" -DCMAKE_CXX_COMPILER="$LLVM/bin/clang++" >/dev/null
+cmake --build "$SCRATCH/cmake-module" >/dev/null
+say "EasyBuild module, CMake: $(env LD_PRELOAD="$OMPTARGET_INDIRECT_STRICT" \
+  OMP_TARGET_OFFLOAD=MANDATORY "$SCRATCH/cmake-module/cluster")"
