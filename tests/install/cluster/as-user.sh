@@ -59,7 +59,7 @@ env PATH="$EASYBUILD/bin:$PATH" MODULEPATH="$modules" LMOD_CMD="$LMOD/libexec/lm
 say "EasyBuild installed $(basename "$recipe") in $((SECONDS - started)) s"
 set +u
 source "$LMOD/init/bash"
-module use "$SCRATCH/easybuild/modules/all"
+module use "$modules" "$SCRATCH/easybuild/modules/all"
 module load omptarget-indirect
 set -u
 clang++ --config="$OMPTARGET_INDIRECT_CONFIG_DIR/clang-22.cfg" "${offload[@]}" -Wall -Werror \
