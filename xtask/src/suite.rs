@@ -247,8 +247,11 @@ pub fn run(workspace: &Path) -> Result<()> {
         || install_check::check(workspace, &tools, &dist),
     );
     report.step(
-        "install on a cluster: LLVM 22 only at another prefix (Debian's hidden), as uid 65534, no network, from `cargo xtask vendor`'s tarball; a C++ program through --config and CMake on the strict device",
-        || cluster_install::check(workspace, &tools, &crate::vendor::tarball(workspace)?),
+        "install on a cluster: LLVM 22 only at another prefix (Debian's hidden), as uid 65534, no network, from `cargo xtask vendor`'s tarball, and with EasyBuild; a C++ program through --config and CMake on the strict device; the release archive against that prefix",
+        || {
+            let archive = harness::install::archive(workspace, &dist)?;
+            cluster_install::check(workspace, &tools, &crate::vendor::tarball(workspace)?, &archive)
+        },
     );
     report.step(
         format!(

@@ -25,7 +25,9 @@ const DEBIAN_LLVM22: &str = "/usr/lib/llvm-22";
 const USER: u32 = 65534;
 
 /// Runs the check; `tarball` is `cargo xtask vendor`'s. Returns a one-paragraph report.
-pub fn check(workspace: &Path, tools: &crate::tools::Tools, tarball: &Path) -> Result<String> {
+/// `archive` is `cargo xtask dist`'s release archive, built with Debian's LLVMs: it must serve the
+/// other prefix of the same LLVM 22 release as it is.
+pub fn check(workspace: &Path, tools: &crate::tools::Tools, tarball: &Path, archive: &Path) -> Result<String> {
     let uid = cmd::stdout(Command::new(requirements::program("id")).arg("-u"))?;
     ensure!(
         uid.trim() == "0",
@@ -35,13 +37,19 @@ pub fn check(workspace: &Path, tools: &crate::tools::Tools, tarball: &Path) -> R
     if scratch.exists() {
         fs::remove_dir_all(&scratch)?;
     }
-    let result = check_in(workspace, tools, tarball, &scratch);
+    let result = check_in(workspace, tools, tarball, archive, &scratch);
     // Links and copies only: removing them leaves the originals.
     let _ = fs::remove_dir_all(&scratch);
     result
 }
 
-fn check_in(workspace: &Path, tools: &crate::tools::Tools, tarball: &Path, scratch: &Path) -> Result<String> {
+fn check_in(
+    workspace: &Path,
+    tools: &crate::tools::Tools,
+    tarball: &Path,
+    archive: &Path,
+    scratch: &Path,
+) -> Result<String> {
     fs::create_dir_all(scratch)?;
     let llvm = scratch.join("opt/llvm/22.1.8");
     llvm_prefix(tools, &llvm)?;
@@ -56,6 +64,8 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, tarball: &Path, scrat
         .to_string();
     let user_tarball = scratch.join(tarball.file_name().context("no file name")?);
     fs::copy(tarball, &user_tarball)?;
+    let user_archive = scratch.join(archive.file_name().context("no file name")?);
+    fs::copy(archive, &user_archive)?;
     let script = scratch.join("as-user.sh");
     fs::copy(workspace.join("tests/install/cluster/as-user.sh"), &script)?;
     for dir in [scratch.to_path_buf(), scratch.join("home"), scratch.join("cargo-home")] {
@@ -83,6 +93,7 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, tarball: &Path, scrat
         .arg(format!("SCRATCH={}", scratch.display()))
         .arg(format!("LLVM={}", llvm.display()))
         .arg(format!("TARBALL={}", user_tarball.display()))
+        .arg(format!("ARCHIVE={}", user_archive.display()))
         .arg(format!("SOURCE={source}"))
         .arg(format!("EASYBUILD={}", ancestor(&requirements::program("eb"), 2)?.display()))
         .arg(format!("LMOD={}", ancestor(&requirements::program("lmod"), 2)?.display()))

@@ -6,9 +6,10 @@
 # for that LLVM into a prefix, and builds and runs tests/install/cluster/cluster.cpp from the
 # prefix on the strict device: with --config, with CMake, and (the negative control) without the
 # install, where it must stop. Then the same with EasyBuild: install/easybuild's recipe installs
-# from the tarball, LLVM 22 an external module, and the program builds after `module load`.
+# from the tarball, LLVM 22 an external module, and the program builds after `module load`. Last,
+# the release archive (built elsewhere, with another prefix of LLVM 22) unpacked and used as is.
 set -euo pipefail
-: "${SCRATCH:?}" "${LLVM:?}" "${TARBALL:?}" "${SOURCE:?}" "${EASYBUILD:?}" "${LMOD:?}"
+: "${SCRATCH:?}" "${LLVM:?}" "${TARBALL:?}" "${SOURCE:?}" "${EASYBUILD:?}" "${LMOD:?}" "${ARCHIVE:?}"
 export HOME=$SCRATCH/home CARGO_HOME=$SCRATCH/cargo-home
 prefix=$SCRATCH/prefix
 cd "$SCRATCH"
@@ -70,3 +71,14 @@ cmake -S "$program" -B "$SCRATCH/cmake-module" -DCMAKE_CXX_COMPILER="$LLVM/bin/c
 cmake --build "$SCRATCH/cmake-module" >/dev/null
 say "EasyBuild module, CMake: $(env LD_PRELOAD="$OMPTARGET_INDIRECT_STRICT" \
   OMP_TARGET_OFFLOAD=MANDATORY "$SCRATCH/cmake-module/cluster")"
+set +u
+module purge
+set -u
+
+mkdir -p "$SCRATCH/unpacked"
+tar -xzf "$ARCHIVE" -C "$SCRATCH/unpacked"
+tree=$(ls -d "$SCRATCH"/unpacked/omptarget-indirect-*)
+clang++ --config="$tree/share/omptarget-indirect/clang-22.cfg" "${offload[@]}" -Wall -Werror \
+  "$program/cluster.cpp" -o "$SCRATCH/cluster-archive"
+say "release archive, --config: $(env LD_PRELOAD="$tree/lib/libomptarget-indirect-strict.so" \
+  OMP_TARGET_OFFLOAD=MANDATORY "$SCRATCH/cluster-archive")"
