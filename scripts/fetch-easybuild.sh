@@ -11,5 +11,5 @@ if [ -x "$dest/bin/eb" ] && "$dest/bin/python" -c "import easybuild" 2>/dev/null
 fi
 rm -rf "$dest"
 /usr/bin/python3 -m venv "$dest"
-"$dest/bin/pip" install -qq --disable-pip-version-check "easybuild==$version"
+"$dest/bin/python" -m pip install -qq --disable-pip-version-check "easybuild==$version"
 echo "$dest"

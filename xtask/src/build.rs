@@ -102,7 +102,12 @@ pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
 /// Builds, into the dist tree at `root`, what `inputs` allow of what `archs` asks for: the device
 /// library always, each optional part when its inputs are there (or, for a complete build, fails).
 /// Returns the tree and the parts left out.
-pub fn build_from(workspace: &Path, inputs: &Inputs, archs: &Archs, root: &Path) -> Result<(Dist, Vec<Skipped>)> {
+pub fn build_from(
+    workspace: &Path,
+    inputs: &Inputs,
+    archs: &Archs,
+    root: &Path,
+) -> Result<(Dist, Vec<Skipped>)> {
     validate(archs)?;
     ensure!(!inputs.llvms.is_empty(), "no LLVM to build for");
     let started = Instant::now();
@@ -252,7 +257,10 @@ fn parts(inputs: &Inputs, skipped: &mut Vec<Skipped>) -> Parts {
             None => frontend.push(llvm.release),
             Some(missing) => skipped.push(Skipped {
                 part: format!("the frontend plugin for clang {}", llvm.release.major()),
-                reason: format!("{} is missing (clang's development headers and libclang-cpp)", missing.display()),
+                reason: format!(
+                    "{} is missing (clang's development headers and libclang-cpp)",
+                    missing.display()
+                ),
             }),
         }
     }
@@ -285,8 +293,9 @@ fn parts(inputs: &Inputs, skipped: &mut Vec<Skipped>) -> Parts {
 /// Why the x86_64 plugin cannot link libffi, if it cannot: the C compiler's linker does not find
 /// `libffi.so` (`cc -print-file-name` echoes the bare name back then).
 fn missing_libffi() -> Option<String> {
-    let found = cmd::stdout(Command::new(crate::requirements::program("cc")).arg("-print-file-name=libffi.so"))
-        .map(|out| out.trim().to_string());
+    let found =
+        cmd::stdout(Command::new(crate::requirements::program("cc")).arg("-print-file-name=libffi.so"))
+            .map(|out| out.trim().to_string());
     match found {
         Ok(path) if path.starts_with('/') => None,
         Ok(_) => Some("the C compiler finds no libffi.so (libffi's development files)".to_string()),
@@ -354,7 +363,10 @@ fn libraries(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
         let mut build = if inputs.cargo_target.is_none() && llvm.release == Llvm::V19 {
             // LLVM 19's are the default features: with the host libraries, in the tests' directory.
             host.args(["-p", PASS_PLUGIN.0]);
-            installs.push((target_dir("host").join("release").join(PASS_PLUGIN.1), llvm.release.pass_plugin_file()));
+            installs.push((
+                target_dir("host").join("release").join(PASS_PLUGIN.1),
+                llvm.release.pass_plugin_file(),
+            ));
             continue;
         } else {
             let mut build = cmd::cargo();
@@ -372,7 +384,9 @@ fn libraries(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
     }
     host.env("CARGO_TARGET_DIR", target_dir("host"));
     cmd::status(&mut host)?;
-    installs.extend(host_libs.iter().map(|(_, built, name)| (target_dir("host").join("release").join(built), *name)));
+    installs.extend(
+        host_libs.iter().map(|(_, built, name)| (target_dir("host").join("release").join(built), *name)),
+    );
 
     fs::create_dir_all(dist.lib_dir())?;
     for (from, installed) in installs {

@@ -22,6 +22,7 @@ const DEBIAN_LLVMS: &[&str] = &["/usr/lib/llvm-19", "/usr/lib/llvm-22"];
 const LLVM_VARIABLE: &str = "OMPTARGET_INDIRECT_LLVM";
 
 /// What `install` was asked for.
+#[derive(Debug)]
 pub struct Request {
     /// `--prefix`, absolute.
     pub prefix: PathBuf,
@@ -88,7 +89,8 @@ fn given_llvms(flags: &[PathBuf]) -> Result<Vec<LlvmInstall>> {
         .unwrap_or_default();
     let mut llvms = Vec::new();
     if !flags.is_empty() || !from_variable.is_empty() {
-        let (given, by) = if flags.is_empty() { (from_variable, LLVM_VARIABLE) } else { (flags.to_vec(), "--llvm") };
+        let (given, by) =
+            if flags.is_empty() { (from_variable, LLVM_VARIABLE) } else { (flags.to_vec(), "--llvm") };
         for dir in &given {
             llvms.push(LlvmInstall::probe(dir).with_context(|| format!("{by} {}", dir.display()))?);
         }
@@ -98,7 +100,8 @@ fn given_llvms(flags: &[PathBuf]) -> Result<Vec<LlvmInstall>> {
         if let Some(on_path) = on_path("llvm-config") {
             candidates.push(on_path);
         }
-        candidates.extend(DEBIAN_LLVMS.iter().map(PathBuf::from).filter(|p| p.join("bin/llvm-config").is_file()));
+        candidates
+            .extend(DEBIAN_LLVMS.iter().map(PathBuf::from).filter(|p| p.join("bin/llvm-config").is_file()));
         for candidate in candidates {
             match LlvmInstall::probe(&candidate) {
                 Ok(llvm) => llvms.push(llvm),
@@ -131,14 +134,17 @@ fn check_rust(oldest: &LlvmInstall) -> Result<()> {
     let verbose = cmd::stdout(std::process::Command::new(crate::requirements::program("rustc")).arg("-vV"))?;
     let field = |name: &str| verbose.lines().find_map(|l| l.strip_prefix(name)).map(str::trim).unwrap_or("");
     let (release, llvm) = (field("release:"), field("LLVM version:"));
-    let pinned = "rust-toolchain.toml's nightly-2025-02-17 (LLVM 19.1.7) with the rust-src component: rustup \
+    let pinned =
+        "rust-toolchain.toml's nightly-2025-02-17 (LLVM 19.1.7) with the rust-src component: rustup \
                   installs it at the first cargo command here; without rustup, put that toolchain's bin \
                   directory first on PATH";
     ensure!(
         release.contains("nightly") || std::env::var_os("RUSTC_BOOTSTRAP").is_some(),
         "rustc {release} cannot build the device library (it needs -Zbuild-std, a nightly feature): use {pinned}"
     );
-    let sysroot = cmd::stdout(std::process::Command::new(crate::requirements::program("rustc")).args(["--print", "sysroot"]))?;
+    let sysroot = cmd::stdout(
+        std::process::Command::new(crate::requirements::program("rustc")).args(["--print", "sysroot"]),
+    )?;
     let core = Path::new(sysroot.trim()).join("lib/rustlib/src/rust/library/core");
     ensure!(core.is_dir(), "rustc {release} has no rust-src ({} is missing): use {pinned}", core.display());
     let rust_llvm: u32 = llvm.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(u32::MAX);
@@ -161,4 +167,52 @@ fn ptxas() -> Option<PathBuf> {
 
 fn on_path(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(program)).find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn install_options_are_parsed() {
+        let request = parse(&args(&[
+            "--prefix",
+            "/opt/oi",
+            "--llvm",
+            "/opt/llvm/22",
+            "--llvm=/opt/llvm/19",
+            "--sm",
+            "none",
+            "--gfx=gfx90a",
+        ]))
+        .unwrap();
+        assert_eq!(request.prefix, Path::new("/opt/oi"));
+        assert_eq!(request.llvms, [Path::new("/opt/llvm/22"), Path::new("/opt/llvm/19")]);
+        assert!(request.archs.sms.is_empty());
+        assert_eq!(request.archs.gfxs, ["gfx90a"]);
+        let defaults = parse(&args(&["--prefix=relative"])).unwrap();
+        assert!(defaults.prefix.is_absolute() && defaults.prefix.ends_with("relative"));
+        assert_eq!(defaults.archs.sms, Archs::default().sms);
+    }
+
+    #[test]
+    fn bad_install_options_are_refused() {
+        assert!(parse(&args(&["--llvm", "/opt/llvm"])).unwrap_err().to_string().contains("--prefix"));
+        assert!(parse(&args(&["--prefix", "/p", "--llvm"]))
+            .unwrap_err()
+            .to_string()
+            .contains("needs a value"));
+        assert!(parse(&args(&["--prefix", "/p", "--frob"])).is_err());
+        assert!(parse(&args(&["--prefix", "/p", "--sm", "sm_x"])).is_err());
+    }
+
+    #[test]
+    fn a_directory_without_llvm_is_named() {
+        let err = given_llvms(&[PathBuf::from("/nonexistent/llvm")]).unwrap_err();
+        assert!(format!("{err:#}").contains("/nonexistent/llvm"), "{err:#}");
+    }
 }

@@ -35,11 +35,13 @@ pub fn tarball(workspace: &Path) -> Result<PathBuf> {
     if stage.exists() {
         fs::remove_dir_all(&stage)?;
     }
-    let listed = cmd::stdout(
-        Command::new(requirements::program("git"))
-            .current_dir(workspace)
-            .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"]),
-    )
+    let listed = cmd::stdout(Command::new(requirements::program("git")).current_dir(workspace).args([
+        "ls-files",
+        "-z",
+        "--cached",
+        "--others",
+        "--exclude-standard",
+    ]))
     .context("the tarball is made from a git checkout")?;
     let mut copied = 0;
     for file in listed.split('\0').filter(|f| !f.is_empty()) {
@@ -58,7 +60,11 @@ pub fn tarball(workspace: &Path) -> Result<PathBuf> {
     // The standard library's own lock file: -Zbuild-std resolves core's dependencies from it.
     let sysroot = cmd::stdout(Command::new(requirements::program("rustc")).args(["--print", "sysroot"]))?;
     let library = Path::new(sysroot.trim()).join("lib/rustlib/src/rust/library/Cargo.toml");
-    ensure!(library.is_file(), "{} is missing: the toolchain needs its rust-src component", library.display());
+    ensure!(
+        library.is_file(),
+        "{} is missing: the toolchain needs its rust-src component",
+        library.display()
+    );
     cmd::output(
         cmd::cargo()
             .current_dir(workspace)

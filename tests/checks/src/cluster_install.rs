@@ -27,7 +27,12 @@ const USER: u32 = 65534;
 /// Runs the check; `tarball` is `cargo xtask vendor`'s. Returns a one-paragraph report.
 /// `archive` is `cargo xtask dist`'s release archive, built with Debian's LLVMs: it must serve the
 /// other prefix of the same LLVM 22 release as it is.
-pub fn check(workspace: &Path, tools: &crate::tools::Tools, tarball: &Path, archive: &Path) -> Result<String> {
+pub fn check(
+    workspace: &Path,
+    tools: &crate::tools::Tools,
+    tarball: &Path,
+    archive: &Path,
+) -> Result<String> {
     let uid = cmd::stdout(Command::new(requirements::program("id")).arg("-u"))?;
     ensure!(
         uid.trim() == "0",
@@ -76,7 +81,9 @@ fn check_in(
     // The trace and the namespace catch what they should: a look at a hidden directory is seen
     // and finds it empty.
     let control_trace = scratch.join("control.trace");
-    let listed = cmd::stdout(hidden_namespace(&control_trace).arg(requirements::program("ls")).arg("-A").args(HIDDEN))?;
+    let listed = cmd::stdout(
+        hidden_namespace(&control_trace).arg(requirements::program("ls")).arg("-A").args(HIDDEN),
+    )?;
     ensure!(
         listed.lines().all(|l| l.is_empty() || l.ends_with(':')),
         "the namespace does not hide {HIDDEN:?}: {listed}"
@@ -84,7 +91,8 @@ fn check_in(
     ensure!(!hidden_opens(&control_trace)?.is_empty(), "the file trace did not see `ls` look at {HIDDEN:?}");
 
     let trace = scratch.join("build.trace");
-    let path = format!("{}:{}:/usr/local/bin:/usr/bin:/bin", rust.join("bin").display(), llvm.join("bin").display());
+    let path =
+        format!("{}:{}:/usr/local/bin:/usr/bin:/bin", rust.join("bin").display(), llvm.join("bin").display());
     let mut run = hidden_namespace(&trace);
     run.arg(requirements::program("env"))
         .arg("-i")
@@ -139,7 +147,9 @@ fn check_in(
 fn hidden_namespace(trace: &Path) -> Command {
     let mut mounts = String::new();
     for dir in HIDDEN {
-        mounts.push_str(&format!("mount -t tmpfs -o ro,mode=0755,size=64k omptarget-indirect-hidden {dir} && "));
+        mounts.push_str(&format!(
+            "mount -t tmpfs -o ro,mode=0755,size=64k omptarget-indirect-hidden {dir} && "
+        ));
     }
     let mut command = Command::new(requirements::program("unshare"));
     command
@@ -243,7 +253,9 @@ mod tests {
 
     #[test]
     fn trace_lines_under_the_hidden_directories_are_found() {
-        assert!(names_hidden(r#"1234  openat(AT_FDCWD, "/usr/lib/llvm-22/bin/clang", O_RDONLY) = -1 ENOENT"#));
+        assert!(names_hidden(
+            r#"1234  openat(AT_FDCWD, "/usr/lib/llvm-22/bin/clang", O_RDONLY) = -1 ENOENT"#
+        ));
         assert!(names_hidden(r#"1234  execve("/usr/lib/llvm-19/bin/clang", ["clang"], 0x7ff) = -1 ENOENT"#));
         assert!(names_hidden(r#"1234  stat("/usr/lib/llvm-22", 0x7ffd) = 0"#));
         assert!(!names_hidden(r#"1234  openat(AT_FDCWD, "/usr/lib/llvm-220/x", O_RDONLY) = -1 ENOENT"#));

@@ -43,7 +43,12 @@ pub struct Parts {
 impl Parts {
     /// Everything: what `cargo xtask build` makes from Debian's LLVM 19 and 22.
     pub fn all() -> Parts {
-        Parts { releases: Llvm::ALL.to_vec(), frontend: Llvm::ALL.to_vec(), fortran: true, libomptarget16_plugins: true }
+        Parts {
+            releases: Llvm::ALL.to_vec(),
+            frontend: Llvm::ALL.to_vec(),
+            fortran: true,
+            libomptarget16_plugins: true,
+        }
     }
 
     /// Whether it holds the registration library (libomptarget 22's vtables).

@@ -63,7 +63,10 @@ impl Llvm {
                  # indirect`, need it: docs/frontend.md.)\n",
             );
         }
-        text.push_str(&format!("-Xarch_device -fpass-plugin=<CFGDIR>/../../lib/{}\n", self.pass_plugin_file()));
+        text.push_str(&format!(
+            "-Xarch_device -fpass-plugin=<CFGDIR>/../../lib/{}\n",
+            self.pass_plugin_file()
+        ));
         match self {
             Llvm::V19 => text.push_str(
                 "# clang 19 cannot hold link-only options here: link with -L<prefix>/lib -lomptarget-indirect.\n",
@@ -144,7 +147,9 @@ impl LlvmInstall {
         let llvm_config = [dir.join("bin/llvm-config"), dir.join("llvm-config"), dir.to_path_buf()]
             .into_iter()
             .find(|p| p.is_file())
-            .with_context(|| format!("--llvm {}: no bin/llvm-config there (give an LLVM install prefix)", dir.display()))?;
+            .with_context(|| {
+                format!("--llvm {}: no bin/llvm-config there (give an LLVM install prefix)", dir.display())
+            })?;
         let query = |arg: &str| -> anyhow::Result<String> {
             let out = crate::cmd::stdout(std::process::Command::new(&llvm_config).arg(arg))?;
             Ok(out.trim().to_string())
@@ -178,5 +183,53 @@ impl LlvmInstall {
     pub fn describe(&self) -> String {
         let prefix = self.bin.parent().unwrap_or(&self.bin);
         format!("LLVM {} ({})", self.version, prefix.display())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// A directory with a `bin/llvm-config` that answers `version` and its directories.
+    fn fake_llvm(version: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir()
+            .join(format!("omptarget-indirect-fake-llvm-{version}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        let script = dir.join("bin/llvm-config");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\ncase $1 in --version) echo {version};; --bindir) echo {d}/bin;; \
+                 --libdir) echo {d}/lib;; --includedir) echo {d}/include;; esac\n",
+                d = dir.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_release_is_read_from_llvm_config() {
+        let dir = fake_llvm("22.1.8");
+        for given in [dir.clone(), dir.join("bin"), dir.join("bin/llvm-config")] {
+            let llvm = LlvmInstall::probe(&given).unwrap();
+            assert_eq!((llvm.release, llvm.version.as_str()), (Llvm::V22, "22.1.8"));
+            assert_eq!(llvm.tool("clang"), dir.join("bin/clang"));
+            assert_eq!(llvm.include, dir.join("include"));
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_unsupported_release_or_no_llvm_is_refused() {
+        let dir = fake_llvm("21.1.0");
+        let err = LlvmInstall::probe(&dir).unwrap_err().to_string();
+        assert!(err.contains("LLVM 21.1.0") && err.contains("19 and 22"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+        let err = LlvmInstall::probe(Path::new("/nonexistent/llvm")).unwrap_err().to_string();
+        assert!(err.contains("/nonexistent/llvm") && err.contains("no bin/llvm-config"), "{err}");
     }
 }

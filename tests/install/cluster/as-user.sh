@@ -19,7 +19,7 @@ say() { printf '[as-user] %s\n' "$*"; }
 
 started=$SECONDS
 cargo xtask install --prefix "$prefix" --llvm "$LLVM" --sm sm_90 --gfx none
-say "install built in $((SECONDS - started)) s"
+say "install built in $(($SECONDS - $started)) s"
 
 program=$PWD/tests/install/cluster
 strict=$prefix/lib/libomptarget-indirect-strict.so
@@ -57,7 +57,7 @@ env PATH="$EASYBUILD/bin:$PATH" MODULEPATH="$modules" LMOD_CMD="$LMOD/libexec/lm
   eb "$recipe" --prefix="$SCRATCH/easybuild" --sourcepath="$SCRATCH/sources" \
   --external-modules-metadata="$SCRATCH/external-modules.cfg" --try-amend=installopts="--sm sm_90 --gfx none" \
   >"$SCRATCH/eb.log" 2>&1 || { tail -n 30 "$SCRATCH/eb.log"; exit 1; }
-say "EasyBuild installed $(basename "$recipe") in $((SECONDS - started)) s"
+say "EasyBuild installed $(basename "$recipe") in $(($SECONDS - $started)) s"
 set +u
 source "$LMOD/init/bash"
 module use "$modules" "$SCRATCH/easybuild/modules/all"
