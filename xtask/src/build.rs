@@ -115,6 +115,15 @@ pub fn build_from(
     let parts = parts(inputs, &mut skipped);
     let dist = Dist { root: root.to_path_buf(), parts };
     let oldest = inputs.oldest();
+    for tool in ["clang", "llvm-ar"] {
+        ensure!(
+            oldest.tool(tool).is_file(),
+            "{} has no {tool}: the device library is packed with the clang, llvm-ar and \
+             clang-offload-packager (or llvm-offload-binary) of the oldest LLVM given",
+            oldest.describe()
+        );
+    }
+    let packager = offload_packager(oldest)?;
     let mut images = Vec::new();
 
     let missing_ir_tools: Vec<String> = ["llvm-link", "llvm-dis"]
@@ -230,7 +239,7 @@ pub fn build_from(
     images.push(generic.image_selector(&x86.join("device_rtl.o")));
     println!("built x86_64 in {:.1} s", t.elapsed().as_secs_f64());
 
-    fat_library(oldest, &dist, &images, &x86.join("device_rtl_host.o"))?;
+    fat_library(oldest, &packager, &dist, &images, &x86.join("device_rtl_host.o"))?;
     let t = Instant::now();
     libraries(workspace, inputs, &dist)?;
     frontend_plugins(workspace, inputs, &dist)?;
@@ -243,9 +252,31 @@ pub fn build_from(
     Ok((dist, skipped))
 }
 
+/// The LLVM's OffloadBinary packer: `clang-offload-packager`, which LLVM 22 also installs under
+/// its new name `llvm-offload-binary` (the same options).
+fn offload_packager(llvm: &LlvmInstall) -> Result<PathBuf> {
+    ["clang-offload-packager", "llvm-offload-binary"]
+        .into_iter()
+        .map(|name| llvm.tool(name))
+        .find(|path| path.is_file())
+        .with_context(|| {
+            format!("{} has neither clang-offload-packager nor llvm-offload-binary", llvm.describe())
+        })
+}
+
 /// Which optional parts `inputs` allow; each one left out goes to `skipped` with its reason.
 fn parts(inputs: &Inputs, skipped: &mut Vec<Skipped>) -> Parts {
     let releases: Vec<Llvm> = inputs.llvms.iter().map(|l| l.release).collect();
+    for llvm in Llvm::ALL.into_iter().filter(|l| !releases.contains(l)) {
+        let pieces = match llvm {
+            Llvm::V19 => "pass plugin, frontend plugin, clang-19.cfg",
+            Llvm::V22 => "pass plugin, frontend plugin, registration library, Fortran module, clang-22.cfg and flang-22.cfg",
+        };
+        skipped.push(Skipped {
+            part: format!("the LLVM {} pieces ({pieces})", llvm.major()),
+            reason: format!("no LLVM {} was given (--llvm)", llvm.major()),
+        });
+    }
     let mut frontend = Vec::new();
     for llvm in &inputs.llvms {
         let needs = [
@@ -469,11 +500,17 @@ fn fortran_module(workspace: &Path, llvm: &LlvmInstall, dist: &Dist) -> Result<(
 
 /// Packs every device image into one OffloadBinary, embeds it in a host object, and archives that
 /// object with the x86_64 code (the host fallback of a target region calls the function too).
-fn fat_library(llvm: &LlvmInstall, dist: &Dist, images: &[String], host_object: &Path) -> Result<()> {
+fn fat_library(
+    llvm: &LlvmInstall,
+    packager: &Path,
+    dist: &Dist,
+    images: &[String],
+    host_object: &Path,
+) -> Result<()> {
     let work = dist.root.join("../device-fat");
     fs::create_dir_all(&work)?;
     let packed = work.join("omptarget-indirect.offload");
-    let mut pack = Command::new(llvm.tool("clang-offload-packager"));
+    let mut pack = Command::new(packager);
     pack.arg("-o").arg(&packed);
     pack.args(images);
     cmd::output(&mut pack)?;
