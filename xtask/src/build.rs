@@ -175,13 +175,11 @@ pub fn build_from(
         .run(workspace, &dir)?;
         constant_device_environment(oldest, &dir.join("device_rtl.bc"))?;
         if let Some(ptxas) = ptxas {
-            // What clang's offload linker does with the LTO'd device module, then CUDA's assembler.
-            cmd::output(
-                Command::new(oldest.tool("llc"))
-                    .args(["-O3", &format!("-mcpu={sm}")])
-                    .arg(dir.join("device_rtl.bc"))
-                    .arg("-o")
-                    .arg(dir.join("device_rtl.ptx")),
+            crate::tools::compile_ptx(
+                &oldest.tool("llc"),
+                &dir.join("device_rtl.bc"),
+                sm,
+                &dir.join("device_rtl.ptx"),
             )?;
             cmd::output(
                 Command::new(ptxas)

@@ -101,17 +101,9 @@ impl Tools {
         })
     }
 
-    /// `llc-19 -O3 -mcpu=<sm>` of `bitcode` into `ptx`: what clang's offload linker does with the
-    /// LTO'd device module.
+    /// `llc-19 -O3 -mcpu=<sm>` of `bitcode` into `ptx` ([`compile_ptx`]).
     pub fn compile_ptx(&self, bitcode: &Path, sm: &str, ptx: &Path) -> Result<()> {
-        crate::cmd::output(
-            std::process::Command::new(&self.llc)
-                .args(["-O3", &format!("-mcpu={sm}")])
-                .arg(bitcode)
-                .arg("-o")
-                .arg(ptx),
-        )?;
-        Ok(())
+        compile_ptx(&self.llc, bitcode, sm, ptx)
     }
 
     /// `ptxas` from CUDA 11.8.
@@ -129,4 +121,13 @@ impl Tools {
     pub fn cuobjdump(&self) -> PathBuf {
         self.cuda.join("bin/cuobjdump")
     }
+}
+
+/// `llc -O3 -mcpu=<sm>` of `bitcode` into `ptx`: what clang's offload linker does with the LTO'd
+/// device module.
+pub fn compile_ptx(llc: &Path, bitcode: &Path, sm: &str, ptx: &Path) -> Result<()> {
+    crate::cmd::output(
+        std::process::Command::new(llc).args(["-O3", &format!("-mcpu={sm}")]).arg(bitcode).arg("-o").arg(ptx),
+    )?;
+    Ok(())
 }
