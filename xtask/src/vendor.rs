@@ -78,13 +78,7 @@ pub fn tarball(workspace: &Path) -> Result<PathBuf> {
     fs::write(&config, text)?;
 
     let tarball = out.join(format!("{name}-src.tar.gz"));
-    cmd::output(
-        Command::new(requirements::program("tar"))
-            .current_dir(&out)
-            .args(["--sort=name", "--owner=0", "--group=0", "--numeric-owner", "-czf"])
-            .arg(&tarball)
-            .arg(&name),
-    )?;
+    harness::install::tar_gz(&out, &name, &tarball)?;
     fs::remove_dir_all(&stage)?;
     Ok(tarball)
 }

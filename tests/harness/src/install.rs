@@ -218,14 +218,21 @@ pub fn archive(workspace: &Path, dist: &Dist) -> Result<PathBuf> {
     }
     fs::write(tree.join("SHA256SUMS"), sums)?;
     let archive = out.join(format!("{name}.tar.gz"));
+    tar_gz(&out, &name, &archive)?;
+    Ok(archive)
+}
+
+/// Packs the directory `name` of `parent` into the gzipped tarball `archive`, reproducibly: sorted
+/// names, owner and group 0.
+pub fn tar_gz(parent: &Path, name: &str, archive: &Path) -> Result<()> {
     cmd::output(
         Command::new(requirements::program("tar"))
-            .current_dir(&out)
+            .current_dir(parent)
             .args(["--sort=name", "--owner=0", "--group=0", "--numeric-owner", "-czf"])
-            .arg(&archive)
-            .arg(&name),
+            .arg(archive)
+            .arg(name),
     )?;
-    Ok(archive)
+    Ok(())
 }
 
 #[cfg(test)]
