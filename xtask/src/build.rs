@@ -446,15 +446,20 @@ const FRONTEND_PLUGIN_SOURCE: &str = "compiler/frontend-plugin/omptarget_indirec
 
 /// Compiles the frontend plugin once per LLVM release that has clang's development files, with
 /// that release's clang++ against its clang headers, linked with its `libclang-cpp` and `libLLVM`
-/// (the ones its clang has loaded). Skipped when the plugin is newer than its source and than
-/// the LLVM's `llvm-config` (the headers change only with the LLVM).
+/// (the ones its clang has loaded). Skipped when the plugin was built for the same `llvm-config`
+/// after it and the source last changed (the headers change only with the LLVM).
 fn frontend_plugins(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
     let source = workspace.join(FRONTEND_PLUGIN_SOURCE);
     let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
     for llvm in inputs.llvms.iter().filter(|l| dist.parts.frontend.contains(&l.release)) {
         let plugin = dist.frontend_plugin(llvm.release);
+        // Which LLVM it was built against: another install of the same release rebuilds it.
+        let stamp = plugin.with_extension("so.llvm-config");
+        let built_for = fs::read_to_string(&stamp).ok();
         let newest_input = modified(&source).max(modified(&llvm.llvm_config));
-        if modified(&plugin).is_some_and(|built| newest_input.is_some_and(|input| input < built)) {
+        if built_for.as_deref() == Some(&*llvm.llvm_config.to_string_lossy())
+            && modified(&plugin).is_some_and(|built| newest_input.is_some_and(|input| input < built))
+        {
             continue;
         }
         let fresh = plugin.with_extension("so.new");
@@ -477,6 +482,7 @@ fn frontend_plugins(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()
                 .args(["-lclang-cpp", "-lLLVM"]),
         )?;
         fs::rename(&fresh, &plugin).with_context(|| format!("cannot write {}", plugin.display()))?;
+        fs::write(&stamp, llvm.llvm_config.to_string_lossy().as_bytes())?;
     }
     Ok(())
 }

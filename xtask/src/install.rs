@@ -104,6 +104,13 @@ fn given_llvms(flags: &[PathBuf]) -> Result<Vec<LlvmInstall>> {
             .extend(DEBIAN_LLVMS.iter().map(PathBuf::from).filter(|p| p.join("bin/llvm-config").is_file()));
         for candidate in candidates {
             match LlvmInstall::probe(&candidate) {
+                Ok(llvm) if llvms.iter().any(|l: &LlvmInstall| l.release == llvm.release) => {
+                    println!(
+                        "passed over {}: an LLVM {} was found first",
+                        candidate.display(),
+                        llvm.release.major()
+                    )
+                }
                 Ok(llvm) => llvms.push(llvm),
                 Err(err) => println!("passed over {}: {err:#}", candidate.display()),
             }

@@ -251,6 +251,24 @@ mod tests {
     }
 
     #[test]
+    fn the_pkg_config_flags_follow_the_installed_parts() {
+        let (major, cflags, libs) = pkg_config_flags(&crate::dist::Parts::all());
+        assert_eq!(major, "19");
+        assert!(cflags.contains("frontend-llvm19.so") && cflags.contains("-pass.so"), "{cflags}");
+        assert_eq!(libs, "-lomptarget-indirect");
+        let only22 = crate::dist::Parts {
+            releases: vec![Llvm::V22],
+            frontend: vec![],
+            fortran: false,
+            libomptarget16_plugins: false,
+        };
+        let (major, cflags, libs) = pkg_config_flags(&only22);
+        assert_eq!(major, "22");
+        assert!(!cflags.contains("-fplugin") && cflags.contains("pass-llvm22.so"), "{cflags}");
+        assert!(libs.contains("-lomptarget-indirect-register"), "{libs}");
+    }
+
+    #[test]
     fn the_workspace_version_is_read() {
         let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap();
         let (major, minor, patch, text) = version(workspace).unwrap();

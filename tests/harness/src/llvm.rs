@@ -212,6 +212,17 @@ mod tests {
     }
 
     #[test]
+    fn a_configuration_file_loads_the_frontend_plugin_only_when_there_is_one() {
+        for llvm in Llvm::ALL {
+            let with = llvm.clang_config(true);
+            assert!(with.contains(&format!("-fplugin=<CFGDIR>/../../lib/{}", llvm.frontend_plugin_file())));
+            let without = llvm.clang_config(false);
+            assert!(!without.lines().any(|l| l.starts_with("-fplugin")), "{without}");
+            assert!(without.contains(llvm.pass_plugin_file()));
+        }
+    }
+
+    #[test]
     fn the_release_is_read_from_llvm_config() {
         let dir = fake_llvm("22.1.8");
         for given in [dir.clone(), dir.join("bin"), dir.join("bin/llvm-config")] {
