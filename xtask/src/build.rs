@@ -389,7 +389,7 @@ fn libraries(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
         host_libs.push(REGISTER);
     }
     for llvm in &inputs.llvms {
-        let mut build = if inputs.cargo_target.is_none() && llvm.release == Llvm::V19 {
+        if inputs.cargo_target.is_none() && llvm.release == Llvm::V19 {
             // LLVM 19's are the default features: with the host libraries, in the tests' directory.
             host.args(["-p", PASS_PLUGIN.0]);
             installs.push((
@@ -397,14 +397,15 @@ fn libraries(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
                 llvm.release.pass_plugin_file(),
             ));
             continue;
-        } else {
-            let mut build = cmd::cargo();
-            build.current_dir(workspace).args(["build", "--quiet", "--release", "-p", PASS_PLUGIN.0]);
-            build.arg("--no-default-features").args(["--features", llvm.release.pass_plugin_feature()]);
-            build
-        };
+        }
+        // Another feature set in a target dir of its own, so neither build undoes the other.
         let dir = target_dir(&format!("llvm{}", llvm.release.major()));
-        build.env("CARGO_TARGET_DIR", &dir);
+        let mut build = cmd::cargo();
+        build
+            .current_dir(workspace)
+            .args(["build", "--quiet", "--release", "-p", PASS_PLUGIN.0, "--no-default-features"])
+            .args(["--features", llvm.release.pass_plugin_feature()])
+            .env("CARGO_TARGET_DIR", &dir);
         if inputs.cargo_target.is_some() {
             build.env("OMPTARGET_INDIRECT_LLVM_CONFIG", &llvm.llvm_config);
         }
