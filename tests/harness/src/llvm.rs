@@ -148,7 +148,7 @@ impl LlvmInstall {
             .into_iter()
             .find(|p| p.is_file())
             .with_context(|| {
-                format!("--llvm {}: no bin/llvm-config there (give an LLVM install prefix)", dir.display())
+                format!("{}: no bin/llvm-config there (give an LLVM install prefix)", dir.display())
             })?;
         let query = |arg: &str| -> anyhow::Result<String> {
             let out = crate::cmd::stdout(std::process::Command::new(&llvm_config).arg(arg))?;
