@@ -92,7 +92,7 @@ fn given_llvms(flags: &[PathBuf]) -> Result<Vec<LlvmInstall>> {
         let (given, by) =
             if flags.is_empty() { (from_variable, LLVM_VARIABLE) } else { (flags.to_vec(), "--llvm") };
         for dir in &given {
-            llvms.push(LlvmInstall::probe(dir).with_context(|| format!("{by} {}", dir.display()))?);
+            llvms.push(LlvmInstall::probe(dir).context(by)?);
         }
     } else {
         // Nothing given: llvm-config on PATH, then Debian's; an unsupported release is passed over.
