@@ -14,6 +14,7 @@ use crate::build::{self, Inputs};
 use crate::cmd;
 use crate::dist::Archs;
 use crate::llvm::LlvmInstall;
+use crate::requirements::on_path;
 
 /// Debian's LLVM prefixes, looked at only when no LLVM is given at all.
 const DEBIAN_LLVMS: &[&str] = &["/usr/lib/llvm-19", "/usr/lib/llvm-22"];
@@ -149,10 +150,7 @@ fn check_rust(oldest: &LlvmInstall) -> Result<()> {
         release.contains("nightly") || std::env::var_os("RUSTC_BOOTSTRAP").is_some(),
         "rustc {release} cannot build the device library (it needs -Zbuild-std, a nightly feature): use {pinned}"
     );
-    let sysroot = cmd::stdout(
-        std::process::Command::new(crate::requirements::program("rustc")).args(["--print", "sysroot"]),
-    )?;
-    let core = Path::new(sysroot.trim()).join("lib/rustlib/src/rust/library/core");
+    let core = harness::device_build::rust_library()?.join("core");
     ensure!(core.is_dir(), "rustc {release} has no rust-src ({} is missing): use {pinned}", core.display());
     let rust_llvm: u32 = llvm.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(u32::MAX);
     let given: u32 = oldest.release.major().parse()?;
@@ -170,10 +168,6 @@ fn ptxas() -> Option<PathBuf> {
         .map(|home| Path::new(&home).join("bin/ptxas"))
         .filter(|p| p.is_file())
         .or_else(|| on_path("ptxas"))
-}
-
-fn on_path(program: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(program)).find(|p| p.is_file())
 }
 
 #[cfg(test)]

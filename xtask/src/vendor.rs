@@ -58,8 +58,7 @@ pub fn tarball(workspace: &Path) -> Result<PathBuf> {
     ensure!(copied > 0, "git lists no files in {}", workspace.display());
 
     // The standard library's own lock file: -Zbuild-std resolves core's dependencies from it.
-    let sysroot = cmd::stdout(Command::new(requirements::program("rustc")).args(["--print", "sysroot"]))?;
-    let library = Path::new(sysroot.trim()).join("lib/rustlib/src/rust/library/Cargo.toml");
+    let library = harness::device_build::rust_library()?.join("Cargo.toml");
     ensure!(
         library.is_file(),
         "{} is missing: the toolchain needs its rust-src component",

@@ -59,8 +59,7 @@ fn check_in(
     let llvm = scratch.join("opt/llvm/22.1.8");
     llvm_prefix(tools, &llvm)?;
     let rust = scratch.join("rust");
-    let sysroot = cmd::stdout(Command::new(requirements::program("rustc")).args(["--print", "sysroot"]))?;
-    linked_copy(Path::new(sysroot.trim()), &rust, false)?;
+    linked_copy(&crate::device_build::rust_sysroot()?, &rust, false)?;
     let source = tarball
         .file_name()
         .and_then(|n| n.to_str())

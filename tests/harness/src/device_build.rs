@@ -2,11 +2,24 @@
 //! the device runtime for the dist tree, and the GPU bundle's kernels.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use anyhow::{Context, Result};
 
-use crate::cmd;
+use crate::{cmd, requirements};
+
+/// The sysroot of the `rustc` on `PATH` (under rustup, the toolchain this checkout pins).
+pub fn rust_sysroot() -> Result<PathBuf> {
+    let out = cmd::stdout(Command::new(requirements::program("rustc")).args(["--print", "sysroot"]))?;
+    Ok(PathBuf::from(out.trim()))
+}
+
+/// The standard library's sources of that toolchain (its `rust-src` component), which
+/// `-Zbuild-std` compiles for the device targets.
+pub fn rust_library() -> Result<PathBuf> {
+    Ok(rust_sysroot()?.join("lib/rustlib/src/rust/library"))
+}
 
 /// One device compilation of a workspace crate as a single LTO'd module: a target, a processor,
 /// and the files rustc must emit.

@@ -63,7 +63,7 @@ pub fn all() -> Vec<Requirement> {
 }
 
 /// The first directory of `PATH` holding an executable `program`.
-fn on_path(program: &str) -> Option<PathBuf> {
+pub fn on_path(program: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
