@@ -6,9 +6,16 @@
 //! `<scratch>/rust` (no rustup). In a new mount and network namespace, empty file systems cover
 //! `/usr/lib/llvm-19` and `/usr/lib/llvm-22`; there `tests/install/cluster/as-user.sh` runs as uid
 //! 65534 under `strace -f -e trace=%file`, which must show no path under either directory.
+//!
+//! The user reads nothing of the clone: whatever it runs (the toolchain, EasyBuild, the tarballs)
+//! is staged in the scratch directory and opened to others there, because a clone often lives in
+//! a directory only its owner can enter (`mktemp -d`, a 0700 home). The trace must show no path
+//! under the clone either, so a check that reaches into it fails in any clone, not only in a
+//! private one.
 
 use std::fs;
-use std::path::Path;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
@@ -39,6 +46,15 @@ pub fn check(
         "needs root to make the namespaces and hide Debian's LLVMs (the build itself runs as uid {USER})"
     );
     let scratch = std::env::temp_dir().join(format!("omptarget-indirect-cluster-{}", std::process::id()));
+    if let Some(closed) = closed_ancestor(&scratch)? {
+        bail!(
+            "uid {USER} cannot enter {} (mode {:o}), which holds the scratch directory {}: \
+             set TMPDIR to a directory that others can enter, such as /tmp",
+            closed.display(),
+            fs::metadata(&closed)?.mode() & 0o7777,
+            scratch.display()
+        );
+    }
     if scratch.exists() {
         fs::remove_dir_all(&scratch)?;
     }
@@ -72,6 +88,9 @@ fn check_in(
     fs::copy(archive, &user_archive)?;
     let script = scratch.join("as-user.sh");
     fs::copy(workspace.join("tests/install/cluster/as-user.sh"), &script)?;
+    let easybuild = scratch.join("easybuild-venv");
+    linked_copy(ancestor(&requirements::program("eb"), 2)?, &easybuild, false)?;
+    open_to_others(scratch)?;
     for dir in [scratch.to_path_buf(), scratch.join("home"), scratch.join("cargo-home")] {
         fs::create_dir_all(&dir)?;
         std::os::unix::fs::chown(&dir, Some(USER), Some(USER))?;
@@ -93,7 +112,8 @@ fn check_in(
     let path =
         format!("{}:{}:/usr/local/bin:/usr/bin:/bin", rust.join("bin").display(), llvm.join("bin").display());
     let mut run = hidden_namespace(&trace);
-    run.arg(requirements::program("env"))
+    run.current_dir(scratch)
+        .arg(requirements::program("env"))
         .arg("-i")
         .arg(format!("PATH={path}"))
         .arg(format!("LD_LIBRARY_PATH={}", llvm.join("lib").display()))
@@ -102,7 +122,7 @@ fn check_in(
         .arg(format!("TARBALL={}", user_tarball.display()))
         .arg(format!("ARCHIVE={}", user_archive.display()))
         .arg(format!("SOURCE={source}"))
-        .arg(format!("EASYBUILD={}", ancestor(&requirements::program("eb"), 2)?.display()))
+        .arg(format!("EASYBUILD={}", easybuild.display()))
         .arg(format!("LMOD={}", ancestor(&requirements::program("lmod"), 2)?.display()))
         .arg(requirements::program("bash"))
         .arg(&script);
@@ -124,6 +144,16 @@ fn check_in(
         opened.len(),
         opened.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
     );
+    let workspace = fs::canonicalize(workspace)?;
+    let in_clone = traced_under(&trace, &[&workspace.to_string_lossy()])?;
+    ensure!(
+        in_clone.is_empty(),
+        "uid {USER} reached into the clone at {} {} times (a clone in a private directory would refuse it): \
+         stage what it needs in the scratch directory; first:\n{}",
+        workspace.display(),
+        in_clone.len(),
+        in_clone.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
+    );
     let naming = files_naming(&scratch.join("prefix"), "/usr/lib/llvm-")?;
     ensure!(naming.is_empty(), "installed files name Debian's LLVM directories: {naming:?}");
     let calls = fs::read_to_string(&trace)?.lines().count();
@@ -131,7 +161,7 @@ fn check_in(
     let skipped: Vec<&str> = log.lines().filter(|l| l.starts_with("skipped ")).collect();
     Ok(format!(
         "LLVM 22 only at {} ({} and {} empty), as uid {USER}, no network, from the vendored tarball ({:.1} MB): \
-         {}; {}; {calls} file calls traced, none under the hidden directories; no installed file names them",
+         {}; {}; {calls} file calls traced, none under the hidden directories or the clone; no installed file names them",
         llvm.display(),
         HIDDEN[0],
         HIDDEN[1],
@@ -151,7 +181,10 @@ fn hidden_namespace(trace: &Path) -> Command {
         ));
     }
     let mut command = Command::new(requirements::program("unshare"));
+    // Nothing of xtask's environment (cargo's LD_LIBRARY_PATH names the clone's target/).
     command
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
         .args(["--mount", "--net", "--propagation", "private", "--"])
         .arg(requirements::program("sh"))
         .arg("-c")
@@ -169,19 +202,67 @@ fn hidden_namespace(trace: &Path) -> Command {
 
 /// The lines of an strace file log that name a path under [`HIDDEN`].
 fn hidden_opens(trace: &Path) -> Result<Vec<String>> {
-    let text = fs::read_to_string(trace).with_context(|| format!("no trace at {}", trace.display()))?;
-    Ok(text.lines().filter(|line| names_hidden(line)).map(str::to_string).collect())
+    traced_under(trace, &HIDDEN)
 }
 
-/// Whether an strace line names a path in or under one of [`HIDDEN`] (`"/usr/lib/llvm-22"`,
-/// `"/usr/lib/llvm-22/bin/clang"`; not `"/usr/lib/llvm-220"`).
-fn names_hidden(line: &str) -> bool {
-    HIDDEN.iter().any(|dir| {
+/// The lines of an strace file log that name a path in or under one of `dirs`.
+fn traced_under(trace: &Path, dirs: &[&str]) -> Result<Vec<String>> {
+    let text = fs::read_to_string(trace).with_context(|| format!("no trace at {}", trace.display()))?;
+    Ok(text.lines().filter(|line| names_under(line, dirs)).map(str::to_string).collect())
+}
+
+/// Whether an strace line names a path in or under one of `dirs` (for `/usr/lib/llvm-22`:
+/// `"/usr/lib/llvm-22"`, `"/usr/lib/llvm-22/bin/clang"`; not `"/usr/lib/llvm-220"`).
+fn names_under(line: &str, dirs: &[&str]) -> bool {
+    dirs.iter().any(|dir| {
         line.match_indices(dir).any(|(at, _)| {
             let after = line[at + dir.len()..].chars().next();
             matches!(after, Some('"') | Some('/'))
         })
     })
+}
+
+/// The first directory above `path` (which need not exist yet) that others cannot enter.
+fn closed_ancestor(path: &Path) -> Result<Option<PathBuf>> {
+    for dir in path.ancestors().skip(1) {
+        let mode = fs::metadata(dir).with_context(|| format!("cannot read {}", dir.display()))?.mode();
+        if mode & 0o001 == 0 {
+            return Ok(Some(dir.to_path_buf()));
+        }
+    }
+    Ok(None)
+}
+
+/// Makes everything under `dir` readable by others, and what its owner may run runnable by them.
+/// A file that is not is a hard link of a file outside (or a copy that kept its mode, under a
+/// umask such as 077): it becomes a copy of its own first, so that no mode outside changes.
+fn open_to_others(dir: &Path) -> Result<()> {
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let mode = fs::metadata(&dir)?.mode();
+        fs::set_permissions(&dir, fs::Permissions::from_mode((mode & 0o7777) | 0o055))?;
+        for entry in fs::read_dir(&dir).with_context(|| format!("cannot list {}", dir.display()))? {
+            let path = entry?.path();
+            let meta = fs::symlink_metadata(&path)?;
+            if meta.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            if !meta.is_file() {
+                continue;
+            }
+            let mode = meta.mode() & 0o7777;
+            let open = mode | 0o044 | if mode & 0o100 != 0 { 0o011 } else { 0 };
+            if open == mode {
+                continue;
+            }
+            let own = path.with_extension("omptarget-indirect-open");
+            fs::copy(&path, &own).with_context(|| format!("cannot copy {}", path.display()))?;
+            fs::set_permissions(&own, fs::Permissions::from_mode(open))?;
+            fs::rename(&own, &path)?;
+        }
+    }
+    Ok(())
 }
 
 /// The directory `levels` above `path` (`.../bin/eb`, 2: the virtual environment).
@@ -252,12 +333,52 @@ mod tests {
 
     #[test]
     fn trace_lines_under_the_hidden_directories_are_found() {
-        assert!(names_hidden(
-            r#"1234  openat(AT_FDCWD, "/usr/lib/llvm-22/bin/clang", O_RDONLY) = -1 ENOENT"#
+        let hidden = |line| names_under(line, &HIDDEN);
+        assert!(hidden(r#"1234  openat(AT_FDCWD, "/usr/lib/llvm-22/bin/clang", O_RDONLY) = -1 ENOENT"#));
+        assert!(hidden(r#"1234  execve("/usr/lib/llvm-19/bin/clang", ["clang"], 0x7ff) = -1 ENOENT"#));
+        assert!(hidden(r#"1234  stat("/usr/lib/llvm-22", 0x7ffd) = 0"#));
+        assert!(!hidden(r#"1234  openat(AT_FDCWD, "/usr/lib/llvm-220/x", O_RDONLY) = -1 ENOENT"#));
+        assert!(!hidden(r#"1234  openat(AT_FDCWD, "/tmp/s/opt/llvm/22.1.8/bin/clang", O_RDONLY) = 3"#));
+        let clone = |line| names_under(line, &["/tmp/tmp.x1/a clone"]);
+        assert!(clone(
+            r#"9  execve("/tmp/tmp.x1/a clone/target/tools/easybuild/bin/eb", ["eb"]) = -1 EACCES"#
         ));
-        assert!(names_hidden(r#"1234  execve("/usr/lib/llvm-19/bin/clang", ["clang"], 0x7ff) = -1 ENOENT"#));
-        assert!(names_hidden(r#"1234  stat("/usr/lib/llvm-22", 0x7ffd) = 0"#));
-        assert!(!names_hidden(r#"1234  openat(AT_FDCWD, "/usr/lib/llvm-220/x", O_RDONLY) = -1 ENOENT"#));
-        assert!(!names_hidden(r#"1234  openat(AT_FDCWD, "/tmp/s/opt/llvm/22.1.8/bin/clang", O_RDONLY) = 3"#));
+        assert!(!clone(r#"9  openat(AT_FDCWD, "/tmp/tmp.x1/a clone2/x", O_RDONLY) = 3"#));
+    }
+
+    /// A scratch tree as a clone made under umask 077 would leave it: a private file linked from
+    /// outside, a private directory. Everything becomes reachable, and the file outside keeps its
+    /// mode and its bytes.
+    #[test]
+    fn staged_files_are_opened_to_others_without_touching_the_originals() {
+        let base = std::env::temp_dir().join(format!("omptarget-indirect-open-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let outside = base.join("outside");
+        fs::create_dir_all(&outside).unwrap();
+        let tool = outside.join("tool");
+        fs::write(&tool, b"#!/bin/sh\n").unwrap();
+        fs::set_permissions(&tool, fs::Permissions::from_mode(0o700)).unwrap();
+        let data = outside.join("data");
+        fs::write(&data, b"bytes").unwrap();
+        fs::set_permissions(&data, fs::Permissions::from_mode(0o644)).unwrap();
+        let staged = base.join("scratch/private");
+        fs::create_dir_all(&staged).unwrap();
+        fs::set_permissions(&staged, fs::Permissions::from_mode(0o700)).unwrap();
+        fs::hard_link(&tool, staged.join("tool")).unwrap();
+        fs::hard_link(&data, staged.join("data")).unwrap();
+
+        open_to_others(&base.join("scratch")).unwrap();
+
+        let mode = |p: &Path| fs::metadata(p).unwrap().mode() & 0o7777;
+        assert_eq!(mode(&staged), 0o755);
+        assert_eq!(mode(&staged.join("tool")), 0o755);
+        assert_eq!(fs::read(staged.join("tool")).unwrap(), b"#!/bin/sh\n");
+        assert_eq!(mode(&tool), 0o700, "the original's mode changed");
+        assert_eq!(fs::metadata(&tool).unwrap().nlink(), 1, "the private file is still linked");
+        assert_eq!(fs::metadata(&data).unwrap().nlink(), 2, "an open file was copied needlessly");
+        assert_eq!(closed_ancestor(&staged.join("tool")).unwrap(), closed_ancestor(&base).unwrap());
+        fs::set_permissions(&staged, fs::Permissions::from_mode(0o700)).unwrap();
+        assert_eq!(closed_ancestor(&staged.join("tool")).unwrap(), Some(staged.clone()));
+        fs::remove_dir_all(&base).unwrap();
     }
 }
