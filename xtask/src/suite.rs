@@ -193,11 +193,7 @@ pub fn run(workspace: &Path) -> Result<()> {
             ),
             || e2e::strict_stops(workspace, &toolchain),
         );
-        let runs = |p: &&e2e::Program| match toolchain.llvm {
-            Llvm::V19 => p.on_llvm19,
-            Llvm::V22 => p.on_llvm22,
-        };
-        for program in e2e::PROGRAMS.iter().filter(runs) {
+        for program in e2e::PROGRAMS.iter().filter(|p| p.runs_with(toolchain.llvm)) {
             report.step(
                 format!(
                     "end to end on x86_64, {}: {} ({})",
@@ -215,6 +211,15 @@ pub fn run(workspace: &Path) -> Result<()> {
             e2e::build_gpu(workspace, &llvm19, &target)
         });
     }
+    let llvm22 = Toolchain::new(Llvm::V22, &tools, &dist);
+    let sm90 = OffloadTarget::nvptx("sm_90");
+    report.step(
+        format!(
+            "end-to-end programs built for {} by clang 22 with LLVM 22's DeviceRTL (built from source)",
+            sm90.name
+        ),
+        || e2e::build_gpu(workspace, &llvm22, &sm90),
+    );
     for llvm in Llvm::ALL {
         for target in
             [OffloadTarget::x86_64(), OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")]

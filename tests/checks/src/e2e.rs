@@ -76,6 +76,21 @@ pub struct Program {
     pub gpu_flags: &'static [&'static str],
 }
 
+impl Program {
+    /// Whether it runs with `llvm`'s toolchain ([`Program::on_llvm19`], [`Program::on_llvm22`]).
+    pub fn runs_with(&self, llvm: Llvm) -> bool {
+        match llvm {
+            Llvm::V19 => self.on_llvm19,
+            Llvm::V22 => self.on_llvm22,
+        }
+    }
+
+    /// Whether [`build_gpu`] builds it for `llvm`'s toolchain.
+    pub fn on_gpus_with(&self, llvm: Llvm) -> bool {
+        self.on_gpus && self.runs_with(llvm)
+    }
+}
+
 /// What a program that needs the frontend plugin does when built without it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FrontendControl {
@@ -603,13 +618,14 @@ pub fn build_as(
         Ok(object)
     };
     let compile = |u: &Unit| compile_as(u, false);
-    let link_args = if pass_plugin_only {
+    let mut link_args = if pass_plugin_only {
         toolchain.link_args_without_config()
     } else if with_plugin {
         toolchain.link_args_with_config()
     } else {
         toolchain.link_args()
     };
+    link_args.extend(toolchain.device_link_args(target));
     let objects = program.units.iter().map(compile).collect::<Result<Vec<_>>>()?;
     let mut link = Command::new(toolchain.compiler(program.units[0].source));
     link.args(flags_for(program.units[0].source)).args(&objects);
@@ -1097,20 +1113,51 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
     let names = IMAGE_SYMBOLS;
     let mut registers = None;
     let mut images = Vec::new();
-    for program in PROGRAMS.iter().filter(|p| p.on_gpus) {
+    let mut vtables = 0;
+    for program in PROGRAMS.iter().filter(|p| p.on_gpus_with(toolchain.llvm)) {
         let exe = build(workspace, toolchain, target, program)
             .with_context(|| format!("building {} for {}", program.name, target.name))?;
         let dir = exe.parent().context("no parent")?;
         let image = extract_image(tools, &exe, target, dir)?;
-        images::elf_summary(&cmd::read(&image)?, &names)?
-            .expect_defined_once(&image.display().to_string(), &names)?;
+        let data = cmd::read(&image)?;
+        images::elf_summary(&data, &names)?.expect_defined_once(&image.display().to_string(), &names)?;
+        if program.host_vtables {
+            let defined = images::defined_vtables(&data)?;
+            ensure!(
+                !defined.is_empty(),
+                "{}: no vtable defined, though the host builds its objects",
+                image.display()
+            );
+            vtables += defined.len();
+        }
         if target.triple == "nvptx64-nvidia-cuda" && registers.is_none() {
             registers = Some(images::cubin_registers(tools, &image)?);
         }
         images.push(image);
     }
-    let built = PROGRAMS.iter().filter(|p| p.on_gpus).count();
-    let mut detail = format!("{built} programs; each image defines {} once", names.join(", "));
+    let built = images.len();
+    let mut detail = format!(
+        "{built} programs; each image defines {} once; {vtables} vtables in the images of the host-built-object programs",
+        names.join(", ")
+    );
+    if toolchain.llvm == Llvm::V22 {
+        // The controls link too: stock clang 22 with the same DeviceRTL, no plugin (those that
+        // stock clang refuses to compile excepted, as in the GPU bundle).
+        let controls: Vec<&str> = PROGRAMS
+            .iter()
+            .filter(|p| {
+                p.on_gpus_with(toolchain.llvm) && p.unmodified && p.frontend != FrontendControl::CompileFails
+            })
+            .map(|p| {
+                let exe = build_as(workspace, toolchain, target, p, Build::WithoutPassPlugin).with_context(
+                    || format!("building {} without the pass plugin for {}", p.name, target.name),
+                )?;
+                extract_image(tools, &exe, target, exe.parent().context("no parent")?)?;
+                Ok(p.name)
+            })
+            .collect::<Result<_>>()?;
+        detail.push_str(&format!("; built without the pass plugin too: {}", controls.join(", ")));
+    }
     if let Some(regs) = registers {
         detail.push_str(&format!("; linked {TRANSLATE}: {regs} registers"));
     }

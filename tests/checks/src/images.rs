@@ -158,6 +158,23 @@ pub fn elf_summary(data: &[u8], names: &[&str]) -> Result<ElfSummary> {
     })
 }
 
+/// The vtables (`_ZTV...`) an ELF image defines: what a device image must hold for virtual calls
+/// on objects the host built.
+pub fn defined_vtables(data: &[u8]) -> Result<Vec<String>> {
+    let header = elf::FileHeader64::<Endianness>::parse(data).context("not a 64-bit ELF file")?;
+    let endian = header.endian()?;
+    let sections = header.sections(endian, data)?;
+    let table = sections.symbols(endian, data, elf::SHT_SYMTAB)?;
+    let mut found = Vec::new();
+    for sym in table.iter() {
+        let name = sym.name(endian, table.strings())?;
+        if name.starts_with(b"_ZTV") && sym.st_shndx(endian) != elf::SHN_UNDEF {
+            found.push(String::from_utf8_lossy(name).into_owned());
+        }
+    }
+    Ok(found)
+}
+
 /// An amdgcn object of ours: AMDGPU machine, HSA code object v5, `gfx` in `e_flags`, both
 /// globals weak and not hidden, the function global, and code with no calls and no stack.
 pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<String> {

@@ -77,8 +77,12 @@ impl<'a> Toolchain<'a> {
 
     /// The flags that compile and link OpenMP code for `target` (before the program's own flags).
     ///
-    /// LLVM 22: Debian ships no GPU DeviceRTL for it, so GPU code is compiled `-nogpulib` (device
-    /// IR only: nothing links), and LLVM 22's `omp.h` comes from `target/tools/llvm22`.
+    /// LLVM 22: LLVM 22's `omp.h` comes from `target/tools/llvm22`. Debian ships no GPU DeviceRTL
+    /// for it: nvptx64 links the one `scripts/fetch-llvm22-devicertl.sh` builds from LLVM's source
+    /// (its bitcode into each device compile; [`Toolchain::device_link_args`] gives the device
+    /// link its `libompdevice.a`); amdgcn is
+    /// compiled `-nogpulib` (device IR only), because clang 22's code object v6 does not link with
+    /// the device library's v5 object (`docs/llvm22-gpu.md`).
     pub fn offload_args(&self, target: &OffloadTarget) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec!["-fopenmp".into()];
         match target.triple {
@@ -97,15 +101,31 @@ impl<'a> Toolchain<'a> {
                 args.push(prefixed("--rocm-device-lib-path=", &self.tools.rocm_device_libs))
             }
             (Llvm::V19, _) => {}
-            (Llvm::V22, triple) => {
-                if triple != "x86_64-pc-linux-gnu" {
-                    args.push("-nogpulib".into());
-                }
-                args.push("-isystem".into());
-                args.push(self.tools.llvm22_openmp.join("include").into());
-            }
+            (Llvm::V22, "nvptx64-nvidia-cuda") => args.push(prefixed(
+                "--libomptarget-nvptx-bc-path=",
+                &self.tools.llvm22_devicertl.join(target.triple),
+            )),
+            (Llvm::V22, "amdgcn-amd-amdhsa") => args.push("-nogpulib".into()),
+            (Llvm::V22, _) => {}
+        }
+        if self.llvm == Llvm::V22 {
+            args.push("-isystem".into());
+            args.push(self.tools.llvm22_openmp.join("include").into());
         }
         args
+    }
+
+    /// The flags a link for `target` needs beyond [`Toolchain::offload_args`]: where clang 22's
+    /// linker wrapper finds LLVM 22's `libompdevice.a` for nvptx64 (a compile with `-c` would
+    /// call the flag unused).
+    pub fn device_link_args(&self, target: &OffloadTarget) -> Vec<OsString> {
+        match (self.llvm, target.triple) {
+            (Llvm::V22, "nvptx64-nvidia-cuda") => vec![
+                "-Xoffload-linker".into(),
+                prefixed("-L", &self.tools.llvm22_devicertl.join(target.triple)),
+            ],
+            _ => Vec::new(),
+        }
     }
 
     /// The flag that loads the pass plugin into the device compiles: the dist tree's

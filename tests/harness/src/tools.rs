@@ -5,7 +5,9 @@
 //! `scripts/fetch-cuda-tools.sh`; LLVM 16's offload runtime, unpacked under `target/tools/llvm16`
 //! by `scripts/fetch-llvm16-runtime.sh`; clang 22 and its libomptarget from Debian's `clang-22
 //! llvm-22-dev liboffload-22-dev`, with LLVM 22's `omp.h` (and a `libomp.so` link) unpacked under
-//! `target/tools/llvm22` by `scripts/fetch-llvm22-openmp.sh`. All of them are lines of `scripts/requirements.txt`, which
+//! `target/tools/llvm22` by `scripts/fetch-llvm22-openmp.sh`, and LLVM 22's GPU DeviceRTL, built
+//! from LLVM's source under `target/tools/llvm22-devicertl` by `scripts/fetch-llvm22-devicertl.sh`.
+//! All of them are lines of `scripts/requirements.txt`, which
 //! `scripts/setup.sh` installs from and [`Tools::locate`] checks first.
 
 use std::path::{Path, PathBuf};
@@ -58,6 +60,10 @@ pub struct Tools {
     /// `target/tools/llvm22`: `include/omp.h` of LLVM 22 and `lib/libomp.so` (libomp-22-dev's,
     /// which conflicts with libomp-19-dev as a package).
     pub llvm22_openmp: PathBuf,
+    /// `target/tools/llvm22-devicertl/lib`: LLVM 22's GPU DeviceRTL, one directory per triple
+    /// (`libomptarget-{nvptx,amdgpu}.bc`, `libompdevice.a`), built from LLVM's source by
+    /// `scripts/fetch-llvm22-devicertl.sh` because Debian ships none.
+    pub llvm22_devicertl: PathBuf,
 }
 
 impl Tools {
@@ -98,6 +104,8 @@ impl Tools {
             libomptarget22: path("libomptarget-22"),
             // target/tools/llvm22/include/omp.h
             llvm22_openmp: dir_of("llvm22-omp-h", 2),
+            // target/tools/llvm22-devicertl/lib/nvptx64-nvidia-cuda/libomptarget-nvptx.bc
+            llvm22_devicertl: dir_of("llvm22-devicertl-nvptx", 2),
         })
     }
 
