@@ -2,7 +2,8 @@
 //! functions, linked with `-lomptarget-indirect` and run on x86_64 host offload with each
 //! toolchain ([`Toolchain`]): clang 19 through LLVM 16's libomptarget and our plugin, and clang 22
 //! through its stock libomptarget 22 (which must load nothing of ours). With clang 19 they are also
-//! built for the GPU targets, whose device images are checked. Unmodified programs (no explicit
+//! built for the GPU targets, and with clang 22 for sm_90 (LLVM 22's DeviceRTL built from source),
+//! whose device images are checked. Unmodified programs (no explicit
 //! translation) are compiled with the pass plugin through `--config=<dist>/share/omptarget-
 //! indirect/clang-NN.cfg`, at `-O0`, `-O2` and `-O2 -foffload-lto`, and once without it (the
 //! negative control).
@@ -1105,8 +1106,10 @@ pub fn strict_stops(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
         .to_string())
 }
 
-/// Builds every program for a GPU target and checks that each device image defines our function
-/// and every global exactly once. The executables stay in [`Toolchain::e2e_dir`].
+/// Builds every program of `toolchain` for a GPU target and checks that each device image defines
+/// our function and every global exactly once, and the host-built-object programs' images their
+/// vtables; with clang 22 the unmodified programs are also built without the pass plugin (stock
+/// clang 22 must link them too). The executables stay in [`Toolchain::e2e_dir`].
 pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Result<String> {
     let tools = toolchain.tools();
     // The DeviceRTL's device environment too: the device library's reference resolved to it.
