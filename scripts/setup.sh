@@ -10,6 +10,11 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+case $root in
+  *[[:space:]]*)
+    echo "[setup] error: the clone is at '$root', a path with white space in it: the strict device is loaded through LD_PRELOAD, which splits its list at spaces, so its tests cannot pass there; clone into a path without spaces" >&2
+    exit 1 ;;
+esac
 
 say() { printf '[setup] %s\n' "$*"; }
 

@@ -153,8 +153,16 @@ impl<'a> Toolchain<'a> {
             if let Some(at) = args.iter().position(|a| a == "-isystem") {
                 args.drain(at..at + 2);
             }
-            // flang takes no --cuda-path (nor needs one for device IR).
-            args.retain(|a| !a.to_string_lossy().starts_with("--cuda-path="));
+            // flang takes no --cuda-path (nor needs one for device IR), nor a DeviceRTL path: its
+            // GPU compiles stay device IR only (docs/fortran.md).
+            let before = args.len();
+            args.retain(|a| {
+                let a = a.to_string_lossy();
+                !a.starts_with("--cuda-path=") && !a.starts_with("--libomptarget-nvptx-bc-path=")
+            });
+            if self.llvm == Llvm::V22 && target.triple == "nvptx64-nvidia-cuda" && args.len() < before {
+                args.push("-nogpulib".into());
+            }
             args.push(prefixed("-I", &self.dist.fortran_module_dir()));
             if target.triple == "nvptx64-nvidia-cuda" {
                 // flang 22 finds no CUDA to pick a PTX version from and takes 4.2, which sm_90
