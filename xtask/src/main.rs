@@ -30,9 +30,12 @@ commands:
   bench                                         build, then time set_function_ptr_map, the
                                                 translation the pass plugin inserts, and what strict
                                                 mode adds to a target region (target/bench/)
-  gpu-test [--require-gpu]                      build target/gpu-bundle/ and run it on this machine's
-                                                NVIDIA GPU (without one: \"built, not run\", exit 0)
-  gpu-bench                                     the same bundle's translation benchmark (target/bench/)
+  gpu-test [--part llvm16|llvm22]               build the GPU bundle's parts (target/gpu-bundle/: clang 19
+           [--require-gpu]                      through libomptarget 16; target/gpu-bundle-llvm22/: clang
+                                                22 through the stock libomptarget 22), each part given or
+                                                both, and run them on this machine's NVIDIA GPU (without
+                                                one: \"built, not run\", exit 0)
+  gpu-bench                                     both parts' benchmarks (target/bench/, target/bench/llvm22/)
   install --prefix DIR [--llvm DIR]...          build for each LLVM given (an install prefix; else
           [--sm LIST] [--gfx LIST]              $OMPTARGET_INDIRECT_LLVM, llvm-config on PATH, Debian's),
                                                 then install a relocatable tree under DIR ($DESTDIR
@@ -84,15 +87,14 @@ fn run(args: Vec<String>) -> Result<()> {
             bench(&workspace)
         }
         "gpu-test" => {
-            let require_gpu = match rest {
-                [] => false,
-                [flag] if flag == "--require-gpu" => true,
-                _ => bail!("`gpu-test` takes only --require-gpu\n{USAGE}"),
-            };
+            let (parts, require_gpu) = gpu_test_options(rest)?;
             let tools = Tools::locate(&workspace)?;
             let dist = build::build(&workspace, &tools, &Archs::default())?;
-            let (bundle, _) = gpu_bundle::build(&workspace, &tools, &dist)?;
-            gpu_bundle::run(&bundle, require_gpu, false, None).map(drop)
+            for part in parts {
+                let (bundle, _) = gpu_bundle::build(&workspace, &tools, &dist, part)?;
+                gpu_bundle::run(&bundle, require_gpu, false, None)?;
+            }
+            Ok(())
         }
         "install" => install::run(&workspace, &install::parse(rest)?),
         "uninstall" => {
@@ -140,8 +142,15 @@ fn run(args: Vec<String>) -> Result<()> {
             no_options(command, rest)?;
             let tools = Tools::locate(&workspace)?;
             let dist = build::build(&workspace, &tools, &Archs::default())?;
-            let (bundle, _) = gpu_bundle::build(&workspace, &tools, &dist)?;
-            gpu_bundle::run(&bundle, false, true, Some(&workspace.join("target/bench"))).map(drop)
+            for part in gpu_bundle::Part::ALL {
+                let (bundle, _) = gpu_bundle::build(&workspace, &tools, &dist, part)?;
+                let out = match part {
+                    gpu_bundle::Part::Llvm16 => workspace.join("target/bench"),
+                    other => workspace.join("target/bench").join(other.name()),
+                };
+                gpu_bundle::run(&bundle, false, true, Some(&out))?;
+            }
+            Ok(())
         }
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
@@ -162,6 +171,27 @@ fn no_options(command: &str, rest: &[String]) -> Result<()> {
         bail!("`{command}` takes no arguments, got `{extra}`\n{USAGE}");
     }
     Ok(())
+}
+
+/// `gpu-test`'s options: the parts given with `--part` (both when none is), and `--require-gpu`.
+fn gpu_test_options(rest: &[String]) -> Result<(Vec<gpu_bundle::Part>, bool)> {
+    let mut parts = Vec::new();
+    let mut require_gpu = false;
+    let mut args = rest.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--require-gpu" => require_gpu = true,
+            "--part" => {
+                let name = args.next().with_context(|| format!("--part takes a part\n{USAGE}"))?;
+                parts.push(gpu_bundle::Part::parse(name)?);
+            }
+            other => bail!("`gpu-test` takes --part and --require-gpu, got `{other}`\n{USAGE}"),
+        }
+    }
+    if parts.is_empty() {
+        parts = gpu_bundle::Part::ALL.to_vec();
+    }
+    Ok((parts, require_gpu))
 }
 
 /// `--sm a,b` / `--sm=a,b` / repeated; same for `--gfx`. Either one replaces its default list;

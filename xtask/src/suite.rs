@@ -269,26 +269,36 @@ pub fn run(workspace: &Path) -> Result<()> {
     report.step("static metrics: registers and SASS of ours vs LLVM 19's lookup (target/bench/)", || {
         metrics::run(workspace, &tools, &dist, &archs.sms)
     });
-    report.step("GPU bundle (cargo xtask gpu-test): built, self-checked, run if a GPU is here", || {
-        let (bundle, summary) = gpu_bundle::build(workspace, &tools, &dist)?;
-        let ran = gpu_bundle::run(&bundle, false, false, None)?;
-        if ran.contains("no NVIDIA GPU") {
-            // Without a GPU nothing may report green where a GPU run was asked for.
-            ensure!(
-                gpu_bundle::run(&bundle, true, false, None).is_err(),
-                "run.sh --require-gpu succeeded on a machine without a GPU"
-            );
-            for step in ["lookup", "plugin-abi", "bench"] {
-                let status = Command::new(bundle.join("bin/gpu-test")).arg(step).status()?;
-                ensure!(
-                    status.code() == Some(3),
-                    "gpu-test {step} without a GPU exited with {status}, expected 3 (no GPU)"
-                );
-            }
-            return Ok(format!("{summary}; {ran}; --require-gpu fails and every gpu-test step says no GPU"));
-        }
-        Ok(format!("{summary}; {ran}"))
-    });
+    for part in gpu_bundle::Part::ALL {
+        report.step(
+            format!(
+                "GPU bundle, part {} (cargo xtask gpu-test --part {0}): built, self-checked, run if a GPU is here",
+                part.name()
+            ),
+            || {
+                let (bundle, summary) = gpu_bundle::build(workspace, &tools, &dist, part)?;
+                let ran = gpu_bundle::run(&bundle, false, false, None)?;
+                if ran.contains("no NVIDIA GPU") {
+                    // Without a GPU nothing may report green where a GPU run was asked for.
+                    ensure!(
+                        gpu_bundle::run(&bundle, true, false, None).is_err(),
+                        "run.sh --require-gpu succeeded on a machine without a GPU"
+                    );
+                    for step in ["lookup", "plugin-abi", "bench"] {
+                        let status = Command::new(bundle.join("bin/gpu-test")).arg(step).status()?;
+                        ensure!(
+                            status.code() == Some(3),
+                            "gpu-test {step} without a GPU exited with {status}, expected 3 (no GPU)"
+                        );
+                    }
+                    return Ok(format!(
+                        "{summary}; {ran}; --require-gpu fails and every gpu-test step says no GPU"
+                    ));
+                }
+                Ok(format!("{summary}; {ran}"))
+            },
+        );
+    }
     report.finish()
 }
 

@@ -67,7 +67,10 @@ fn run(args: &[String]) -> cuda::Result<ExitCode> {
         _ => {
             let out = option(args, "--out").unwrap_or_else(|| bundle.join("results"));
             let rows = bench::run(&gpu, &bundle)?;
-            print!("{}", bench::write(&rows, &out)?);
+            let release = bundle.join("kernels/llvm_lookup.release");
+            let llvm = std::fs::read_to_string(&release)
+                .map_err(|e| format!("cannot read {}: {e}", release.display()))?;
+            print!("{}", bench::write(&rows, llvm.trim(), &out)?);
             println!("written: {}/gpu_bench.{{txt,csv,png}}", out.display());
         }
     }

@@ -42,7 +42,7 @@ pub enum Install {
     Indexed,
     /// The table and the two map globals alone.
     TableOnly,
-    /// In LLVM 19's device environment.
+    /// In LLVM's device environment (the same in LLVM 19 and 22).
     LlvmEnvironment,
 }
 
@@ -79,7 +79,7 @@ pub const IMPLEMENTATIONS: [Implementation; 5] = [
         install: Install::TableOnly,
     },
     Implementation {
-        name: "llvm19",
+        name: "llvm",
         module: "llvm_lookup",
         prefix: "bench_llvm",
         install: Install::LlvmEnvironment,

@@ -588,6 +588,11 @@ pub fn build_as(
     // Each unit's flags: its language's offload flags and configuration file.
     let flags_for = |source: &str| -> Vec<OsString> {
         let mut flags: Vec<OsString> = toolchain.offload_args_for(target, source);
+        if how == Build::OffloadLto {
+            // Device LTO links the DeviceRTL at the link (libompdevice.a), not per compile: clang
+            // 22 warns that the bitcode path is unused.
+            flags.retain(|f| !f.to_string_lossy().starts_with("--libomptarget-nvptx-bc-path="));
+        }
         flags.extend(how.flags().iter().map(OsString::from));
         if target.triple != OffloadTarget::x86_64().triple {
             flags.extend(program.gpu_flags.iter().map(OsString::from));
@@ -1117,13 +1122,29 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
     let mut registers = None;
     let mut images = Vec::new();
     let mut vtables = 0;
-    for program in PROGRAMS.iter().filter(|p| p.on_gpus_with(toolchain.llvm)) {
-        let exe = build(workspace, toolchain, target, program)
-            .with_context(|| format!("building {} for {}", program.name, target.name))?;
+    // clang 22's unmodified programs also at -O2 -foffload-lto (the GPU bundle runs both).
+    let lto = |p: &&Program| toolchain.llvm == Llvm::V22 && p.unmodified;
+    let builds = PROGRAMS.iter().filter(|p| p.on_gpus_with(toolchain.llvm)).map(|p| (p, Build::O2)).chain(
+        PROGRAMS
+            .iter()
+            .filter(|p| p.on_gpus_with(toolchain.llvm))
+            .filter(lto)
+            .map(|p| (p, Build::OffloadLto)),
+    );
+    let mut offload_lto = 0;
+    for (program, how) in builds {
+        let exe = build_as(workspace, toolchain, target, program, how)
+            .with_context(|| format!("building {} for {} ({how:?})", program.name, target.name))?;
+        offload_lto += usize::from(how == Build::OffloadLto);
         let dir = exe.parent().context("no parent")?;
         let image = extract_image(tools, &exe, target, dir)?;
         let data = cmd::read(&image)?;
-        images::elf_summary(&data, &names)?.expect_defined_once(&image.display().to_string(), &names)?;
+        let what = image.display().to_string();
+        if how == Build::OffloadLto {
+            expect_translation_linked(&data, &what)?;
+        } else {
+            images::elf_summary(&data, &names)?.expect_defined_once(&what, &names)?;
+        }
         if program.host_vtables {
             let defined = images::defined_vtables(&data)?;
             ensure!(
@@ -1138,9 +1159,10 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
         }
         images.push(image);
     }
-    let built = images.len();
+    let built = images.len() - offload_lto;
     let mut detail = format!(
-        "{built} programs; each image defines {} once; {vtables} vtables in the images of the host-built-object programs",
+        "{built} programs{}; each image defines {} once; {vtables} vtables in the images of the host-built-object programs",
+        if offload_lto > 0 { format!(" (and {offload_lto} at -O2 -foffload-lto)") } else { String::new() },
         names.join(", ")
     );
     if toolchain.llvm == Llvm::V22 {
@@ -1175,6 +1197,34 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
         detail.push_str(&run_amdgcn(toolchain, &exe, program)?);
     }
     Ok(detail)
+}
+
+/// A device-LTO image: the globals and the device environment defined once, and the translation
+/// either defined once or, inlined everywhere and dropped by the LTO, present as its reads of the
+/// map globals; nothing of it left undefined.
+fn expect_translation_linked(data: &[u8], what: &str) -> Result<()> {
+    let elf = images::elf_summary(data, &IMAGE_SYMBOLS)?;
+    let globals: Vec<&str> = IMAGE_SYMBOLS.iter().copied().filter(|&n| n != TRANSLATE).collect();
+    elf.expect_defined_once(what, &globals)?;
+    let entries = elf.symbol(TRANSLATE);
+    ensure!(
+        entries.iter().all(|s| s.defined) && entries.len() <= 1,
+        "{what}: {TRANSLATE} is left undefined or defined twice ({} entries)",
+        entries.len()
+    );
+    if entries.is_empty() {
+        let read = images::relocated_symbols(data)?;
+        ensure!(
+            images::GLOBALS.iter().all(|g| read.contains(*g)),
+            "{what}: {TRANSLATE} is gone and its code does not read {} (it reads: {})",
+            images::GLOBALS.join(", "),
+            read.into_iter()
+                .filter(|n| n.starts_with("__omp") || n.starts_with("__kmpc"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// The AMDGPU plugin's assumptions checked against `images` by the `amdgpu-hsa` crate's own test

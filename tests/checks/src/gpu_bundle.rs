@@ -1,16 +1,26 @@
-//! `cargo xtask gpu-test`: builds the self-contained GPU bundle in `target/gpu-bundle/` and runs
-//! it when this machine has an NVIDIA GPU.
+//! `cargo xtask gpu-test`: builds the self-contained GPU bundle, two parts that each run alone
+//! and fit one 64 MiB device call ([`Part`]), and runs them when this machine has an NVIDIA GPU.
 //!
 //! ```text
-//! run.sh                      the bundle's driver (gpu-tests/bundle/run.sh)
-//! bin/gpu-test                lookup test, plugin C-ABI test, benchmark (gpu-tests/runner)
-//! lib/libomptarget.rtl.cuda.so
-//! kernels/<module>.{ptx,sm_90.cubin}   lookup_inlined, lookup_called, llvm_lookup
-//! images/probe{,_second}.{sm_90.cubin,entries}   the plugin test's two clang 19 images and their symbols
-//! e2e/<program>               the end-to-end programs built for sm_90
-//! e2e-controls/<program>      the unmodified ones built without the pass plugin: must fail
-//! bench/virtual_arrays_gpu     virtual calls over arrays of host-built objects (run.sh --bench)
-//! debs/*.deb                  LLVM 16's runtime and what libLLVM-16 links (Debian 12)
+//! target/gpu-bundle/          LLVM 16: clang 19 images through libomptarget 16 and our CUDA plugin
+//!   run.sh, common.sh           the part's driver (gpu-tests/bundle/run.sh) and what both parts share
+//!   bin/gpu-test                lookup test, plugin C-ABI test, benchmark (gpu-tests/runner)
+//!   lib/libomptarget.rtl.cuda.so
+//!   kernels/<module>.{ptx,sm_90.cubin}, llvm_lookup.release   lookup_inlined, lookup_called, llvm_lookup
+//!   images/probe{,_second}.{sm_90.cubin,entries}   the plugin test's two clang 19 images and their symbols
+//!   e2e/<program>               the end-to-end programs built for sm_90
+//!   e2e-controls/<program>      the unmodified ones built without the pass plugin: must fail
+//!   e2e-controls-frontend/<program>  those that need the frontend plugin built without it: must fail
+//!   bench/virtual_arrays_gpu    virtual calls over arrays of host-built objects (run.sh --bench)
+//!   debs/*.deb                  LLVM 16's runtime and what libLLVM-16 links (Debian 12)
+//! target/gpu-bundle-llvm22/   LLVM 22: clang 22 images through Debian's stock libomptarget 22
+//!   run.sh, common.sh           gpu-tests/bundle/run-llvm22.sh, common.sh
+//!   bin/gpu-test, kernels/      the benchmark, its LLVM module linked with LLVM 22's lookup
+//!   lib/libomptarget-indirect-register.so   the only library of ours the runs load
+//!   e2e/, e2e-offload-lto/      clang 22 -O2 and -O2 -foffload-lto images (LLVM 22's DeviceRTL)
+//!   e2e-controls/, e2e-controls-frontend/   stock clang 22, and without the frontend plugin
+//!   bench/virtual_arrays_gpu    built by clang 22
+//!   debs/*.deb                  liboffload-22, libllvm22, libomp5-19 and what libLLVM links
 //! ```
 
 use std::fs;
@@ -26,52 +36,153 @@ use crate::e2e;
 use crate::images;
 use crate::offload::OffloadTarget;
 use crate::requirements;
-use crate::toolchain::Toolchain;
+use crate::toolchain::{Llvm, Toolchain};
 use crate::tools::Tools;
 
 /// The GPU architecture of the bundle's cubins (H100/H200); other GPUs JIT the PTX.
 pub const BUNDLE_SM: &str = "sm_90";
-/// The issue's limit on the bundle's size.
+/// The issue's limit on a part's size (a device call carries 64 MiB, the tree included).
 const MAX_BYTES: u64 = 60 << 20;
 /// LLVM 19's indirect-call lookup in its DeviceRTL bitcode.
 pub use omptarget_indirect_abi::LLVM_LOOKUP;
 /// The device environment LLVM's lookup and our fallback read LLVM's table from, defined as
-/// LLVM 19's DeviceRTL defines it (`DeviceEnvironmentTy`, device-rtl/src/environment.rs) for the
-/// kernel modules, which link no DeviceRTL.
+/// LLVM 19's DeviceRTL defines it (`DeviceEnvironmentTy`, device-rtl/src/environment.rs; LLVM 22's
+/// is the same) for the kernel modules, which link no DeviceRTL.
 const DEVICE_ENVIRONMENT_LL: &str = r#"target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 target triple = "nvptx64-nvidia-cuda"
 %struct.DeviceEnvironmentTy = type { i32, i32, i32, i32, i64, i64, i64, i64 }
 @__omp_rtl_device_environment = protected addrspace(4) externally_initialized global %struct.DeviceEnvironmentTy zeroinitializer, align 8
 "#;
 
-/// Builds the bundle from `dist` (built with sm_90), checks it, and returns its folder and a
-/// summary line.
-pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, String)> {
-    let root = workspace.join("target/gpu-bundle");
+/// A part of the GPU bundle: a folder that runs alone (its own `run.sh`, runtime and programs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// clang 19's images through LLVM 16's libomptarget and our CUDA plugin; the device lookup and
+    /// the plugin's C ABI tested directly.
+    Llvm16,
+    /// clang 22's images through Debian's stock libomptarget 22 (its own CUDA plugin), with
+    /// `libomptarget-indirect-register.so` alone of ours.
+    Llvm22,
+}
+
+impl Part {
+    /// Both, in the order they run.
+    pub const ALL: [Part; 2] = [Part::Llvm16, Part::Llvm22];
+
+    /// Its folder under `target/`.
+    pub fn dir(self, workspace: &Path) -> PathBuf {
+        workspace.join("target").join(match self {
+            Part::Llvm16 => "gpu-bundle",
+            Part::Llvm22 => "gpu-bundle-llvm22",
+        })
+    }
+
+    /// `llvm16` or `llvm22`: the argument of `scripts/fetch-bundle-debs.sh`, and `--part`'s.
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Llvm16 => "llvm16",
+            Part::Llvm22 => "llvm22",
+        }
+    }
+
+    /// The part `name` ([`Part::name`]) names.
+    pub fn parse(name: &str) -> Result<Part> {
+        Part::ALL.into_iter().find(|p| p.name() == name).with_context(|| {
+            format!("no GPU bundle part {name:?}: expected {}", Part::ALL.map(Part::name).join(" or "))
+        })
+    }
+
+    /// The driver in `gpu-tests/bundle/`, copied into the part as `run.sh`.
+    fn script(self) -> &'static str {
+        match self {
+            Part::Llvm16 => "run.sh",
+            Part::Llvm22 => "run-llvm22.sh",
+        }
+    }
+
+    /// The compiler whose images it runs.
+    fn toolchain<'a>(self, tools: &'a Tools, dist: &'a Dist) -> Toolchain<'a> {
+        match self {
+            Part::Llvm16 => Toolchain::llvm19(tools, dist),
+            Part::Llvm22 => Toolchain::new(Llvm::V22, tools, dist),
+        }
+    }
+
+    /// The LLVM whose own lookup the benchmark's `llvm_lookup` module links.
+    fn llvm_lookup(self, tools: &Tools) -> LlvmLookup<'_> {
+        match self {
+            Part::Llvm16 => LlvmLookup::llvm19(tools, BUNDLE_SM),
+            Part::Llvm22 => LlvmLookup::llvm22(tools),
+        }
+    }
+
+    /// The folders of its end-to-end executables, each with its build and its programs.
+    fn programs(self) -> Vec<(&'static str, e2e::Build, Vec<&'static e2e::Program>)> {
+        let llvm = match self {
+            Part::Llvm16 => Llvm::V19,
+            Part::Llvm22 => Llvm::V22,
+        };
+        let select = |keep: fn(&e2e::Program) -> bool| -> Vec<&'static e2e::Program> {
+            e2e::PROGRAMS.iter().filter(|p| p.on_gpus_with(llvm) && keep(p)).collect()
+        };
+        let mut folders = vec![("e2e", e2e::Build::O2, select(|_| true))];
+        if self == Part::Llvm22 {
+            folders.push(("e2e-offload-lto", e2e::Build::OffloadLto, select(|p| p.unmodified)));
+        }
+        // The negative controls: the unmodified programs built without the pass plugin (those
+        // that compile so), and those that need the frontend plugin built without it. Each must
+        // fault on the GPU (`run.sh`).
+        folders.push((
+            "e2e-controls",
+            e2e::Build::WithoutPassPlugin,
+            select(|p| p.unmodified && p.frontend != e2e::FrontendControl::CompileFails),
+        ));
+        folders.push((
+            "e2e-controls-frontend",
+            e2e::Build::WithoutFrontendPlugin,
+            select(|p| p.unmodified && p.frontend == e2e::FrontendControl::StrictStop),
+        ));
+        folders
+    }
+
+    /// The libraries of ours it carries in `lib/`: the only ones its runs may load.
+    fn libraries(self) -> &'static [&'static str] {
+        match self {
+            Part::Llvm16 => &["libomptarget.rtl.cuda.so"],
+            Part::Llvm22 => &["libomptarget-indirect-register.so"],
+        }
+    }
+}
+
+/// Builds `part` of the bundle from `dist` (built with sm_90), checks it, and returns its folder
+/// and a summary line.
+pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result<(PathBuf, String)> {
+    let root = part.dir(workspace);
     if root.exists() {
         fs::remove_dir_all(&root).with_context(|| format!("cannot clear {}", root.display()))?;
     }
-    for dir in
-        ["bin", "lib", "kernels", "images", "e2e", "e2e-controls", "e2e-controls-frontend", "bench", "debs"]
-    {
+    for dir in ["bin", "lib", "kernels", "bench", "debs"] {
         fs::create_dir_all(root.join(dir))?;
     }
-    kernels(workspace, tools, dist, &root.join("kernels"))?;
-    for (name, define) in PROBE_IMAGES {
-        probe_image(workspace, tools, dist, &root.join("images"), name, define)?;
+    let lookup = part.llvm_lookup(tools);
+    kernels(workspace, tools, dist, &lookup, &root.join("kernels"))?;
+    if part == Part::Llvm16 {
+        fs::create_dir_all(root.join("images"))?;
+        for (name, define) in PROBE_IMAGES {
+            probe_image(workspace, tools, dist, &root.join("images"), name, define)?;
+        }
     }
+    let toolchain = part.toolchain(tools, dist);
     let target = OffloadTarget::nvptx(BUNDLE_SM);
-    for program in e2e::PROGRAMS.iter().filter(|p| p.on_gpus) {
-        let exe = e2e::build(workspace, &Toolchain::llvm19(tools, dist), &target, program)?;
-        copy(&exe, &root.join("e2e").join(program.name))?;
-    }
-    for (dir, how, programs) in controls() {
+    for (dir, how, programs) in part.programs() {
+        fs::create_dir_all(root.join(dir))?;
         for program in programs {
-            let exe = e2e::build_as(workspace, &Toolchain::llvm19(tools, dist), &target, program, how)?;
+            let exe = e2e::build_as(workspace, &toolchain, &target, program, how)
+                .with_context(|| format!("building {} for the bundle's {dir}", program.name))?;
             copy(&exe, &root.join(dir).join(program.name))?;
         }
     }
-    array_bench(workspace, tools, dist, &root.join("bench"))?;
+    array_bench(workspace, &toolchain, &root.join("bench"))?;
     cmd::status(cmd::cargo().current_dir(workspace).args([
         "build",
         "--quiet",
@@ -80,41 +191,27 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<(PathBuf, S
         "gpu-tests",
     ]))?;
     copy(&workspace.join("target/release/gpu-test"), &root.join("bin/gpu-test"))?;
-    copy(&dist.lib_dir().join("libomptarget.rtl.cuda.so"), &root.join("lib/libomptarget.rtl.cuda.so"))?;
-    copy(&workspace.join("gpu-tests/bundle/run.sh"), &root.join("run.sh"))?;
-    cmd::output(
-        Command::new(requirements::program("bash")).arg(workspace.join("scripts/fetch-bundle-debs.sh")),
-    )?;
-    let debs = workspace.join("target/tools/debs/bundle");
+    for library in part.libraries() {
+        copy(&dist.lib_dir().join(library), &root.join("lib").join(library))?;
+    }
+    copy(&workspace.join("gpu-tests/bundle").join(part.script()), &root.join("run.sh"))?;
+    copy(&workspace.join("gpu-tests/bundle/common.sh"), &root.join("common.sh"))?;
+    let debs = PathBuf::from(
+        cmd::stdout(
+            Command::new(requirements::program("bash"))
+                .arg(workspace.join("scripts/fetch-bundle-debs.sh"))
+                .arg(part.name()),
+        )?
+        .trim(),
+    );
     for entry in fs::read_dir(&debs)? {
         let path = entry?.path();
         if path.extension().is_some_and(|e| e == "deb") {
             copy(&path, &root.join("debs").join(path.file_name().context("no name")?))?;
         }
     }
-    let summary = self_check(&root)?;
+    let summary = self_check(&root, part)?;
     Ok((root, summary))
-}
-
-/// The negative controls of the bundle's programs, by folder: the unmodified programs built
-/// without the pass plugin (those that compile so), and those that need the frontend plugin
-/// built without it. Each must fault on the GPU (`run.sh`).
-fn controls() -> [(&'static str, e2e::Build, Vec<&'static e2e::Program>); 2] {
-    let on_gpus = |keep: fn(&e2e::Program) -> bool| -> Vec<&'static e2e::Program> {
-        e2e::PROGRAMS.iter().filter(|p| p.on_gpus && p.unmodified && keep(p)).collect()
-    };
-    [
-        (
-            "e2e-controls",
-            e2e::Build::WithoutPassPlugin,
-            on_gpus(|p| p.frontend != e2e::FrontendControl::CompileFails),
-        ),
-        (
-            "e2e-controls-frontend",
-            e2e::Build::WithoutFrontendPlugin,
-            on_gpus(|p| p.frontend == e2e::FrontendControl::StrictStop),
-        ),
-    ]
 }
 
 fn copy(from: &Path, to: &Path) -> Result<()> {
@@ -122,10 +219,82 @@ fn copy(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Where LLVM's own `__llvm_omp_indirect_call_lookup` comes from, and the tools of that LLVM
+/// that read its bitcode.
+pub struct LlvmLookup<'a> {
+    /// `LLVM 19` or `LLVM 22`: how reports name it (`kernels/llvm_lookup.release`).
+    pub release: &'static str,
+    /// The DeviceRTL bitcode that defines it.
+    pub device_rtl: PathBuf,
+    /// What the DeviceRTL belongs to, for the error when it is missing.
+    pub provider: &'static str,
+    llvm_link: &'a Path,
+    llvm_extract: &'a Path,
+    opt: &'a Path,
+    llc: &'a Path,
+}
+
+impl<'a> LlvmLookup<'a> {
+    /// LLVM 19's, from Debian's DeviceRTL bitcode of an `sm_NN` or a `gfxNNN`.
+    pub fn llvm19(tools: &'a Tools, arch: &str) -> Self {
+        LlvmLookup {
+            release: "LLVM 19",
+            device_rtl: tools.llvm_device_rtl(arch),
+            provider: "Debian package libomp-19-dev",
+            llvm_link: &tools.llvm_link,
+            llvm_extract: &tools.llvm_extract,
+            opt: &tools.opt,
+            llc: &tools.llc,
+        }
+    }
+
+    /// LLVM 22's, from the nvptx64 DeviceRTL built from LLVM's source (one bitcode for every sm).
+    pub fn llvm22(tools: &'a Tools) -> Self {
+        LlvmLookup {
+            release: "LLVM 22",
+            device_rtl: tools.llvm22_devicertl.join("nvptx64-nvidia-cuda/libomptarget-nvptx.bc"),
+            provider: "scripts/fetch-llvm22-devicertl.sh",
+            llvm_link: &tools.llvm_link22,
+            llvm_extract: &tools.llvm_extract22,
+            opt: &tools.opt22,
+            llc: &tools.llc22,
+        }
+    }
+
+    /// The lookup alone, extracted into `work`, for an `sm_NN` or a `gfxNNN`; for NVIDIA with a
+    /// definition of the device environment it reads (ptxas needs one). Returns the bitcode.
+    pub fn bitcode(&self, arch: &str, work: &Path) -> Result<PathBuf> {
+        ensure!(self.device_rtl.is_file(), "{} is missing ({})", self.device_rtl.display(), self.provider);
+        fs::create_dir_all(work)?;
+        let extracted = work.join("llvm_lookup_only.bc");
+        cmd::output(
+            Command::new(self.llvm_extract)
+                .arg(format!("--func={LLVM_LOOKUP}"))
+                .arg(&self.device_rtl)
+                .arg("-o")
+                .arg(&extracted),
+        )?;
+        if arch.starts_with("gfx") {
+            return Ok(extracted);
+        }
+        let out = work.join("llvm_lookup.bc");
+        cmd::output(
+            Command::new(self.llvm_link).arg(&extracted).arg(device_environment(work)?).arg("-o").arg(&out),
+        )?;
+        Ok(out)
+    }
+}
+
+/// LLVM 19's lookup for an `sm_NN` or a `gfxNNN` ([`LlvmLookup::bitcode`]).
+pub fn llvm_lookup_bitcode(tools: &Tools, arch: &str, work: &Path) -> Result<PathBuf> {
+    LlvmLookup::llvm19(tools, arch).bitcode(arch, work)
+}
+
 /// The kernel modules: the gpu-kernels crate's bitcode linked with our device runtime's (as
 /// clang links a program with `-lomptarget-indirect`), once optimised together (device LTO: the
-/// translation inlined) and once not (a call); and its LLVM variant linked with LLVM 19's lookup.
-fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<()> {
+/// translation inlined) and once not (a call); and its LLVM variant linked with `lookup`, by that
+/// LLVM's tools. `kernels/llvm_lookup.release` names that LLVM for the benchmark's report.
+fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, lookup: &LlvmLookup, dir: &Path) -> Result<()> {
     let work = workspace.join("target/device/gpu-kernels");
     for (features, name) in [(&[][..], "ours.bc"), (&["llvm-lookup"][..], "llvm.bc")] {
         DeviceBuild {
@@ -148,21 +317,23 @@ fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<(
     )?;
     let inlined = work.join("ours_inlined.bc");
     cmd::output(Command::new(&tools.opt).arg("-O3").arg(&linked).arg("-o").arg(&inlined))?;
-    let llvm = llvm_lookup_bitcode(tools, BUNDLE_SM, &work)?;
-    let llvm_linked = work.join("llvm_linked.bc");
+    let llvm_work = work.join(lookup.release.to_lowercase().replace(' ', ""));
+    let llvm = lookup.bitcode(BUNDLE_SM, &llvm_work)?;
+    let llvm_linked = llvm_work.join("llvm_linked.bc");
     cmd::output(
-        Command::new(&tools.llvm_link).arg(work.join("llvm.bc")).arg(&llvm).arg("-o").arg(&llvm_linked),
+        Command::new(lookup.llvm_link).arg(work.join("llvm.bc")).arg(&llvm).arg("-o").arg(&llvm_linked),
     )?;
-    let llvm_inlined = work.join("llvm_inlined.bc");
-    cmd::output(Command::new(&tools.opt).arg("-O3").arg(&llvm_linked).arg("-o").arg(&llvm_inlined))?;
+    let llvm_inlined = llvm_work.join("llvm_inlined.bc");
+    cmd::output(Command::new(lookup.opt).arg("-O3").arg(&llvm_linked).arg("-o").arg(&llvm_inlined))?;
+    fs::write(dir.join("llvm_lookup.release"), format!("{}\n", lookup.release))?;
 
-    for (module, bitcode, translation_is_call) in [
-        ("lookup_inlined", &inlined, false),
-        ("lookup_called", &linked, true),
-        ("llvm_lookup", &llvm_inlined, false),
+    for (module, bitcode, llc, translation_is_call) in [
+        ("lookup_inlined", &inlined, tools.llc.as_path(), false),
+        ("lookup_called", &linked, tools.llc.as_path(), true),
+        ("llvm_lookup", &llvm_inlined, lookup.llc, false),
     ] {
         let ptx = dir.join(format!("{module}.ptx"));
-        tools.compile_ptx(bitcode, BUNDLE_SM, &ptx)?;
+        crate::tools::compile_ptx(llc, bitcode, BUNDLE_SM, &ptx)?;
         let text = fs::read_to_string(&ptx)?;
         if let Some(ext) = text.lines().find(|l| l.starts_with(".extern")) {
             bail!("{}: unresolved `{ext}`", ptx.display());
@@ -188,31 +359,6 @@ fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<(
     Ok(())
 }
 
-/// LLVM 19's `__llvm_omp_indirect_call_lookup` for an `sm_NN` or a `gfxNNN`, extracted from
-/// Debian's DeviceRTL bitcode; for NVIDIA with a definition of the device environment it reads
-/// (ptxas needs one). Returns the bitcode's path.
-pub fn llvm_lookup_bitcode(tools: &Tools, arch: &str, work: &Path) -> Result<PathBuf> {
-    let rtl = tools.llvm_device_rtl(arch);
-    ensure!(rtl.is_file(), "{} is missing (Debian package libomp-19-dev)", rtl.display());
-    fs::create_dir_all(work)?;
-    let extracted = work.join("llvm_lookup_only.bc");
-    cmd::output(
-        Command::new(&tools.llvm_extract)
-            .arg(format!("--func={LLVM_LOOKUP}"))
-            .arg(&rtl)
-            .arg("-o")
-            .arg(&extracted),
-    )?;
-    if arch.starts_with("gfx") {
-        return Ok(extracted);
-    }
-    let out = work.join("llvm_lookup.bc");
-    cmd::output(
-        Command::new(&tools.llvm_link).arg(&extracted).arg(device_environment(work)?).arg("-o").arg(&out),
-    )?;
-    Ok(out)
-}
-
 /// Writes [`DEVICE_ENVIRONMENT_LL`] to `work` and returns its path.
 fn device_environment(work: &Path) -> Result<PathBuf> {
     let environment = work.join("device_environment.ll");
@@ -223,21 +369,19 @@ fn device_environment(work: &Path) -> Result<PathBuf> {
 /// The plugin test's images: `probe.c` as is and with functions of its own (name, define).
 const PROBE_IMAGES: [(&str, Option<&str>); 2] = [("probe", None), ("probe_second", Some("-DPROBE_SECOND"))];
 
-/// `gpu-tests/images/probe.c` built like an end-to-end program (with `define`, if any); its sm_90
-/// image and the names clang gave its indirect functions' globals and its kernel (they carry a
-/// per-file id) as `<name>.sm_90.cubin` and `<name>.entries`.
 /// `bench/virtual_arrays_gpu`: virtual calls over arrays of host-built objects on the GPU
-/// (`tests/bench/virtual_arrays_gpu.cpp`), its kernels built with the pass plugin, without it
-/// (device-built objects), and without it through LLVM's lookup; `run.sh --bench` runs it.
-fn array_bench(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<()> {
+/// (`tests/bench/virtual_arrays_gpu.cpp`), built by `toolchain`: its kernels with the pass plugin,
+/// without it (device-built objects), and without it through LLVM's lookup; `run.sh --bench`
+/// runs it.
+fn array_bench(workspace: &Path, toolchain: &Toolchain, dir: &Path) -> Result<()> {
     let target = OffloadTarget::nvptx(BUNDLE_SM);
-    let work = workspace.join("target/device/gpu-array-bench");
+    let work =
+        workspace.join("target/device/gpu-array-bench").join(format!("llvm{}", toolchain.llvm.major()));
     fs::create_dir_all(&work)?;
-    let toolchain = Toolchain::llvm19(tools, dist);
     let sources = workspace.join("tests/bench");
     let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| {
         crate::virtual_bench::compile_object(
-            &toolchain,
+            toolchain,
             &target,
             &work.join(object),
             &sources.join(source),
@@ -253,17 +397,24 @@ fn array_bench(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Resu
         compile("virtual_sweeps_gpu.cpp", "uncached.o", true, &["-DVARIANT=uncached"])?,
     ];
     let exe = dir.join("virtual_arrays_gpu");
+    // Linked as a program built with the configuration file is (its host-built objects' vtables
+    // need clang 22's registration library).
     cmd::output(
-        Command::new(&tools.clangxx)
+        Command::new(toolchain.compiler("main.cpp"))
             .args(toolchain.offload_args(&target))
+            .args(toolchain.pass_plugin_args())
             .args(&objects)
-            .args(toolchain.link_args())
+            .args(toolchain.link_args_with_config())
+            .args(toolchain.device_link_args(&target))
             .arg("-o")
             .arg(&exe),
     )?;
     Ok(())
 }
 
+/// `gpu-tests/images/probe.c` built like an end-to-end program (with `define`, if any); its sm_90
+/// image and the names clang gave its indirect functions' globals and its kernel (they carry a
+/// per-file id) as `<name>.sm_90.cubin` and `<name>.entries`.
 fn probe_image(
     workspace: &Path,
     tools: &Tools,
@@ -306,20 +457,28 @@ fn probe_image(
     copy(&image, &dir.join(format!("{name}.{BUNDLE_SM}.cubin")))
 }
 
-/// Every file the bundle needs is there, the script parses, and the whole fits the limit.
-fn self_check(root: &Path) -> Result<String> {
-    let mut expected: Vec<PathBuf> =
-        vec!["run.sh".into(), "bin/gpu-test".into(), "lib/libomptarget.rtl.cuda.so".into()];
+/// Every file the part needs is there, the script parses, and the whole fits the limit.
+fn self_check(root: &Path, part: Part) -> Result<String> {
+    let mut expected: Vec<PathBuf> = vec![
+        "run.sh".into(),
+        "common.sh".into(),
+        "bin/gpu-test".into(),
+        "bench/virtual_arrays_gpu".into(),
+        "kernels/llvm_lookup.release".into(),
+    ];
+    expected.extend(part.libraries().iter().map(|l| PathBuf::from("lib").join(l)));
     for module in ["lookup_inlined", "lookup_called", "llvm_lookup"] {
         expected.push(format!("kernels/{module}.ptx").into());
         expected.push(format!("kernels/{module}.{BUNDLE_SM}.cubin").into());
     }
-    for (name, _) in PROBE_IMAGES {
-        expected.push(format!("images/{name}.{BUNDLE_SM}.cubin").into());
-        expected.push(format!("images/{name}.entries").into());
+    if part == Part::Llvm16 {
+        for (name, _) in PROBE_IMAGES {
+            expected.push(format!("images/{name}.{BUNDLE_SM}.cubin").into());
+            expected.push(format!("images/{name}.entries").into());
+        }
     }
-    expected.extend(e2e::PROGRAMS.iter().filter(|p| p.on_gpus).map(|p| PathBuf::from("e2e").join(p.name)));
-    for (dir, _, programs) in controls() {
+    for (dir, _, programs) in part.programs() {
+        ensure!(!programs.is_empty(), "the bundle's {dir} would hold no program");
         expected.extend(programs.iter().map(|p| PathBuf::from(dir).join(p.name)));
     }
     for file in &expected {
@@ -329,7 +488,9 @@ fn self_check(root: &Path) -> Result<String> {
         let elf = images::elf_summary(&cmd::read(&root.join(cubin))?, &[])?;
         ensure!(elf.machine == 190 && elf.flags & 0xff == 90, "{}: not an sm_90 cubin", cubin.display());
     }
-    cmd::output(Command::new(requirements::program("bash")).arg("-n").arg(root.join("run.sh")))?;
+    for script in ["run.sh", "common.sh"] {
+        cmd::output(Command::new(requirements::program("bash")).arg("-n").arg(root.join(script)))?;
+    }
     let bytes = size(root)?;
     ensure!(
         bytes <= MAX_BYTES,
@@ -369,7 +530,9 @@ pub fn run(root: &Path, require_gpu: bool, bench: bool, out: Option<&Path>) -> R
         script.arg("--bench");
     }
     // Results go beside the bundle, never into it: it must stay small enough to carry.
-    let default_out = root.with_file_name("gpu-bundle-results");
+    let mut default_out = root.as_os_str().to_owned();
+    default_out.push("-results");
+    let default_out = PathBuf::from(default_out);
     script.arg("--out").arg(out.unwrap_or(&default_out));
     let line = cmd::describe(&script);
     let mut child = script

@@ -130,6 +130,31 @@ impl ElfSummary {
     }
 }
 
+/// The names of the symbols that `data`'s relocations refer to (`SHT_REL` and `SHT_RELA`): what
+/// a cubin's code reads or calls, after device LTO has inlined and dropped the functions.
+pub fn relocated_symbols(data: &[u8]) -> Result<std::collections::BTreeSet<String>> {
+    use object::read::elf::SectionHeader as _;
+    let header = elf::FileHeader64::<Endianness>::parse(data).context("not a 64-bit ELF file")?;
+    let endian = header.endian()?;
+    let sections = header.sections(endian, data)?;
+    let table = sections.symbols(endian, data, elf::SHT_SYMTAB)?;
+    let mut indices = Vec::new();
+    for section in sections.iter() {
+        if let Some((rel, _)) = section.rel(endian, data)? {
+            indices.extend(rel.iter().map(|r| r.r_sym(endian)));
+        }
+        if let Some((rela, _)) = section.rela(endian, data)? {
+            indices.extend(rela.iter().map(|r| r.r_sym(endian, false)));
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for index in indices.into_iter().filter(|&i| i != 0) {
+        let symbol = table.symbol(object::SymbolIndex(index as usize))?;
+        names.insert(String::from_utf8_lossy(symbol.name(endian, table.strings())?).into_owned());
+    }
+    Ok(names)
+}
+
 /// Parses a 64-bit ELF file and collects the symbols named in `names`.
 pub fn elf_summary(data: &[u8], names: &[&str]) -> Result<ElfSummary> {
     let header = elf::FileHeader64::<Endianness>::parse(data).context("not a 64-bit ELF file")?;

@@ -55,6 +55,13 @@ pub struct Tools {
     pub flang22: PathBuf,
     /// `opt` of LLVM 22: verifies the IR clang 22 writes.
     pub opt22: PathBuf,
+    /// `llvm-link`, `llvm-extract` and `llc` of LLVM 22: the GPU bundle's kernels linked with
+    /// LLVM 22's own lookup (its DeviceRTL's bitcode, which LLVM 19's tools cannot read).
+    pub llvm_link22: PathBuf,
+    /// `llvm-extract` of LLVM 22.
+    pub llvm_extract22: PathBuf,
+    /// `llc` of LLVM 22.
+    pub llc22: PathBuf,
     /// LLVM 22's stock `libomptarget.so.22.1` (Debian's liboffload-22).
     pub libomptarget22: PathBuf,
     /// `target/tools/llvm22`: `include/omp.h` of LLVM 22 and `lib/libomp.so` (libomp-22-dev's,
@@ -101,6 +108,9 @@ impl Tools {
             clangxx22: path("clang++-22"),
             flang22: path("flang-22"),
             opt22: path("opt-22"),
+            llvm_link22: path("llvm-link-22"),
+            llvm_extract22: path("llvm-extract-22"),
+            llc22: path("llc-22"),
             libomptarget22: path("libomptarget-22"),
             // target/tools/llvm22/include/omp.h
             llvm22_openmp: dir_of("llvm22-omp-h", 2),

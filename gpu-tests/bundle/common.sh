@@ -1,0 +1,210 @@
+# What both parts of the GPU bundle do, sourced by each part's run.sh (gpu-tests/bundle/run.sh:
+# LLVM 16's libomptarget and our CUDA plugin; run-llvm22.sh: LLVM 22's stock libomptarget).
+# The caller sets `here` (the part's folder) and calls, in order:
+#   parse_args "$@"                      --require-gpu, --bench, --out DIR
+#   use_runtime LIBOMPTARGET LIBRARY...  unpack debs/ into the cache, put the runtime on the path
+#   check_programs_load                  every program finds its libraries
+#   probe_gpu                            exits here (0, or 1 with --require-gpu) without a GPU
+#   step NAME COMMAND... / skip NAME WHY
+#   run_e2e_folder / run_control_folder  every program of a folder (run_e2e, run_control)
+#   run_array_bench, find_sanitizer
+#   finish                               the summary line and the exit status
+
+parse_args() {
+  require_gpu=0
+  bench=0
+  out=$PWD/results
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --require-gpu) require_gpu=1 ;;
+      --bench) bench=1 ;;
+      --out) out=$2; shift ;;
+      *) echo "usage: $0 [--require-gpu] [--bench] [--out DIR]" >&2; exit 2 ;;
+    esac
+    shift
+  done
+  mkdir -p "$out" || { echo "cannot create $out" >&2; exit 2; }
+  out=$(cd "$out" && pwd)
+  exec > >(tee "$out/run.log") 2>&1
+  passed=0
+  failed=0
+  skipped=0
+}
+
+unpack() { # deb dest
+  if command -v dpkg-deb >/dev/null; then
+    dpkg-deb -x "$1" "$2"
+  else
+    python3 - "$1" "$2" <<'PY'
+import io, sys, tarfile
+data = open(sys.argv[1], "rb").read()
+pos = 8
+while pos < len(data):
+    name = data[pos:pos + 16].decode().strip().rstrip("/")
+    size = int(data[pos + 48:pos + 58])
+    if name.startswith("data.tar"):
+        tarfile.open(fileobj=io.BytesIO(data[pos + 60:pos + 60 + size])).extractall(sys.argv[2])
+    pos += 60 + size + (size & 1)
+PY
+  fi
+}
+
+# The runtime the part's packages hold, unpacked once into a cache outside the bundle
+# ($XDG_CACHE_HOME or ~/.cache, keyed by the packages' checksum; never into / and never into the
+# bundle, which must stay small to travel). `lib/` links the libraries the programs load (paths in
+# the unpacked tree, libomptarget first); `deps/` what they link that this system lacks (a carried
+# library is used only where the system lacks its soname).
+use_runtime() { # libomptarget library... (paths relative to the unpacked root)
+  local libomptarget
+  libomptarget=$(basename "$1")
+  local debs_sum
+  debs_sum=$(cat "$here"/debs/*.deb | cksum | cut -d' ' -f1)
+  runtime=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/omptarget-indirect-gpu-bundle/$debs_sum
+  if [ ! -e "$runtime/lib/$libomptarget" ]; then
+    rm -rf "$runtime"
+    mkdir -p "$runtime/root" "$runtime/lib" "$runtime/deps" || exit 1
+    for deb in "$here"/debs/*.deb; do
+      unpack "$deb" "$runtime/root" || { echo "cannot unpack $deb" >&2; exit 1; }
+    done
+    local f soname
+    for f in "$@"; do
+      ln -s "$runtime/root/$f" "$runtime/lib/"
+    done
+    for f in "$runtime"/root/usr/lib/x86_64-linux-gnu/lib*.so.* "$runtime"/root/lib/x86_64-linux-gnu/lib*.so.*; do
+      [ -e "$f" ] || continue
+      soname=$(basename "$f")
+      [ -e "$runtime/lib/$soname" ] && continue
+      case $soname in *.so.*.*) continue ;; esac # sonames only (lib*.so.N)
+      if ! ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$soname "; then
+        ln -sf "$f" "$runtime/deps/$soname"
+      fi
+    done
+  fi
+  export LD_LIBRARY_PATH=$here/lib:$runtime/lib:$runtime/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  if [ ! -e "$runtime/lib/$libomptarget" ] || ldd "$runtime/lib/$libomptarget" | grep -q "not found"; then
+    echo "$libomptarget cannot be loaded here:" >&2
+    ldd "$runtime/lib/$libomptarget" 2>&1 | grep "not found" >&2
+    exit 1
+  fi
+  echo "runtime: $(ls "$runtime/lib" | tr '\n' ' ')(+ $(ls "$runtime/deps" | wc -l) libraries this system lacks)"
+}
+
+# Every program of the part finds every library it links (here, before any GPU is asked for).
+check_programs_load() {
+  local program missing=0
+  for program in "$here"/e2e*/* "$here"/bench/*; do
+    [ -x "$program" ] || continue
+    if ldd "$program" | grep -q "not found"; then
+      echo "$program cannot be loaded here:" >&2
+      ldd "$program" | grep "not found" >&2
+      missing=1
+    fi
+  done
+  [ $missing -eq 0 ] || exit 1
+}
+
+probe_gpu() {
+  local probe rc
+  probe=$("$here/bin/gpu-test" probe)
+  rc=$?
+  if [ $rc -eq 3 ]; then
+    echo "no NVIDIA GPU: built, not run"
+    exit $require_gpu
+  fi
+  if [ $rc -ne 0 ]; then
+    echo "gpu-test probe failed ($rc): $probe" >&2
+    exit 1
+  fi
+  echo "$probe"
+  gpus=${probe%% *}
+  if [ -z "$gpus" ] || [ "$gpus" -lt 1 ] 2>/dev/null; then
+    echo "gpu-test probe found no device although it did not say so: $probe" >&2
+    exit 1
+  fi
+  command -v nvidia-smi >/dev/null && nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+}
+
+step() { # name command...
+  local name=$1
+  shift
+  echo "== $name"
+  local log
+  log=$out/$(echo "$name" | tr -c 'A-Za-z0-9.\n-' '_').log
+  if "$@" > >(tee "$log") 2>&1; then
+    echo "-- passed: $name"
+    passed=$((passed + 1))
+  else
+    echo "-- FAILED: $name"
+    failed=$((failed + 1))
+  fi
+}
+
+skip() { # name why
+  echo "== $1"
+  echo "-- skipped: $1: $2"
+  skipped=$((skipped + 1))
+}
+
+# An end-to-end program passes: it exits 0 and prints `<name>: N checks, 0 failed`.
+run_e2e() { # program
+  local output
+  output=$(OMP_TARGET_OFFLOAD=MANDATORY "$1" 2>&1)
+  local rc=$?
+  echo "$output" | tail -n 3
+  [ $rc -eq 0 ] && echo "$output" | grep -q "^$(basename "$1"): [0-9]* checks, 0 failed$"
+}
+
+# A negative control fails for the right reason: the GPU faults (each part says how its plugin
+# reports that, in `fault_pattern`, a grep -e list) or its checks fail; passing, or failing
+# otherwise, fails.
+run_control() { # program
+  local output
+  output=$(OMP_TARGET_OFFLOAD=MANDATORY timeout 120 "$1" 2>&1)
+  local rc=$?
+  echo "$output" | head -n 8
+  echo "exit status $rc"
+  local patterns=() p
+  for p in "${fault_pattern[@]}"; do patterns+=(-e "$p"); done
+  echo "$output" | grep -q "${patterns[@]}" -e "^$(basename "$1"): [0-9]* checks, [1-9][0-9]* failed$"
+}
+
+# Every program of a folder as a step; `devices` only with 2 GPUs.
+run_e2e_folder() { # step-prefix folder
+  local program name
+  for program in "$2"/*; do
+    [ -e "$program" ] || continue
+    name=$(basename "$program")
+    if [ "$name" = devices ] && [ "$gpus" -lt 2 ]; then
+      skip "$1 $name" "needs 2 GPUs, this machine has $gpus"
+      continue
+    fi
+    step "$1 $name" run_e2e "$program"
+  done
+}
+
+run_control_folder() { # step-prefix folder what-it-lacks
+  local program
+  for program in "$2"/*; do
+    [ -e "$program" ] || continue
+    step "$1: $(basename "$program") without $3 fails" run_control "$program"
+  done
+}
+
+# The virtual calls over arrays of host-built objects (run.sh --bench): every result checked, the
+# timings in virtual_arrays_gpu.txt.
+run_array_bench() {
+  OMP_TARGET_OFFLOAD=MANDATORY "$here/bench/virtual_arrays_gpu" > "$out/virtual_arrays_gpu.txt" 2>&1
+  local rc=$?
+  grep -vE '^[a-z0-9_]+,[0-9]+,[0-9.]+$' "$out/virtual_arrays_gpu.txt"
+  [ $rc -eq 0 ] && grep -q "^virtual_arrays_gpu: [0-9]* checks, 0 failed$" "$out/virtual_arrays_gpu.txt"
+}
+
+# compute-sanitizer's path, or nothing where the machine lacks it.
+find_sanitizer() {
+  command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true
+}
+
+finish() {
+  echo "gpu bundle: $passed passed, $failed failed, $skipped skipped"
+  [ $failed -eq 0 ]
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The GPU bundle's second part, LLVM 22 (built by `cargo xtask gpu-test` into
+# target/gpu-bundle-llvm22/): programs built by clang 22 with the project's configuration file
+# run through Debian's stock libomptarget.so.22.1 and the CUDA plugin built into it. Nothing of
+# ours is loaded but libomptarget-indirect-register.so (lib/), which adds the images' vtables to
+# the table libomptarget 22 builds; the device library in each image answers from that table in
+# the device environment. Needs only an x86_64 Linux machine with an NVIDIA driver: the LLVM 22
+# runtime comes as Debian packages in debs/, unpacked once into a cache outside the bundle.
+#
+#   ./run-llvm22.sh [--require-gpu] [--bench] [--out DIR]   (copied into the bundle as run.sh)
+#
+# 1. e2e/*                  clang 22 -O2 sm_90 programs (LLVM 22's DeviceRTL built from source)
+#    e2e-offload-lto/*      the unmodified ones at -O2 -foffload-lto (the rewrite before device LTO)
+# 2. e2e-controls/*         the unmodified ones built by stock clang 22: each must fail
+#    e2e-controls-frontend/*  those that need the frontend plugin built without it: each must fail
+# --bench: the translation benchmark against LLVM 22's own __llvm_omp_indirect_call_lookup (table,
+#          CSV and PNG) and the virtual calls over arrays of host-built objects, built by clang 22
+# 3. compute-sanitizer memcheck on three programs, where the machine has it (last: the slowest)
+# Without a GPU: unpacks and checks the runtime, prints "no NVIDIA GPU: built, not run" and exits
+# 0 (1 with --require-gpu).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/common.sh"
+parse_args "$@"
+use_runtime usr/lib/llvm-22/lib/libomptarget.so.22.1 usr/lib/x86_64-linux-gnu/libLLVM.so.22.1 \
+  usr/lib/llvm-19/lib/libomp.so.5
+check_programs_load
+probe_gpu
+# libomptarget 22's CUDA plugin reports a fault by the driver's error string
+# (`error in cuStreamSynchronize: an illegal memory access was encountered`).
+fault_pattern=("an illegal memory access was encountered" "an illegal instruction was encountered"
+  "the device encountered an invalid program counter")
+
+run_e2e_folder "1. e2e" "$here/e2e"
+run_e2e_folder "1. e2e -foffload-lto" "$here/e2e-offload-lto"
+run_control_folder "2. control" "$here/e2e-controls" "the project (stock clang 22)"
+run_control_folder "2. control" "$here/e2e-controls-frontend" "the frontend plugin"
+
+if [ $bench -eq 1 ]; then
+  step "bench: translation, ours vs LLVM 22's lookup" "$here/bin/gpu-test" bench --bundle "$here" --out "$out"
+  step "bench: virtual calls over arrays of host-built objects" run_array_bench
+fi
+
+sanitizer=$(find_sanitizer)
+if [ -n "$sanitizer" ]; then
+  for program in host_scene unmodified_virtual table; do
+    step "3. memcheck: e2e $program" env OMP_TARGET_OFFLOAD=MANDATORY "$sanitizer" --tool memcheck \
+      --error-exitcode 1 "$here/e2e/$program"
+  done
+else
+  skip "3. memcheck" "compute-sanitizer not found"
+fi
+finish
