@@ -4,7 +4,8 @@
 #   parse_args "$@"                      --require-gpu, --bench, --out DIR
 #   use_runtime LIBOMPTARGET LIBRARY...  unpack debs/ into the cache, put the runtime on the path
 #   check_programs_load                  every program finds its libraries
-#   probe_gpu                            exits here (0, or 1 with --require-gpu) without a GPU
+#   probe_gpu                            exits here (0, or 1 with --require-gpu) without a GPU;
+#                                        sets gpus and pageable_memory (0 or 1)
 #   step NAME COMMAND... / skip NAME WHY
 #   run_e2e_folder / run_control_folder  every program of a folder (run_e2e, run_control)
 #   run_array_bench, find_sanitizer
@@ -117,6 +118,10 @@ probe_gpu() {
   fi
   echo "$probe"
   gpus=${probe%% *}
+  case $probe in
+    *"pageable memory access: yes"*) pageable_memory=1 ;;
+    *) pageable_memory=0 ;;
+  esac
   if [ -z "$gpus" ] || [ "$gpus" -lt 1 ] 2>/dev/null; then
     echo "gpu-test probe found no device although it did not say so: $probe" >&2
     exit 1

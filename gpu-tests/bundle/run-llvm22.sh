@@ -11,6 +11,8 @@
 #
 # 1. e2e/*                  clang 22 -O2 sm_90 programs (LLVM 22's DeviceRTL built from source)
 #    e2e-offload-lto/*      the unmodified ones at -O2 -foffload-lto (the rewrite before device LTO)
+#    e2e-pageable-memory/*  `requires unified_shared_memory` programs, where the GPU reads pageable
+#                           host memory (gpu-test probe says so); skipped elsewhere
 # 2. e2e-controls/*         the unmodified ones built by stock clang 22: each must fail
 #    e2e-controls-frontend/*  those that need the frontend plugin built without it: each must fail
 # --bench: the translation benchmark against LLVM 22's own __llvm_omp_indirect_call_lookup (table,
@@ -33,6 +35,16 @@ fault_pattern=("an illegal memory access was encountered" "an illegal instructio
 
 run_e2e_folder "1. e2e" "$here/e2e"
 run_e2e_folder "1. e2e -foffload-lto" "$here/e2e-offload-lto"
+# libomptarget 22 takes `requires unified_shared_memory` without asking the GPU whether it can
+# read pageable host memory: on a GPU that cannot, these programs fault, and prove nothing.
+for program in "$here"/e2e-pageable-memory/*; do
+  if [ "$pageable_memory" = 1 ]; then
+    step "1. e2e, unified shared memory: $(basename "$program")" run_e2e "$program"
+  else
+    skip "1. e2e, unified shared memory: $(basename "$program")" \
+      "GPU 0 cannot read pageable host memory (CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS is 0: no HMM)"
+  fi
+done
 run_control_folder "2. control" "$here/e2e-controls" "the project (stock clang 22)"
 run_control_folder "2. control" "$here/e2e-controls-frontend" "the frontend plugin"
 

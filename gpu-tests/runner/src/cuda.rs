@@ -26,6 +26,9 @@ pub struct Gpu {
     pub sm: u32,
     /// Multiprocessors.
     pub sms: u32,
+    /// Whether device code may read and write pageable host memory (HMM or ATS): what
+    /// `requires unified_shared_memory` needs, which libomptarget 22 does not check.
+    pub pageable_memory: bool,
 }
 
 impl Gpu {
@@ -42,7 +45,8 @@ impl Gpu {
         let major = driver.attribute(dev, attr::COMPUTE_CAPABILITY_MAJOR).map_err(err)?;
         let minor = driver.attribute(dev, attr::COMPUTE_CAPABILITY_MINOR).map_err(err)?;
         let sms = driver.attribute(dev, attr::MULTIPROCESSOR_COUNT).map_err(err)?;
-        Ok(Some(Gpu { driver, dev, sm: (major * 10 + minor) as u32, sms: sms as u32 }))
+        let pageable_memory = driver.attribute(dev, attr::PAGEABLE_MEMORY_ACCESS).map_err(err)? != 0;
+        Ok(Some(Gpu { driver, dev, sm: (major * 10 + minor) as u32, sms: sms as u32, pageable_memory }))
     }
 
     /// `(free, total)` device memory.

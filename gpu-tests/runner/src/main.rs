@@ -3,7 +3,8 @@
 //! kernels and images come from the bundle's folders.
 //!
 //! ```text
-//! gpu-test probe                       GPUs present (exit 3 when none)
+//! gpu-test probe                       GPUs present (exit 3 when none), GPU 0's sm, multiprocessors
+//!                                      and whether it reads pageable host memory
 //! gpu-test lookup      [--bundle DIR]  test 1: the device lookup on random tables
 //! gpu-test plugin-abi  [--bundle DIR]  test 2: the CUDA plugin through its C ABI
 //! gpu-test bench       [--bundle DIR] [--out DIR]   the translation benchmark
@@ -60,7 +61,12 @@ fn run(args: &[String]) -> cuda::Result<ExitCode> {
     match command {
         "probe" => {
             let count = gpu.driver.device_count().map_err(|e| e.to_string())?;
-            println!("{count} GPU(s); GPU 0: sm_{}, {} multiprocessors", gpu.sm, gpu.sms)
+            println!(
+                "{count} GPU(s); GPU 0: sm_{}, {} multiprocessors, pageable memory access: {}",
+                gpu.sm,
+                gpu.sms,
+                if gpu.pageable_memory { "yes" } else { "no" }
+            )
         }
         "lookup" => print(lookup::run(&gpu, &bundle)?),
         "plugin-abi" => print(plugin_abi::run(&gpu, &bundle)?),

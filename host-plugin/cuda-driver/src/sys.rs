@@ -42,6 +42,9 @@ pub mod attr {
     pub const MULTIPROCESSOR_COUNT: i32 = 16;
     /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR`.
     pub const MAX_THREADS_PER_MULTIPROCESSOR: i32 = 39;
+    /// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`: the device reads and writes pageable host
+    /// memory coherently (HMM, or an ATS system), as unified shared memory needs.
+    pub const PAGEABLE_MEMORY_ACCESS: i32 = 88;
     /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR`.
     pub const COMPUTE_CAPABILITY_MAJOR: i32 = 75;
     /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR`.

@@ -75,6 +75,11 @@ pub struct Program {
     pub on_gpus: bool,
     /// Compile flags added for the GPU targets only.
     pub gpu_flags: &'static [&'static str],
+    /// Not [`Program::on_gpus`], but runs on a GPU whose device reads pageable host memory (HMM),
+    /// as `requires unified_shared_memory` needs: built by clang 22 for the GPU bundle's LLVM 22
+    /// part, which runs it on such a GPU only (libomptarget 22 takes the requirement without
+    /// checking it; our LLVM 16 plugins refuse such images).
+    pub on_gpus_with_pageable_memory: bool,
 }
 
 impl Program {
@@ -86,9 +91,16 @@ impl Program {
         }
     }
 
-    /// Whether [`build_gpu`] builds it for `llvm`'s toolchain.
+    /// Whether the GPU bundle runs it with `llvm`'s toolchain on every GPU.
     pub fn on_gpus_with(&self, llvm: Llvm) -> bool {
         self.on_gpus && self.runs_with(llvm)
+    }
+
+    /// Whether [`build_gpu`] builds it for `llvm`'s toolchain: [`Program::on_gpus_with`], and
+    /// with clang 22 [`Program::on_gpus_with_pageable_memory`] too.
+    pub fn built_for_gpus_with(&self, llvm: Llvm) -> bool {
+        self.on_gpus_with(llvm)
+            || (llvm == Llvm::V22 && self.on_gpus_with_pageable_memory && self.runs_with(llvm))
     }
 }
 
@@ -161,6 +173,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -179,6 +192,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -198,6 +212,7 @@ pub const PROGRAMS: &[Program] = &[
         on_gpus: true,
         // ptxas peaks at 23 GB over 1024 address-taken functions, 0.4 GB over 256.
         gpu_flags: &["-DTABLE_FUNCTIONS_256"],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -214,9 +229,10 @@ pub const PROGRAMS: &[Program] = &[
         expect_line: None,
         host_vtables: false,
         unmodified: false,
-        // The GPU plugins do not give unified shared memory: they refuse this program's image.
+        // Our LLVM 16 GPU plugins refuse this program's image (no unified shared memory).
         on_gpus: false,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: true,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -236,6 +252,7 @@ pub const PROGRAMS: &[Program] = &[
         // Its other modes touch the host program on purpose ([`strict_stops`]).
         on_gpus: false,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -254,6 +271,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -272,6 +290,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -290,6 +309,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -308,6 +328,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -326,6 +347,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: false,
         on_gpus: true,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -345,6 +367,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         on_gpus: true,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -364,6 +387,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         on_gpus: true,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -383,6 +407,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         on_gpus: false,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         // libomptarget 22 builds one table per image: the program's image has none of the
         // library's vtables (docs/virtual.md).
         on_llvm22: false,
@@ -405,6 +430,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         on_gpus: true,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -426,6 +452,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         on_gpus: true,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -446,6 +473,7 @@ pub const PROGRAMS: &[Program] = &[
         // Unified shared memory on a GPU needs what the bundle's machines may not have (HMM).
         on_gpus: false,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: true,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -466,6 +494,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         on_gpus: true,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -486,6 +515,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         on_gpus: true,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -509,6 +539,7 @@ pub const PROGRAMS: &[Program] = &[
         // clang gives GPU device code no RTTI: the casts' type_info arguments are null there.
         on_gpus: false,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         on_llvm19: true,
         without_naming: &[],
@@ -531,6 +562,7 @@ pub const PROGRAMS: &[Program] = &[
         // The GPU builds need LLVM 22's GPU DeviceRTL, which Debian does not ship: device IR only.
         on_gpus: false,
         gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
         on_llvm22: true,
         // flang 19 cannot compile it (docs/fortran.md).
         on_llvm19: false,
@@ -1124,13 +1156,10 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
     let mut vtables = 0;
     // clang 22's unmodified programs also at -O2 -foffload-lto (the GPU bundle runs both).
     let lto = |p: &&Program| toolchain.llvm == Llvm::V22 && p.unmodified;
-    let builds = PROGRAMS.iter().filter(|p| p.on_gpus_with(toolchain.llvm)).map(|p| (p, Build::O2)).chain(
-        PROGRAMS
-            .iter()
-            .filter(|p| p.on_gpus_with(toolchain.llvm))
-            .filter(lto)
-            .map(|p| (p, Build::OffloadLto)),
-    );
+    let gpu_programs = || PROGRAMS.iter().filter(|p| p.built_for_gpus_with(toolchain.llvm));
+    let builds = gpu_programs()
+        .map(|p| (p, Build::O2))
+        .chain(gpu_programs().filter(lto).map(|p| (p, Build::OffloadLto)));
     let mut offload_lto = 0;
     for (program, how) in builds {
         let exe = build_as(workspace, toolchain, target, program, how)

@@ -18,6 +18,8 @@
 //!   bin/gpu-test, kernels/      the benchmark, its LLVM module linked with LLVM 22's lookup
 //!   lib/libomptarget-indirect-register.so   the only library of ours the runs load
 //!   e2e/, e2e-offload-lto/      clang 22 -O2 and -O2 -foffload-lto images (LLVM 22's DeviceRTL)
+//!   e2e-pageable-memory/        `requires unified_shared_memory` programs: run where the GPU reads
+//!                               pageable host memory
 //!   e2e-controls/, e2e-controls-frontend/   stock clang 22, and without the frontend plugin
 //!   bench/virtual_arrays_gpu    built by clang 22
 //!   debs/*.deb                  liboffload-22, libllvm22, libomp5-19 and what libLLVM links
@@ -128,6 +130,15 @@ impl Part {
         let mut folders = vec![("e2e", e2e::Build::O2, select(|_| true))];
         if self == Part::Llvm22 {
             folders.push(("e2e-offload-lto", e2e::Build::OffloadLto, select(|p| p.unmodified)));
+            // Run only where the GPU reads pageable host memory (run-llvm22.sh asks gpu-test).
+            folders.push((
+                "e2e-pageable-memory",
+                e2e::Build::O2,
+                e2e::PROGRAMS
+                    .iter()
+                    .filter(|p| p.on_gpus_with_pageable_memory && p.runs_with(Llvm::V22))
+                    .collect(),
+            ));
         }
         // The negative controls: the unmodified programs built without the pass plugin (those
         // that compile so), and those that need the frontend plugin built without it. Each must
