@@ -8,7 +8,7 @@
 #                                        sets gpus and pageable_memory (0 or 1)
 #   step NAME COMMAND... / skip NAME WHY
 #   run_e2e_folder / run_control_folder  every program of a folder (run_e2e, run_control)
-#   run_array_bench, find_sanitizer
+#   run_benches NAME, find_sanitizer
 #   finish                               the summary line and the exit status
 
 parse_args() {
@@ -202,6 +202,14 @@ run_array_bench() {
   local rc=$?
   grep -vE '^[a-z0-9_]+,[0-9]+,[0-9.]+$' "$out/virtual_arrays_gpu.txt"
   [ $rc -eq 0 ] && grep -q "^virtual_arrays_gpu: [0-9]* checks, 0 failed$" "$out/virtual_arrays_gpu.txt"
+}
+
+# With --bench: the translation benchmark (ours against the LLVM lookup in kernels/) and the
+# array benchmark, as two steps.
+run_benches() { # name-of-the-translation-step
+  [ $bench -eq 1 ] || return 0
+  step "$1" "$here/bin/gpu-test" bench --bundle "$here" --out "$out"
+  step "bench: virtual calls over arrays of host-built objects" run_array_bench
 }
 
 # compute-sanitizer's path, or nothing where the machine lacks it.

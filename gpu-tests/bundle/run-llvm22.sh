@@ -48,10 +48,7 @@ done
 run_control_folder "2. control" "$here/e2e-controls" "the project (stock clang 22)"
 run_control_folder "2. control" "$here/e2e-controls-frontend" "the frontend plugin"
 
-if [ $bench -eq 1 ]; then
-  step "bench: translation, ours vs LLVM 22's lookup" "$here/bin/gpu-test" bench --bundle "$here" --out "$out"
-  step "bench: virtual calls over arrays of host-built objects" run_array_bench
-fi
+run_benches "bench: translation, ours vs LLVM 22's lookup"
 
 sanitizer=$(find_sanitizer)
 if [ -n "$sanitizer" ]; then

@@ -37,10 +37,7 @@ run_e2e_folder "3. e2e" "$here/e2e"
 run_control_folder "3. control" "$here/e2e-controls" "the pass plugin"
 run_control_folder "3. control" "$here/e2e-controls-frontend" "the frontend plugin"
 
-if [ $bench -eq 1 ]; then
-  step "bench" "$here/bin/gpu-test" bench --bundle "$here" --out "$out"
-  step "bench: virtual calls over arrays of host-built objects" run_array_bench
-fi
+run_benches "bench: translation, ours vs LLVM 19's lookup"
 
 sanitizer=$(find_sanitizer)
 if [ -n "$sanitizer" ]; then

@@ -142,7 +142,7 @@ fn check_in(
         opened.is_empty(),
         "the install reached into the hidden directories {} times; first:\n{}",
         opened.len(),
-        opened.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
+        first_lines(&opened)
     );
     let workspace = fs::canonicalize(workspace)?;
     let in_clone = traced_under(&trace, &[&workspace.to_string_lossy()])?;
@@ -152,7 +152,7 @@ fn check_in(
          stage what it needs in the scratch directory; first:\n{}",
         workspace.display(),
         in_clone.len(),
-        in_clone.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
+        first_lines(&in_clone)
     );
     let naming = files_naming(&scratch.join("prefix"), "/usr/lib/llvm-")?;
     ensure!(naming.is_empty(), "installed files name Debian's LLVM directories: {naming:?}");
@@ -325,6 +325,11 @@ fn linked_copy(from: &Path, to: &Path, dereference: bool) -> Result<()> {
         copy(false)?;
     }
     Ok(())
+}
+
+/// The first ten of `lines`, one per line: what a failed trace check shows.
+fn first_lines(lines: &[String]) -> String {
+    lines.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
 }
 
 #[cfg(test)]
