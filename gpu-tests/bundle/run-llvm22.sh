@@ -28,6 +28,26 @@ use_runtime usr/lib/llvm-22/lib/libomptarget.so.22.1 usr/lib/x86_64-linux-gnu/li
   usr/lib/llvm-19/lib/libomp.so.5
 check_programs_load
 probe_gpu
+# libomptarget 22's CUDA plugin opens the driver as `libcuda.so`, the name a CUDA toolkit's
+# development files give it, not the driver's own `libcuda.so.1`: where only the driver is
+# installed it finds no device. Link the name in the cache where the system lacks it.
+driver_library() { # prints the driver's libcuda.so.1 when no libcuda.so is on the search path
+  ldconfig -p 2>/dev/null | grep -q "[[:space:]]libcuda\.so " && return
+  local dir
+  for dir in ${LD_LIBRARY_PATH//:/ } /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu /usr/lib64; do
+    [ -e "$dir/libcuda.so" ] && return
+  done
+  for dir in ${LD_LIBRARY_PATH//:/ } /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu /usr/lib64; do
+    [ -e "$dir/libcuda.so.1" ] && { echo "$dir/libcuda.so.1"; return; }
+  done
+  ldconfig -p 2>/dev/null | awk '/[[:space:]]libcuda\.so\.1 .*x86-64/ {print $NF; exit}'
+}
+driver=$(driver_library)
+if [ -n "$driver" ]; then
+  mkdir -p "$runtime/driver" && ln -sf "$driver" "$runtime/driver/libcuda.so"
+  export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$runtime/driver
+  echo "libcuda.so: $driver, linked in $runtime/driver (libomptarget 22 opens that name)"
+fi
 # libomptarget 22's CUDA plugin reports a fault by the driver's error string
 # (`error in cuStreamSynchronize: an illegal memory access was encountered`).
 fault_pattern=("an illegal memory access was encountered" "an illegal instruction was encountered"
