@@ -213,13 +213,15 @@ pub fn run(workspace: &Path) -> Result<()> {
     }
     let llvm22 = Toolchain::new(Llvm::V22, &tools, &dist);
     let sm90 = OffloadTarget::nvptx("sm_90");
-    report.step(
-        format!(
-            "end-to-end programs built for {} by clang 22 with LLVM 22's DeviceRTL (built from source)",
-            sm90.name
-        ),
-        || e2e::build_gpu(workspace, &llvm22, &sm90),
-    );
+    for target in [sm90, OffloadTarget::amdgcn("gfx90a"), OffloadTarget::amdgcn("gfx942")] {
+        report.step(
+            format!(
+                "end-to-end programs built for {} by clang 22 with LLVM 22's DeviceRTL (built from source)",
+                target.name
+            ),
+            || e2e::build_gpu(workspace, &llvm22, &target),
+        );
+    }
     for llvm in Llvm::ALL {
         for target in
             [OffloadTarget::x86_64(), OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")]

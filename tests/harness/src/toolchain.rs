@@ -80,9 +80,10 @@ impl<'a> Toolchain<'a> {
     /// LLVM 22: LLVM 22's `omp.h` comes from `target/tools/llvm22`. Debian ships no GPU DeviceRTL
     /// for it: nvptx64 links the one `scripts/fetch-llvm22-devicertl.sh` builds from LLVM's source
     /// (its bitcode into each device compile; [`Toolchain::device_link_args`] gives the device
-    /// link its `libompdevice.a`); amdgcn is
-    /// compiled `-nogpulib` (device IR only), because clang 22's code object v6 does not link with
-    /// the device library's v5 object (`docs/llvm22-gpu.md`).
+    /// link its `libompdevice.a`); amdgcn is compiled `-nogpulib`: clang 22 emits code object v6,
+    /// whose ROCm device libraries (`oclc_abi_version_600`) Debian 12 lacks, and the flag also
+    /// drops the DeviceRTL, which [`Toolchain::device_link_args`] then links by name
+    /// (`docs/llvm22-gpu.md`).
     pub fn offload_args(&self, target: &OffloadTarget) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec!["-fopenmp".into()];
         match target.triple {
@@ -116,14 +117,19 @@ impl<'a> Toolchain<'a> {
     }
 
     /// The flags a link for `target` needs beyond [`Toolchain::offload_args`]: where clang 22's
-    /// linker wrapper finds LLVM 22's `libompdevice.a` for nvptx64 (a compile with `-c` would
-    /// call the flag unused).
+    /// linker wrapper finds LLVM 22's `libompdevice.a` (a compile with `-c` would call the flag
+    /// unused), and for amdgcn, whose `-nogpulib` leaves it out, the library itself.
     pub fn device_link_args(&self, target: &OffloadTarget) -> Vec<OsString> {
+        let search = || {
+            vec!["-Xoffload-linker".into(), prefixed("-L", &self.tools.llvm22_devicertl.join(target.triple))]
+        };
         match (self.llvm, target.triple) {
-            (Llvm::V22, "nvptx64-nvidia-cuda") => vec![
-                "-Xoffload-linker".into(),
-                prefixed("-L", &self.tools.llvm22_devicertl.join(target.triple)),
-            ],
+            (Llvm::V22, "nvptx64-nvidia-cuda") => search(),
+            (Llvm::V22, "amdgcn-amd-amdhsa") => {
+                let mut args = search();
+                args.extend(["-Xoffload-linker".into(), "-lompdevice".into()]);
+                args
+            }
             _ => Vec::new(),
         }
     }
