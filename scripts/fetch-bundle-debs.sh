@@ -10,11 +10,14 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 llvm_needs=(libz3-4 libicu72 libxml2 libedit2 libffi8 libbsd0 libmd0 libtinfo6 libzstd1 zlib1g liblzma5)
-case ${1:-} in
-  llvm16) packages=(libomp5-16 libllvm16 "${llvm_needs[@]}") ;;
-  llvm22) packages=(liboffload-22 libomp5-19 libllvm22 "${llvm_needs[@]}") ;;
-  *) echo "usage: $0 llvm16|llvm22" >&2; exit 2 ;;
-esac
+if [ "${1:-}" = llvm16 ]; then
+  packages=(libomp5-16 libllvm16 "${llvm_needs[@]}")
+elif [ "${1:-}" = llvm22 ]; then
+  packages=(liboffload-22 libomp5-19 libllvm22 "${llvm_needs[@]}")
+else
+  echo "usage: $0 llvm16|llvm22" >&2
+  exit 2
+fi
 dir=$root/target/tools/debs/bundle-$1
 have_all() {
   for p in "${packages[@]}"; do
