@@ -17,7 +17,7 @@ use anyhow::{bail, ensure, Context, Result};
 use crate::cmd;
 use crate::images::{self, IMAGE_SYMBOLS, TRANSLATE};
 use crate::offload::OffloadTarget;
-use crate::toolchain::{is_fortran, module_dir_args, Llvm, Toolchain};
+use crate::toolchain::{is_fortran, module_dir_args, Llvm, Toolchain, NVPTX_DEVICE_RTL_FLAG};
 
 /// One translation unit and the flags only it needs.
 pub struct Unit {
@@ -96,11 +96,23 @@ impl Program {
         self.on_gpus && self.runs_with(llvm)
     }
 
-    /// Whether [`build_gpu`] builds it for `llvm`'s toolchain: [`Program::on_gpus_with`], and
-    /// with clang 22 [`Program::on_gpus_with_pageable_memory`] too.
+    /// Whether the GPU bundle runs it with `llvm`'s toolchain where the GPU reads pageable host
+    /// memory ([`Program::on_gpus_with_pageable_memory`]; clang 22 only).
+    pub fn on_pageable_gpus_with(&self, llvm: Llvm) -> bool {
+        llvm == Llvm::V22 && self.on_gpus_with_pageable_memory && self.runs_with(llvm)
+    }
+
+    /// Whether [`build_gpu`] builds it for `llvm`'s toolchain: [`Program::on_gpus_with`] or
+    /// [`Program::on_pageable_gpus_with`].
     pub fn built_for_gpus_with(&self, llvm: Llvm) -> bool {
-        self.on_gpus_with(llvm)
-            || (llvm == Llvm::V22 && self.on_gpus_with_pageable_memory && self.runs_with(llvm))
+        self.on_gpus_with(llvm) || self.on_pageable_gpus_with(llvm)
+    }
+
+    /// Whether it is a GPU negative control with `llvm`'s toolchain: an unmodified program of
+    /// [`Program::on_gpus_with`] that stock clang compiles (built without the pass plugin, it
+    /// must fault on a GPU).
+    pub fn stock_control_on_gpus_with(&self, llvm: Llvm) -> bool {
+        self.on_gpus_with(llvm) && self.unmodified && self.frontend != FrontendControl::CompileFails
     }
 }
 
@@ -624,7 +636,7 @@ pub fn build_as(
         if how == Build::OffloadLto {
             // Device LTO links the DeviceRTL at the link (libompdevice.a), not per compile: clang
             // 22 warns that the bitcode path is unused.
-            flags.retain(|f| !f.to_string_lossy().starts_with("--libomptarget-nvptx-bc-path="));
+            flags.retain(|f| !f.to_string_lossy().starts_with(NVPTX_DEVICE_RTL_FLAG));
         }
         flags.extend(how.flags().iter().map(OsString::from));
         if target.triple != OffloadTarget::x86_64().triple {
@@ -1201,9 +1213,7 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
         // stock clang refuses to compile excepted, as in the GPU bundle).
         let controls: Vec<&str> = PROGRAMS
             .iter()
-            .filter(|p| {
-                p.on_gpus_with(toolchain.llvm) && p.unmodified && p.frontend != FrontendControl::CompileFails
-            })
+            .filter(|p| p.stock_control_on_gpus_with(toolchain.llvm))
             .map(|p| {
                 let exe = build_as(workspace, toolchain, target, p, Build::WithoutPassPlugin).with_context(
                     || format!("building {} without the pass plugin for {}", p.name, target.name),

@@ -102,12 +102,17 @@ impl Part {
         }
     }
 
-    /// The compiler whose images it runs.
-    fn toolchain<'a>(self, tools: &'a Tools, dist: &'a Dist) -> Toolchain<'a> {
+    /// The clang release whose images it runs.
+    fn compiler(self) -> Llvm {
         match self {
-            Part::Llvm16 => Toolchain::llvm19(tools, dist),
-            Part::Llvm22 => Toolchain::new(Llvm::V22, tools, dist),
+            Part::Llvm16 => Llvm::V19,
+            Part::Llvm22 => Llvm::V22,
         }
+    }
+
+    /// The toolchain of [`Part::compiler`].
+    fn toolchain<'a>(self, tools: &'a Tools, dist: &'a Dist) -> Toolchain<'a> {
+        Toolchain::new(self.compiler(), tools, dist)
     }
 
     /// The LLVM whose own lookup the benchmark's `llvm_lookup` module links.
@@ -120,25 +125,19 @@ impl Part {
 
     /// The folders of its end-to-end executables, each with its build and its programs.
     fn programs(self) -> Vec<(&'static str, e2e::Build, Vec<&'static e2e::Program>)> {
-        let llvm = match self {
-            Part::Llvm16 => Llvm::V19,
-            Part::Llvm22 => Llvm::V22,
+        let llvm = self.compiler();
+        let select = |keep: &dyn Fn(&e2e::Program) -> bool| -> Vec<&'static e2e::Program> {
+            e2e::PROGRAMS.iter().filter(|p| keep(p)).collect()
         };
-        let select = |keep: fn(&e2e::Program) -> bool| -> Vec<&'static e2e::Program> {
-            e2e::PROGRAMS.iter().filter(|p| p.on_gpus_with(llvm) && keep(p)).collect()
-        };
-        let mut folders = vec![("e2e", e2e::Build::O2, select(|_| true))];
+        let mut folders = vec![("e2e", e2e::Build::O2, select(&|p| p.on_gpus_with(llvm)))];
         if self == Part::Llvm22 {
-            folders.push(("e2e-offload-lto", e2e::Build::OffloadLto, select(|p| p.unmodified)));
-            // Run only where the GPU reads pageable host memory (run-llvm22.sh asks gpu-test).
             folders.push((
-                "e2e-pageable-memory",
-                e2e::Build::O2,
-                e2e::PROGRAMS
-                    .iter()
-                    .filter(|p| p.on_gpus_with_pageable_memory && p.runs_with(Llvm::V22))
-                    .collect(),
+                "e2e-offload-lto",
+                e2e::Build::OffloadLto,
+                select(&|p| p.on_gpus_with(llvm) && p.unmodified),
             ));
+            // Run only where the GPU reads pageable host memory (run-llvm22.sh asks gpu-test).
+            folders.push(("e2e-pageable-memory", e2e::Build::O2, select(&|p| p.on_pageable_gpus_with(llvm))));
         }
         // The negative controls: the unmodified programs built without the pass plugin (those
         // that compile so), and those that need the frontend plugin built without it. Each must
@@ -146,12 +145,14 @@ impl Part {
         folders.push((
             "e2e-controls",
             e2e::Build::WithoutPassPlugin,
-            select(|p| p.unmodified && p.frontend != e2e::FrontendControl::CompileFails),
+            select(&|p| p.stock_control_on_gpus_with(llvm)),
         ));
         folders.push((
             "e2e-controls-frontend",
             e2e::Build::WithoutFrontendPlugin,
-            select(|p| p.unmodified && p.frontend == e2e::FrontendControl::StrictStop),
+            select(&|p| {
+                p.on_gpus_with(llvm) && p.unmodified && p.frontend == e2e::FrontendControl::StrictStop
+            }),
         ));
         folders
     }

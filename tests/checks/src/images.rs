@@ -5,7 +5,7 @@ use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 use object::elf;
-use object::read::elf::{FileHeader, Sym};
+use object::read::elf::{FileHeader, SectionTable, Sym, SymbolTable};
 use object::Endianness;
 
 use crate::cmd;
@@ -130,14 +130,29 @@ impl ElfSummary {
     }
 }
 
+/// A 64-bit ELF file as every reader here starts it: header, byte order, sections, `.symtab`.
+struct Elf<'data> {
+    header: &'data elf::FileHeader64<Endianness>,
+    endian: Endianness,
+    sections: SectionTable<'data, elf::FileHeader64<Endianness>>,
+    table: SymbolTable<'data, elf::FileHeader64<Endianness>>,
+}
+
+impl<'data> Elf<'data> {
+    fn parse(data: &'data [u8]) -> Result<Self> {
+        let header = elf::FileHeader64::<Endianness>::parse(data).context("not a 64-bit ELF file")?;
+        let endian = header.endian()?;
+        let sections = header.sections(endian, data)?;
+        let table = sections.symbols(endian, data, elf::SHT_SYMTAB)?;
+        Ok(Elf { header, endian, sections, table })
+    }
+}
+
 /// The names of the symbols that `data`'s relocations refer to (`SHT_REL` and `SHT_RELA`): what
 /// a cubin's code reads or calls, after device LTO has inlined and dropped the functions.
 pub fn relocated_symbols(data: &[u8]) -> Result<std::collections::BTreeSet<String>> {
     use object::read::elf::SectionHeader as _;
-    let header = elf::FileHeader64::<Endianness>::parse(data).context("not a 64-bit ELF file")?;
-    let endian = header.endian()?;
-    let sections = header.sections(endian, data)?;
-    let table = sections.symbols(endian, data, elf::SHT_SYMTAB)?;
+    let Elf { endian, sections, table, .. } = Elf::parse(data)?;
     let mut indices = Vec::new();
     for section in sections.iter() {
         if let Some((rel, _)) = section.rel(endian, data)? {
@@ -157,10 +172,7 @@ pub fn relocated_symbols(data: &[u8]) -> Result<std::collections::BTreeSet<Strin
 
 /// Parses a 64-bit ELF file and collects the symbols named in `names`.
 pub fn elf_summary(data: &[u8], names: &[&str]) -> Result<ElfSummary> {
-    let header = elf::FileHeader64::<Endianness>::parse(data).context("not a 64-bit ELF file")?;
-    let endian = header.endian()?;
-    let sections = header.sections(endian, data)?;
-    let table = sections.symbols(endian, data, elf::SHT_SYMTAB)?;
+    let Elf { header, endian, table, .. } = Elf::parse(data)?;
     let mut symbols: Vec<(String, Vec<SymbolInfo>)> =
         names.iter().map(|n| (n.to_string(), Vec::new())).collect();
     for sym in table.iter() {
@@ -186,10 +198,7 @@ pub fn elf_summary(data: &[u8], names: &[&str]) -> Result<ElfSummary> {
 /// The vtables (`_ZTV...`) an ELF image defines: what a device image must hold for virtual calls
 /// on objects the host built.
 pub fn defined_vtables(data: &[u8]) -> Result<Vec<String>> {
-    let header = elf::FileHeader64::<Endianness>::parse(data).context("not a 64-bit ELF file")?;
-    let endian = header.endian()?;
-    let sections = header.sections(endian, data)?;
-    let table = sections.symbols(endian, data, elf::SHT_SYMTAB)?;
+    let Elf { endian, table, .. } = Elf::parse(data)?;
     let mut found = Vec::new();
     for sym in table.iter() {
         let name = sym.name(endian, table.strings())?;
@@ -283,10 +292,7 @@ pub struct OffloadSymbols {
 /// Reads [`OffloadSymbols`] from a cubin's `.symtab`: our globals are excluded, and so are
 /// the kernels' environment objects (which are not 8 bytes and not global).
 pub fn offload_symbols(data: &[u8]) -> Result<OffloadSymbols> {
-    let header = elf::FileHeader64::<Endianness>::parse(data).context("not a 64-bit ELF file")?;
-    let endian = header.endian()?;
-    let sections = header.sections(endian, data)?;
-    let table = sections.symbols(endian, data, elf::SHT_SYMTAB)?;
+    let Elf { endian, table, .. } = Elf::parse(data)?;
     let mut found = OffloadSymbols { indirect: Vec::new(), kernels: Vec::new() };
     for sym in table.iter() {
         let name = String::from_utf8_lossy(sym.name(endian, table.strings())?).into_owned();

@@ -14,6 +14,10 @@ pub use crate::llvm::Llvm;
 use crate::offload::{OffloadTarget, LLVM19_LIB};
 use crate::tools::Tools;
 
+/// The flag that gives each nvptx64 device compile the DeviceRTL bitcode to link (a device-LTO
+/// compile links none, and clang calls the flag unused there).
+pub const NVPTX_DEVICE_RTL_FLAG: &str = "--libomptarget-nvptx-bc-path=";
+
 /// One toolchain with the tools and the dist tree it uses.
 pub struct Toolchain<'a> {
     /// Which release.
@@ -96,16 +100,15 @@ impl<'a> Toolchain<'a> {
         }
         match (self.llvm, target.triple) {
             (Llvm::V19, "nvptx64-nvidia-cuda") => {
-                args.push(format!("--libomptarget-nvptx-bc-path={LLVM19_LIB}").into())
+                args.push(format!("{NVPTX_DEVICE_RTL_FLAG}{LLVM19_LIB}").into())
             }
             (Llvm::V19, "amdgcn-amd-amdhsa") => {
                 args.push(prefixed("--rocm-device-lib-path=", &self.tools.rocm_device_libs))
             }
             (Llvm::V19, _) => {}
-            (Llvm::V22, "nvptx64-nvidia-cuda") => args.push(prefixed(
-                "--libomptarget-nvptx-bc-path=",
-                &self.tools.llvm22_devicertl.join(target.triple),
-            )),
+            (Llvm::V22, "nvptx64-nvidia-cuda") => {
+                args.push(prefixed(NVPTX_DEVICE_RTL_FLAG, &self.tools.llvm22_devicertl.join(target.triple)))
+            }
             (Llvm::V22, "amdgcn-amd-amdhsa") => args.push("-nogpulib".into()),
             (Llvm::V22, _) => {}
         }
@@ -164,7 +167,7 @@ impl<'a> Toolchain<'a> {
             let before = args.len();
             args.retain(|a| {
                 let a = a.to_string_lossy();
-                !a.starts_with("--cuda-path=") && !a.starts_with("--libomptarget-nvptx-bc-path=")
+                !a.starts_with("--cuda-path=") && !a.starts_with(NVPTX_DEVICE_RTL_FLAG)
             });
             if self.llvm == Llvm::V22 && target.triple == "nvptx64-nvidia-cuda" && args.len() < before {
                 args.push("-nogpulib".into());
