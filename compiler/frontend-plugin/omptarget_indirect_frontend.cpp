@@ -33,6 +33,7 @@
 #include "clang/AST/Attr.h"
 #include "clang/AST/DeclCXX.h"
 #include "clang/AST/DeclTemplate.h"
+#include "clang/AST/Mangle.h"
 #include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Basic/Builtins.h"
 #include "clang/Frontend/CompilerInstance.h"
@@ -41,6 +42,7 @@
 #include "clang/Sema/SemaConsumer.h"
 #include "clang/Sema/SemaOpenMP.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <memory>
 #include <optional>
@@ -68,6 +70,16 @@ std::optional<DeviceType> deviceTypeOf(const ValueDecl *D) {
 bool isDeviceDeclaration(const ValueDecl *D) {
   std::optional<DeviceType> Type = deviceTypeOf(D);
   return Type && *Type != OMPDeclareTargetDeclAttr::DT_Host;
+}
+
+/// Whether the library builtin `FD` is a C math function: GPUs provide those (libdevice, ocml,
+/// through clang's OpenMP math headers), as they do not provide the C library's other functions.
+bool isMathBuiltin(const FunctionDecl *FD) {
+  unsigned ID = FD->getBuiltinID();
+  if (ID == 0 || !FD->getASTContext().BuiltinInfo.isLibFunction(ID))
+    return false;
+  const char *Header = FD->getASTContext().BuiltinInfo.getHeaderName(ID);
+  return Header && (llvm::StringRef(Header) == "math.h" || llvm::StringRef(Header) == "complex.h");
 }
 
 /// Finds, in a function body and the bodies of the functions it calls that this file defines,
@@ -144,6 +156,103 @@ private:
   unsigned Depth = 0;
 };
 
+/// Whether `D` is declared in a system header (a library's, the C and C++ libraries included).
+bool inSystemHeader(const Decl *D) {
+  return D->getASTContext().getSourceManager().isInSystemHeader(D->getLocation());
+}
+
+/// Answers, by symbol name, whether the device can rely on a declaration of this file that the
+/// device module leaves undefined: the pass plugin asks it for each one after optimization,
+/// where the module knows exactly what is undefined (the AST only guesses). Provided are
+/// declarations that are `declare target` outside system headers (another device compile of the
+/// program defines them), the C math functions and the replaceable allocation functions (GPUs
+/// provide them); not provided is everything else the file declares and uses: host code
+/// elsewhere (`std::cout`, `strlen`, libstdc++'s out-of-line functions, inline variables code
+/// generation leaves out of the device module such as `std::piecewise_construct`), and library
+/// declarations a `begin declare target` region happens to enclose.
+class DeviceSymbolIndex : public RecursiveASTVisitor<DeviceSymbolIndex> {
+public:
+  explicit DeviceSymbolIndex(ASTContext &Context) : Names(Context) {
+    TraverseDecl(Context.getTranslationUnitDecl());
+  }
+
+  /// 1 if the device provides the declaration named `Name`, 0 if host code alone defines it,
+  /// -1 if the file uses no declaration of that name.
+  int provides(llvm::StringRef Name) const {
+    auto Found = Provided.find(Name);
+    return Found == Provided.end() ? -1 : Found->second;
+  }
+
+  bool shouldVisitTemplateInstantiations() const { return true; }
+  // Statements declare nothing that code generation names outside them.
+  bool TraverseStmt(Stmt *, DataRecursionQueue * = nullptr) { return true; }
+
+  bool VisitFunctionDecl(FunctionDecl *FD) {
+    if (FD == FD->getCanonicalDecl() && !FD->isDependentContext() && FD->isUsed(false))
+      record(FD, providedForDevice(FD));
+    return true;
+  }
+  bool VisitVarDecl(VarDecl *VD) {
+    if (VD == VD->getCanonicalDecl() && VD->hasGlobalStorage() && !VD->isStaticLocal() &&
+        !VD->getDeclContext()->isDependentContext() && VD->isUsed(false))
+      record(VD, declaredForDevice(VD));
+    return true;
+  }
+
+private:
+  static bool providedForDevice(const FunctionDecl *FD) {
+    if (deviceTypeOf(FD) == OMPDeclareTargetDeclAttr::DT_Host)
+      return false;
+    return FD->isReplaceableGlobalAllocationFunction() || isMathBuiltin(FD) || declaredForDevice(FD);
+  }
+
+  /// Some declaration of `D` is `declare target` for the device, outside system headers.
+  static bool declaredForDevice(const ValueDecl *D) {
+    for (const Decl *Redeclaration : D->redecls())
+      if (isDeviceDeclaration(cast<ValueDecl>(Redeclaration)) && !inSystemHeader(Redeclaration))
+        return true;
+    return false;
+  }
+
+  void record(const NamedDecl *D, bool IsProvided) {
+    std::vector<std::string> Manglings;
+    if (isa<CXXConstructorDecl>(D) || isa<CXXDestructorDecl>(D))
+      Manglings = Names.getAllManglings(D);
+    else
+      Manglings.push_back(Names.getName(D));
+    for (const std::string &Name : Manglings)
+      if (!Name.empty())
+        Provided[Name] = IsProvided;
+  }
+
+  ASTNameGenerator Names;
+  llvm::StringMap<bool> Provided;
+};
+
+/// Finds, in this file's own code (outside system headers), the library classes whose objects
+/// it constructs.
+class ConstructedClasses : public RecursiveASTVisitor<ConstructedClasses> {
+public:
+  explicit ConstructedClasses(llvm::function_ref<void(CXXRecordDecl *, SourceLocation)> Found)
+      : Found(Found) {}
+
+  bool VisitCXXConstructExpr(CXXConstructExpr *Construct) {
+    CXXRecordDecl *Class = Construct->getConstructor()->getParent();
+    if (Class->hasDefinition() && Class->isDynamicClass() && inSystemHeader(Class))
+      Found(Class, Construct->getBeginLoc());
+    return true;
+  }
+
+private:
+  llvm::function_ref<void(CXXRecordDecl *, SourceLocation)> Found;
+};
+
+class DeviceDefinitions;
+
+/// The device compile running in this process, which the pass plugin (loaded into the same
+/// compiler) asks through omptarget_indirect_frontend_device_provides.
+DeviceDefinitions *ActiveDeviceCompile = nullptr;
+
 class DeviceDefinitions final : public SemaConsumer {
 public:
   explicit DeviceDefinitions(CompilerInstance &CI)
@@ -166,6 +275,14 @@ public:
         "vtable of %0 not emitted for the device: %1 [-Rpass=omptarget-indirect]");
   }
 
+  ~DeviceDefinitions() override {
+    if (ActiveDeviceCompile == this)
+      ActiveDeviceCompile = nullptr;
+  }
+
+  /// DeviceSymbolIndex::provides, once the file is parsed and checked (-1 before).
+  int provides(llvm::StringRef Name) const { return Index ? Index->provides(Name) : -1; }
+
   void InitializeSema(Sema &S) override { TheSema = &S; }
   void ForgetSema() override { TheSema = nullptr; }
 
@@ -176,29 +293,60 @@ public:
   }
 
   // In-class member function definitions arrive here once their class is complete.
-  void HandleInlineFunctionDefinition(FunctionDecl *FD) override { keepIfIndirect(FD); }
+  void HandleInlineFunctionDefinition(FunctionDecl *FD) override {
+    keepIfIndirect(FD);
+    findConstructedClasses(FD);
+  }
 
-  void HandleCXXImplicitFunctionInstantiation(FunctionDecl *FD) override { keepIfIndirect(FD); }
+  void HandleCXXImplicitFunctionInstantiation(FunctionDecl *FD) override {
+    keepIfIndirect(FD);
+    findConstructedClasses(FD);
+  }
 
   void HandleTagDeclDefinition(TagDecl *Tag) override {
     auto *Class = dyn_cast<CXXRecordDecl>(Tag);
-    if (!Class || !TheSema)
+    if (!Class || !TheSema || !isDeviceCompile())
       return;
-    if (TheSema->OpenMP().isInOpenMPDeclareTargetContext() || declaresDeviceMember(Class))
+    if (!TheSema->OpenMP().isInOpenMPDeclareTargetContext() && !declaresDeviceMember(Class))
+      return;
+    // A library's class (a header a region encloses) goes to the device when this file's own
+    // code constructs its objects or its own classes derive from it, not for being declared.
+    if (inSystemHeader(Class) && Class->isDynamicClass())
+      LibraryClasses.insert(Class->getCanonicalDecl());
+    else
       markVTable(Class, Class->getLocation());
   }
 
-  // Sema is defining the vtable: decide, before code generation reads them, which of its
-  // virtual functions the device cannot compile.
+  // Sema is defining the vtable: decide, before code generation reads them, which of the
+  // virtual functions it names (its own and those it inherits) the device cannot compile.
   void HandleVTable(CXXRecordDecl *Class) override {
     if (Marked.contains(Class->getCanonicalDecl()))
       trapHostOnlyVirtuals(Class);
   }
 
+  void HandleTranslationUnit(ASTContext &) override {
+    // Built now, before code generation's turn: the driver's -clear-ast-before-backend frees the
+    // AST before the optimizer (and the pass plugin's question) runs.
+    Index.emplace(Context);
+    ActiveDeviceCompile = this;
+    if (!Remarks)
+      return;
+    for (const CXXRecordDecl *Class : LibraryClasses)
+      if (!Marked.contains(Class))
+        remark(Class->getLocation(), SkippedRemark)
+            << qualified(Class)
+            << "a library's class (system header) that this file's own code neither constructs "
+               "nor derives from";
+  }
+
 private:
   void visitDeclaration(Decl *D) {
-    if (auto *FD = dyn_cast<FunctionDecl>(D)) {
+    if (auto *Var = dyn_cast<VarDecl>(D)) {
+      if (Var->hasInit() && !inSystemHeader(Var))
+        findConstructedClasses(Var);
+    } else if (auto *FD = dyn_cast<FunctionDecl>(D)) {
       keepIfIndirect(FD);
+      findConstructedClasses(FD);
       // An out-of-line virtual function declared `declare target`: its class goes to the device.
       auto *Method = dyn_cast<CXXMethodDecl>(FD);
       if (Method && Method->isVirtual() && isDeviceDeclaration(Method))
@@ -221,6 +369,23 @@ private:
       return;
     FD->addAttr(UsedAttr::CreateImplicit(Context));
     remark(FD->getLocation(), KeptRemark) << qualified(FD);
+  }
+
+  /// Marks the library classes of regions whose objects `D` (a definition of this file's own
+  /// code) constructs.
+  void findConstructedClasses(Decl *D) {
+    if (!isDeviceCompile() || LibraryClasses.empty() || D->isInvalidDecl() || inSystemHeader(D))
+      return;
+    if (auto *FD = dyn_cast<FunctionDecl>(D)) {
+      const FunctionDecl *Pattern = FD->getTemplateInstantiationPattern();
+      if (FD->isDependentContext() || !FD->doesThisDeclarationHaveABody() ||
+          (Pattern && inSystemHeader(Pattern)))
+        return;
+    }
+    ConstructedClasses([this](CXXRecordDecl *Class, SourceLocation Where) {
+      if (LibraryClasses.contains(Class->getCanonicalDecl()))
+        markVTable(Class, Where);
+    }).TraverseDecl(D);
   }
 
   /// Whether `Class` declares a member function that is `declare target` for the device (a
@@ -267,9 +432,15 @@ private:
         markVTable(BaseClass, Where);
   }
 
-  /// Keeps from the device the virtual functions `Class` declares that the device cannot
-  /// compile: declared `device_type(host)`, or not `declare target` and reaching host-only code.
+  /// Keeps from the device the virtual functions `Class` and its bases declare that the device
+  /// cannot compile: declared `device_type(host)`, or not `declare target` and reaching host-only
+  /// code. The bases' too, and now: code generation declares an inherited function when it emits
+  /// this vtable, which may come before the base's own, and a declaration made then stays strong.
   void trapHostOnlyVirtuals(CXXRecordDecl *Class) {
+    for (const CXXBaseSpecifier &Base : Class->bases())
+      if (CXXRecordDecl *BaseClass = Base.getType()->getAsCXXRecordDecl())
+        if (BaseClass->hasDefinition())
+          trapHostOnlyVirtuals(BaseClass->getDefinition());
     for (CXXMethodDecl *Method : Class->methods()) {
       if (!Method->isVirtual() || Method->isPureVirtual() || !Method->isUserProvided() ||
           !Trapped.insert(Method->getCanonicalDecl()).second)
@@ -327,6 +498,10 @@ private:
   unsigned Ignored = Diags.getCustomDiagID(DiagnosticsEngine::Ignored, "%0%1");
   llvm::SmallPtrSet<const CXXRecordDecl *, 32> Marked;
   llvm::SmallPtrSet<const CXXMethodDecl *, 32> Trapped;
+  /// Dynamic classes of system headers in `declare target` regions, marked only when this
+  /// file's own code constructs them (or as bases of marked classes).
+  llvm::SmallPtrSet<const CXXRecordDecl *, 32> LibraryClasses;
+  std::optional<DeviceSymbolIndex> Index;
 };
 
 class DeviceDefinitionsAction final : public PluginASTAction {
@@ -347,6 +522,18 @@ protected:
 };
 
 } // namespace
+
+/// Asked by the pass plugin (looked up in the compiler process, where both plugins are loaded)
+/// for each declaration that the optimized device module leaves undefined: `Name` (`Length`
+/// bytes, no NUL needed) is the symbol. Returns 1 if the device provides it (`declare target`
+/// outside system headers, a C math function, an allocation function), 0 if host code alone
+/// defines it, -1 if this file uses no such declaration or no device compile is running.
+extern "C" __attribute__((visibility("default"))) int
+omptarget_indirect_frontend_device_provides(const char *Name, size_t Length) {
+  if (!ActiveDeviceCompile || !Name)
+    return -1;
+  return ActiveDeviceCompile->provides(llvm::StringRef(Name, Length));
+}
 
 static FrontendPluginRegistry::Add<DeviceDefinitionsAction>
     Registration("omptarget-indirect", "emit on the device what host code hands to device code");

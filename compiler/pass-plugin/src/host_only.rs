@@ -1,14 +1,28 @@
-//! Vtable slots of virtual functions the device does not compile.
+//! Vtable slots of virtual functions the device does not have: the final word on what the
+//! plugins make the device define.
 //!
 //! The frontend plugin (`compiler/frontend-plugin`) emits, in device compiles, the vtables of
-//! classes whose objects the host builds. A virtual function of such a class that is not
-//! `declare target` and reaches host-only code (or is `device_type(host)`) is not compiled for
-//! the device: the frontend leaves it an `extern_weak` declaration, which the device link would
-//! resolve to null (a call through the slot then jumps to address 0). Here each such declaration
-//! a vtable names is replaced, in the vtables and wherever else the module uses it, by an
-//! internal stub of the same type that says which function was called and traps: on the x86_64
-//! device it writes `omptarget-indirect: <mangled name> is not compiled for the device ...` to
-//! the standard error stream first; on a GPU the trap's stub is named after the function.
+//! classes whose objects the host builds, and with them every virtual function they name. What
+//! the device cannot have is decided here, after optimization, where the module knows exactly
+//! what it leaves undefined:
+//!
+//! - a virtual function the frontend kept off the device (not `declare target` and reaching
+//!   host-only code, or `device_type(host)`): an `extern_weak` declaration;
+//! - a virtual function whose body reaches, directly or through functions of the module, a
+//!   declaration the device does not provide ([`device_runtime_provides`] and the frontend
+//!   plugin's answer for the file's own declarations): `std::cout`, `strlen`, libstdc++'s
+//!   out-of-line functions, an inline variable code generation left out (`std::piecewise_construct`).
+//!
+//! A GPU link would refuse such a function (and the x86_64 device would hide it, resolving host
+//! symbols from the host process). Each one a vtable names is replaced, in the vtables and
+//! wherever else the module uses it, by an internal stub of the same type that says which function
+//! was called and traps: on the x86_64 device it writes `omptarget-indirect: <mangled name> is not
+//! compiled for the device ...` to the standard error stream first; on a GPU the trap's stub is
+//! named after the function. What only the replaced functions reached is then deleted (where the
+//! module may drop it), so that nothing undefined is left for the link.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_char, c_int};
 
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
@@ -19,36 +33,165 @@ use crate::remarks::Kind;
 /// The stub of function `f` is named this prefix followed by `f`'s name.
 pub const STUB_PREFIX: &str = "__omptarget_indirect_not_on_device.";
 
+/// `omptarget_indirect_frontend_device_provides` of the frontend plugin: 1 if the device
+/// provides the declaration named (pointer, length), 0 if only host code defines it, -1 if the
+/// file declares no such thing.
+type FrontendQuery = unsafe extern "C" fn(*const c_char, usize) -> c_int;
+
+extern "C" {
+    fn omptarget_indirect_frontend_query() -> Option<FrontendQuery>;
+}
+
+/// Whether a GPU's device runtime defines the symbol `name`, whatever the file declares: LLVM's
+/// intrinsics; the OpenMP DeviceRTL's entry points (`__kmpc_`, `omp_`, `ompx_`, `__llvm_omp_`,
+/// ...) and its C and C++ ABI functions (LLVM 19 and 22: `printf`, `memcmp`, `memset`,
+/// `__assert_fail`, `__cxa_pure_virtual`, `__cxa_deleted_virtual`; amdgcn: `malloc`, `free`,
+/// `vprintf`); CUDA's PTX system calls (`malloc`, `free`, `vprintf`, `__assertfail`); the math
+/// libraries clang's OpenMP headers call (`__nv_`, `__ocml_`, `__ockl_`); this project's device
+/// library (`__kmpc_target_translate_fptr`, `__omptarget_indirect_`); the global `operator new`
+/// and `operator delete` (`_Znw`, `_Zna`, `_Zdl`, `_Zda`: clang's OpenMP `<new>` defines them in
+/// GPU compiles, the C++ library on the x86_64 device).
+pub fn device_runtime_provides(name: &[u8]) -> bool {
+    const PREFIXES: &[&[u8]] = &[
+        b"llvm.",
+        b"__kmpc_",
+        b"__tgt_",
+        b"omp_",
+        b"ompx_",
+        b"llvm_omp_",
+        b"__llvm_",
+        b"__omp_",
+        b"__nv_",
+        b"__ocml_",
+        b"__ockl_",
+        b"__oclc_",
+        b"__omptarget_indirect_",
+        b"_Znw",
+        b"_Zna",
+        b"_Zdl",
+        b"_Zda",
+    ];
+    const NAMES: &[&[u8]] = &[
+        b"printf",
+        b"vprintf",
+        b"malloc",
+        b"free",
+        b"memcmp",
+        b"memset",
+        b"memcpy",
+        b"memmove",
+        b"__assert_fail",
+        b"__assertfail",
+        b"__cxa_pure_virtual",
+        b"__cxa_deleted_virtual",
+    ];
+    PREFIXES.iter().any(|prefix| name.starts_with(prefix)) || NAMES.contains(&name)
+}
+
 impl Pass<'_> {
-    /// Replaces every `extern_weak` function declaration that a vtable or construction vtable
-    /// of the module names by a stub that reports the call and traps.
+    /// Replaces every function a vtable or construction vtable of the module names that the device
+    /// does not have (module documentation) by a stub that reports the call and traps.
     pub(crate) unsafe fn stub_host_only_virtuals(&mut self) {
-        // SAFETY: globals and constants of the module, collected before any replacement.
+        // SAFETY: globals, functions and constants of the module, all collected before the first
+        // replacement; a function is deleted only once nothing uses it.
         unsafe {
-            let mut host_only = Vec::new();
+            let query = omptarget_indirect_frontend_query();
+            let mut missing = self.missing_symbols(query);
+            let mut vtable_slots = Vec::new();
             let mut global = LLVMGetFirstGlobal(self.module);
             while !global.is_null() {
                 let name = value_name_bytes(global).unwrap_or_default();
                 let init = LLVMGetInitializer(global);
                 if (name.starts_with(b"_ZTV") || name.starts_with(b"_ZTC")) && !init.is_null() {
-                    collect_weak_declarations(init, &mut host_only, 0);
+                    collect_functions(init, &mut vtable_slots, 0);
                 }
                 global = LLVMGetNextGlobal(global);
             }
             let prints = self.target_prints();
-            for function in host_only {
+            for function in vtable_slots {
+                // Removed before the function is deleted: a later function may reuse its address.
+                let Some(reason) = missing.remove(&function) else { continue };
                 let Some(name) = value_name(function) else { continue };
                 let stub = self.trap_stub(function, &name, prints);
                 LLVMReplaceAllUsesWith(function, stub);
                 LLVMDeleteFunction(function);
                 self.summary.host_only_stubs += 1;
-                self.remarks.emit(Kind::Passed, stub, c"HostOnlyVirtualStubbed", || {
-                    format!(
+                self.remarks.emit(Kind::Passed, stub, c"HostOnlyVirtualStubbed", || match reason {
+                    Missing::KeptOff => format!(
                         "vtable slots of {name} hold a stub that traps: the function is not compiled for the \
                          device (the frontend plugin's remark says why)"
-                    )
+                    ),
+                    Missing::Reaches(symbol) => format!(
+                        "vtable slots of {name} hold a stub that traps: it reaches `{symbol}`, which no device \
+                         code defines (a GPU link would refuse it)"
+                    ),
                 });
             }
+            delete_unused(self.module, &mut missing);
+        }
+    }
+
+    /// The functions of the module the device cannot have, each with why: the frontend's
+    /// `extern_weak` declarations; with the frontend plugin loaded (`query`), the declarations
+    /// the device does not provide and every defined function that reaches one.
+    unsafe fn missing_symbols(&self, query: Option<FrontendQuery>) -> HashMap<LLVMValueRef, Missing> {
+        // SAFETY: reads of the module's globals, functions and their instructions.
+        unsafe {
+            let mut missing = HashMap::new();
+            let mut undefined = Vec::new();
+            let provides = |name: &[u8]| {
+                device_runtime_provides(name)
+                    || query.is_some_and(|query| query(name.as_ptr().cast(), name.len()) == 1)
+            };
+            let mut function = LLVMGetFirstFunction(self.module);
+            while !function.is_null() {
+                if LLVMIsDeclaration(function) != 0 {
+                    let name = value_name_bytes(function).unwrap_or_default();
+                    if LLVMGetLinkage(function) == LLVMLinkage::LLVMExternalWeakLinkage && name.starts_with(b"_Z") {
+                        missing.insert(function, Missing::KeptOff);
+                    } else if query.is_some() && !name.is_empty() && !provides(name) {
+                        undefined.push(function);
+                    }
+                }
+                function = LLVMGetNextFunction(function);
+            }
+            if query.is_none() {
+                return missing;
+            }
+            let mut global = LLVMGetFirstGlobal(self.module);
+            while !global.is_null() {
+                let name = value_name_bytes(global).unwrap_or_default();
+                if LLVMIsDeclaration(global) != 0 && !name.is_empty() && !provides(name) {
+                    undefined.push(global);
+                }
+                global = LLVMGetNextGlobal(global);
+            }
+            // Who uses what: the functions whose instructions name each global value.
+            let mut users: HashMap<LLVMValueRef, Vec<LLVMValueRef>> = HashMap::new();
+            let mut function = LLVMGetFirstFunction(self.module);
+            while !function.is_null() {
+                if LLVMIsDeclaration(function) == 0 {
+                    for used in referenced_globals(function) {
+                        users.entry(used).or_default().push(function);
+                    }
+                }
+                function = LLVMGetNextFunction(function);
+            }
+            let mut pending = Vec::new();
+            for symbol in undefined {
+                let name = value_name(symbol).unwrap_or_default();
+                missing.insert(symbol, Missing::Reaches(name.clone()));
+                pending.push((symbol, name));
+            }
+            while let Some((symbol, name)) = pending.pop() {
+                for &user in users.get(&symbol).map(Vec::as_slice).unwrap_or_default() {
+                    if let std::collections::hash_map::Entry::Vacant(entry) = missing.entry(user) {
+                        entry.insert(Missing::Reaches(name.clone()));
+                        pending.push((user, name.clone()));
+                    }
+                }
+            }
+            missing
         }
     }
 
@@ -107,20 +250,24 @@ impl Pass<'_> {
     }
 }
 
-/// Adds to `found` the `extern_weak` function declarations `value` (a constant initializer)
-/// names, looking through aggregates and constant expressions (bounded: vtables are shallow).
-unsafe fn collect_weak_declarations(value: LLVMValueRef, found: &mut Vec<LLVMValueRef>, depth: u32) {
+/// Why the device cannot have a function.
+enum Missing {
+    /// The frontend plugin kept it off the device (its remark says why).
+    KeptOff,
+    /// It is, or reaches, this symbol, which the device does not provide.
+    Reaches(String),
+}
+
+/// Adds to `found` the functions `value` (a constant initializer) names, looking through
+/// aggregates and constant expressions (bounded: vtables are shallow).
+unsafe fn collect_functions(value: LLVMValueRef, found: &mut Vec<LLVMValueRef>, depth: u32) {
     // SAFETY: operand reads of constants of a valid module.
     unsafe {
         if depth > 8 {
             return;
         }
         if LLVMGetValueKind(value) == LLVMValueKind::LLVMFunctionValueKind {
-            if LLVMIsDeclaration(value) != 0
-                && LLVMGetLinkage(value) == LLVMLinkage::LLVMExternalWeakLinkage
-                && value_name_bytes(value).is_some_and(|n| n.starts_with(b"_Z"))
-                && !found.contains(&value)
-            {
+            if !found.contains(&value) {
                 found.push(value);
             }
             return;
@@ -129,7 +276,101 @@ unsafe fn collect_weak_declarations(value: LLVMValueRef, found: &mut Vec<LLVMVal
             return;
         }
         for index in 0..LLVMGetNumOperands(value).max(0) as u32 {
-            collect_weak_declarations(LLVMGetOperand(value, index), found, depth + 1);
+            collect_functions(LLVMGetOperand(value, index), found, depth + 1);
+        }
+    }
+}
+
+/// The global values (functions, variables, aliases) `function`'s instructions name, directly or
+/// inside constant expressions.
+unsafe fn referenced_globals(function: LLVMValueRef) -> HashSet<LLVMValueRef> {
+    // SAFETY: reads of the blocks, instructions and operands of a defined function.
+    unsafe {
+        let mut found = HashSet::new();
+        let mut seen_constants = HashSet::new();
+        let mut block = LLVMGetFirstBasicBlock(function);
+        while !block.is_null() {
+            let mut instruction = LLVMGetFirstInstruction(block);
+            while !instruction.is_null() {
+                for index in 0..LLVMGetNumOperands(instruction).max(0) as u32 {
+                    collect_globals(LLVMGetOperand(instruction, index), &mut found, &mut seen_constants);
+                }
+                instruction = LLVMGetNextInstruction(instruction);
+            }
+            block = LLVMGetNextBasicBlock(block);
+        }
+        found
+    }
+}
+
+/// Adds to `found` the global values `value` is or names through constants.
+unsafe fn collect_globals(
+    value: LLVMValueRef,
+    found: &mut HashSet<LLVMValueRef>,
+    seen_constants: &mut HashSet<LLVMValueRef>,
+) {
+    // SAFETY: kind queries and operand reads of a valid value.
+    unsafe {
+        if value.is_null() || LLVMIsAConstant(value).is_null() {
+            return;
+        }
+        if !LLVMIsAGlobalValue(value).is_null() {
+            found.insert(value);
+            return;
+        }
+        if !seen_constants.insert(value) {
+            return;
+        }
+        for index in 0..LLVMGetNumOperands(value).max(0) as u32 {
+            collect_globals(LLVMGetOperand(value, index), found, seen_constants);
+        }
+    }
+}
+
+/// Deletes the `missing` functions and variables that nothing uses any longer and that the
+/// module may drop (discardable definitions, declarations), again until none is left: what the
+/// stubbed functions alone reached.
+unsafe fn delete_unused(module: LLVMModuleRef, missing: &mut HashMap<LLVMValueRef, Missing>) {
+    // SAFETY: each value is deleted once, when it has no uses (so no dangling reference remains),
+    // and leaves `missing` first (a value created later may reuse its address).
+    unsafe {
+        let droppable = |value: LLVMValueRef| {
+            use LLVMLinkage::*;
+            LLVMIsDeclaration(value) != 0
+                || matches!(
+                    LLVMGetLinkage(value),
+                    LLVMLinkOnceAnyLinkage
+                        | LLVMLinkOnceODRLinkage
+                        | LLVMInternalLinkage
+                        | LLVMPrivateLinkage
+                        | LLVMAvailableExternallyLinkage
+                )
+        };
+        loop {
+            let mut deleted = false;
+            let mut function = LLVMGetFirstFunction(module);
+            while !function.is_null() {
+                let next = LLVMGetNextFunction(function);
+                if missing.contains_key(&function) && LLVMGetFirstUse(function).is_null() && droppable(function) {
+                    missing.remove(&function);
+                    LLVMDeleteFunction(function);
+                    deleted = true;
+                }
+                function = next;
+            }
+            let mut global = LLVMGetFirstGlobal(module);
+            while !global.is_null() {
+                let next = LLVMGetNextGlobal(global);
+                if missing.contains_key(&global) && LLVMGetFirstUse(global).is_null() && droppable(global) {
+                    missing.remove(&global);
+                    LLVMDeleteGlobal(global);
+                    deleted = true;
+                }
+                global = next;
+            }
+            if !deleted {
+                break;
+            }
         }
     }
 }

@@ -21,7 +21,8 @@
 //!   value a phi or select may pick) is not translated again, and `translate(@f)` with a known function `@f` (or null) folds to
 //!   `@f`: `@f` taken in device code is already the device address.
 //! - After the optimizer, translations left in loops keep their last key and result
-//!   ([`crate::loop_cache`]).
+//!   ([`crate::loop_cache`]), and the vtable slots of functions the device does not have hold a
+//!   trapping stub ([`crate::host_only`]).
 //! - `__kmpc_target_translate_fptr` is declared when absent, `nounwind willreturn nosync nofree
 //!   memory(none)`, and those attributes are also put on each call this pass inserts: within a
 //!   kernel the table never changes (the host writes it between launches), so the translation is
@@ -86,8 +87,11 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
             phase,
         };
         pass.fold_translations();
-        if phase == Phase::PipelineStart {
+        if phase == Phase::OptimizerLast {
+            // After optimization: the module then knows what it leaves undefined.
             pass.stub_host_only_virtuals();
+        }
+        if phase == Phase::PipelineStart {
             pass.export_vtable_words();
             pass.route_dynamic_casts();
         }

@@ -18,6 +18,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/PromoteMemToReg.h"
 #if LLVM_VERSION_MAJOR >= 22
@@ -106,6 +107,13 @@ uint32_t omptarget_indirect_plugin_api_version() { return LLVM_PLUGIN_API_VERSIO
 
 // The size of those headers' PassPluginLibraryInfo, which src/lib.rs mirrors (a test compares).
 size_t omptarget_indirect_plugin_info_size() { return sizeof(PassPluginLibraryInfo); }
+
+// The frontend plugin's omptarget_indirect_frontend_device_provides when the frontend plugin is
+// loaded into this compiler (clang loads both plugins as permanent libraries), else null (flang,
+// a compile without the configuration file, opt).
+void *omptarget_indirect_frontend_query() {
+  return sys::DynamicLibrary::SearchForAddressOfSymbol("omptarget_indirect_frontend_device_provides");
+}
 
 // The PassPluginLibraryInfo callback (C++ reference = pointer in the C ABI).
 void omptarget_indirect_register_callbacks(PassBuilder &PB) { registerCallbacks(PB); }
