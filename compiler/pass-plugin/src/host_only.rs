@@ -147,7 +147,9 @@ impl Pass<'_> {
             while !function.is_null() {
                 if LLVMIsDeclaration(function) != 0 {
                     let name = value_name_bytes(function).unwrap_or_default();
-                    if LLVMGetLinkage(function) == LLVMLinkage::LLVMExternalWeakLinkage && name.starts_with(b"_Z") {
+                    if LLVMGetLinkage(function) == LLVMLinkage::LLVMExternalWeakLinkage
+                        && name.starts_with(b"_Z")
+                    {
                         missing.insert(function, Missing::KeptOff);
                     } else if query.is_some() && !name.is_empty() && !provides(name) {
                         undefined.push(function);
@@ -351,7 +353,10 @@ unsafe fn delete_unused(module: LLVMModuleRef, missing: &mut HashMap<LLVMValueRe
             let mut function = LLVMGetFirstFunction(module);
             while !function.is_null() {
                 let next = LLVMGetNextFunction(function);
-                if missing.contains_key(&function) && LLVMGetFirstUse(function).is_null() && droppable(function) {
+                if missing.contains_key(&function)
+                    && LLVMGetFirstUse(function).is_null()
+                    && droppable(function)
+                {
                     missing.remove(&function);
                     LLVMDeleteFunction(function);
                     deleted = true;

@@ -80,6 +80,9 @@ pub struct Program {
     /// part, which runs it on such a GPU only (libomptarget 22 takes the requirement without
     /// checking it; our LLVM 16 plugins refuse such images).
     pub on_gpus_with_pageable_memory: bool,
+    /// What its x86_64 device image may need that no GPU provides, because the code that needs
+    /// it is compiled for x86_64 only (`#if`): [`expect_gpu_linkable`] lets these through.
+    pub x86_64_only_symbols: &'static [&'static str],
 }
 
 impl Program {
@@ -191,6 +194,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "reach",
@@ -210,6 +214,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "table",
@@ -230,6 +235,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "requires",
@@ -250,6 +256,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "strict",
@@ -270,6 +277,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "multi",
@@ -289,6 +297,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "passthrough",
@@ -308,6 +317,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "devices",
@@ -327,6 +337,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "no_indirect",
@@ -346,6 +357,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "cxx",
@@ -365,6 +377,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "unmodified",
@@ -385,6 +398,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "unmodified_virtual",
@@ -405,6 +419,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "library_objects",
@@ -427,6 +442,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "host_objects",
@@ -448,6 +464,8 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        // typeid's comparison (type names, strcmp), compiled for x86_64 only.
+        x86_64_only_symbols: &["strcmp"],
     },
     Program {
         name: "host_scene",
@@ -470,6 +488,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::StrictStop,
         trap_argument: Some("call-host-only"),
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "host_scene_usm",
@@ -491,6 +510,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::StrictStop,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "inline_indirect",
@@ -512,6 +532,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::CompileFails,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "loop_cache",
@@ -535,6 +556,7 @@ pub const PROGRAMS: &[Program] = &[
         // without the frontend plugin.
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "dynamic_casts",
@@ -557,6 +579,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
     Program {
         name: "fortran_procedures",
@@ -582,6 +605,7 @@ pub const PROGRAMS: &[Program] = &[
         without_naming: &["-DWITHOUT_NAMING"],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
+        x86_64_only_symbols: &[],
     },
 ];
 
@@ -873,6 +897,7 @@ fn initialised_objects(trace: &Path) -> Result<Vec<String>> {
 pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) -> Result<String> {
     let target = OffloadTarget::x86_64();
     let exe = build(workspace, toolchain, &target, program)?;
+    expect_gpu_linkable(toolchain, &exe, program.x86_64_only_symbols)?;
     let ours = toolchain.llvm == Llvm::V19;
     let setups: &[MapSetup] = if program.needs_map && ours {
         &[MapSetup::Indexed, MapSetup::SearchOnly]
@@ -1017,6 +1042,25 @@ fn expect_pass_on(
         ensure!(output.lines().any(|l| l == line), "{} did not print `{line}`:\n{output}", exe.display());
     }
     Ok(summary.to_string())
+}
+
+/// Fails if the x86_64 device image of `exe` needs a symbol that a GPU link would not find
+/// ([`images::GpuProvided`]), `x86_64_only` excepted: the x86_64 device resolves host symbols from the host process, so
+/// without this check its runs hide what only a GPU refuses.
+pub fn expect_gpu_linkable(toolchain: &Toolchain, exe: &Path, x86_64_only: &[&str]) -> Result<()> {
+    let dir = exe.parent().context("no parent")?;
+    let image = extract_image(toolchain.tools(), exe, &OffloadTarget::x86_64(), dir)?;
+    let undefined = images::undefined_symbols(&cmd::read(&image)?)?;
+    let provided = images::GpuProvided::read(toolchain.tools())?;
+    let missing: Vec<&str> =
+        provided.missing(&undefined).into_iter().filter(|s| !x86_64_only.contains(s)).collect();
+    let missing = missing.join(", ");
+    ensure!(
+        missing.is_empty(),
+        "{}: the x86_64 device image needs what no GPU provides (a GPU link would fail): {missing}",
+        image.display()
+    );
+    Ok(())
 }
 
 /// Runs a negative control, which must fail its checks (exit 1, FAIL lines); returns how many

@@ -209,6 +209,83 @@ pub fn defined_vtables(data: &[u8]) -> Result<Vec<String>> {
     Ok(found)
 }
 
+/// The symbols `data` (an ELF file) uses without defining them, weak references left out: what
+/// its link or its loader must find elsewhere.
+pub fn undefined_symbols(data: &[u8]) -> Result<std::collections::BTreeSet<String>> {
+    let Elf { endian, table, .. } = Elf::parse(data)?;
+    let mut found = std::collections::BTreeSet::new();
+    for sym in table.iter() {
+        let name = sym.name(endian, table.strings())?;
+        if sym.st_shndx(endian) == elf::SHN_UNDEF && sym.st_bind() == elf::STB_GLOBAL && !name.is_empty() {
+            found.insert(String::from_utf8_lossy(name).into_owned());
+        }
+    }
+    Ok(found)
+}
+
+/// What a GPU's device link resolves, read from the real libraries: every symbol LLVM 22's nvptx
+/// DeviceRTL defines, the C math functions libdevice defines (`__nv_sin` for `sin`), and CUDA's
+/// PTX system calls (`malloc`, `free`, `vprintf`, `__assertfail`). An x86_64 device image that
+/// needs anything else would not link for a GPU, though it loads on the x86_64 device (the host
+/// process resolves it).
+pub struct GpuProvided(std::collections::BTreeSet<String>);
+
+impl GpuProvided {
+    /// Reads the DeviceRTL's and libdevice's symbol tables with `llvm-nm-22`.
+    pub fn read(tools: &Tools) -> Result<GpuProvided> {
+        let defined = |bitcode: &Path| -> Result<Vec<String>> {
+            let listing = cmd::stdout(
+                Command::new(&tools.llvm_nm22).args(["--defined-only", "--just-symbol-name"]).arg(bitcode),
+            )?;
+            Ok(listing.lines().map(str::to_string).collect())
+        };
+        let mut names: std::collections::BTreeSet<String> =
+            ["malloc", "free", "vprintf", "__assertfail"].iter().map(|s| s.to_string()).collect();
+        names.extend(defined(&tools.llvm22_devicertl.join("nvptx64-nvidia-cuda/libomptarget-nvptx.bc"))?);
+        for name in defined(&tools.cuda.join("nvvm/libdevice/libdevice.10.bc"))? {
+            if let Some(c_name) = name.strip_prefix("__nv_") {
+                names.insert(c_name.to_string());
+            }
+        }
+        Ok(GpuProvided(names))
+    }
+
+    /// What of `undefined` (an x86_64 device image's [`undefined_symbols`]) a GPU would not
+    /// provide. What code generation for the x86_64 device alone asks for is left out, as GPU
+    /// compiles ask for their own flavours instead: the host OpenMP runtime's entry points
+    /// (`__kmpc_fork_call`, `__kmpc_reduce_nowait`, ...: GPU code calls the DeviceRTL's
+    /// `__kmpc_parallel_51`), exception handling (GPU compiles have none), the C++ ABI's
+    /// type-info vtables (`_ZTVN10__cxxabiv1...`: RTTI), the global `operator new` and `delete`
+    /// (clang's OpenMP `<new>` defines them in GPU compiles), `memcpy`, `memmove` and `memset`
+    /// (inline code on GPUs) and `dprintf` (the trap stub's message).
+    pub fn missing<'a>(&self, undefined: &'a std::collections::BTreeSet<String>) -> Vec<&'a str> {
+        const X86_64_ONLY: &[&str] = &[
+            "__gxx_personality_v0",
+            "__cxa_begin_catch",
+            "__cxa_end_catch",
+            "__cxa_bad_cast",
+            "_ZSt9terminatev",
+            "_Unwind_Resume",
+            "memcpy",
+            "memmove",
+            "memset",
+            "dprintf",
+        ];
+        undefined
+            .iter()
+            .map(|name| name.split('@').next().unwrap_or(name))
+            .filter(|name| !self.0.contains(*name))
+            .filter(|name| {
+                let allocation = ["_Znw", "_Zna", "_Zdl", "_Zda"].iter().any(|p| name.starts_with(p));
+                !(name.starts_with("__kmpc_")
+                    || name.starts_with("_ZTVN10__cxxabiv1")
+                    || allocation
+                    || X86_64_ONLY.contains(name))
+            })
+            .collect()
+    }
+}
+
 /// An amdgcn object of ours: AMDGPU machine, HSA code object v5, `gfx` in `e_flags`, both
 /// globals weak and not hidden, the function global, and code with no calls and no stack.
 pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<String> {

@@ -62,6 +62,8 @@ pub struct Tools {
     pub llvm_extract22: PathBuf,
     /// `llc` of LLVM 22.
     pub llc22: PathBuf,
+    /// `llvm-nm` of LLVM 22 (reads LLVM 22's bitcode).
+    pub llvm_nm22: PathBuf,
     /// LLVM 22's stock `libomptarget.so.22.1` (Debian's liboffload-22).
     pub libomptarget22: PathBuf,
     /// `target/tools/llvm22`: `include/omp.h` of LLVM 22 and `lib/libomp.so` (libomp-22-dev's,
@@ -111,6 +113,7 @@ impl Tools {
             llvm_link22: path("llvm-link-22"),
             llvm_extract22: path("llvm-extract-22"),
             llc22: path("llc-22"),
+            llvm_nm22: path("llvm-nm-22"),
             libomptarget22: path("libomptarget-22"),
             // target/tools/llvm22/include/omp.h
             llvm22_openmp: dir_of("llvm22-omp-h", 2),
