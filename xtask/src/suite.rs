@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{ensure, Context, Result};
 
 use checks::images::{self, SYMBOLS, TRANSLATE};
-use checks::{cluster_install, demo, e2e, fuzz, gpu_bundle, install_check, metrics};
+use checks::{cluster_install, corpus, demo, e2e, fuzz, gpu_bundle, install_check, metrics};
 
 use crate::build;
 use crate::cmd;
@@ -222,6 +222,10 @@ pub fn run(workspace: &Path) -> Result<()> {
             || e2e::build_gpu(workspace, &llvm22, &target),
         );
     }
+    report.step(
+        "stock parity corpus (tests/corpus/): real libraries' headers in and beside declare target regions, built by clang 22 stock and with the project for x86_64, sm_90 and gfx90a; the project builds every one stock builds, and runs the x86_64 ones on the strict device with stock's output",
+        || corpus::check(workspace, &tools, &dist),
+    );
     for llvm in Llvm::ALL {
         for target in
             [OffloadTarget::x86_64(), OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")]

@@ -52,6 +52,29 @@ extern "C" {
 /// and `operator delete` (`_Znw`, `_Zna`, `_Zdl`, `_Zda`: clang's OpenMP `<new>` defines them in
 /// GPU compiles, the C++ library on the x86_64 device).
 pub fn device_runtime_provides(name: &[u8]) -> bool {
+    runtime_provides(name, false)
+}
+
+/// What only code generation for the x86_64 device asks for, and the host process provides:
+/// exception handling and the C++ ABI's runtime (`__cxa_`, `_Unwind_`, `std::terminate`) and RTTI
+/// objects (`_ZTI`, `_ZTS`, the type-info vtables). GPU compiles ask for none of them (no
+/// exceptions: a `throw` becomes a trap), so counting them missing would stub on x86_64 what a
+/// GPU compile keeps.
+const X86_64_CODE_GENERATION: &[&[u8]] = &[
+    b"__cxa_",
+    b"_Unwind_",
+    b"__gxx_personality",
+    b"_ZSt9terminatev",
+    b"_ZTI",
+    b"_ZTS",
+    b"_ZTVN10__cxxabiv1",
+];
+
+/// [`device_runtime_provides`], and on the x86_64 device ([`X86_64_CODE_GENERATION`]).
+fn runtime_provides(name: &[u8], x86_64: bool) -> bool {
+    if x86_64 && X86_64_CODE_GENERATION.iter().any(|prefix| name.starts_with(prefix)) {
+        return true;
+    }
     const PREFIXES: &[&[u8]] = &[
         b"llvm.",
         b"__kmpc_",
@@ -139,8 +162,9 @@ impl Pass<'_> {
         unsafe {
             let mut missing = HashMap::new();
             let mut undefined = Vec::new();
+            let x86_64 = self.target_prints();
             let provides = |name: &[u8]| {
-                device_runtime_provides(name)
+                runtime_provides(name, x86_64)
                     || query.is_some_and(|query| query(name.as_ptr().cast(), name.len()) == 1)
             };
             let mut function = LLVMGetFirstFunction(self.module);

@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod cluster_install;
+pub mod corpus;
 pub mod demo;
 pub mod e2e;
 pub mod fuzz;

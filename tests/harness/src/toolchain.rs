@@ -225,7 +225,7 @@ impl<'a> Toolchain<'a> {
     }
 
     /// Where libomptarget (16) or libomp (22's link) is found.
-    fn runtime_link_args(&self) -> Vec<OsString> {
+    pub fn runtime_link_args(&self) -> Vec<OsString> {
         let runtime = match self.llvm {
             Llvm::V19 => self.tools.llvm16_lib.clone(),
             Llvm::V22 => self.tools.llvm22_openmp.join("lib"),

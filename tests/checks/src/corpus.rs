@@ -1,0 +1,163 @@
+//! The stock-parity corpus (`tests/corpus/`): small programs that include real libraries'
+//! headers (Boost, nlohmann-json, fmt, spdlog, glm, Eigen, the C++ library) inside and beside
+//! `declare target` regions, each built by clang 22 stock and with the project's configuration
+//! file for x86_64, sm_90 and gfx90a (real GPU links: what only a GPU refuses shows here). The
+//! project must build every one stock builds; its x86_64 builds must print on the strict device
+//! what stock's print on the x86_64 device. The report is a table of device image bytes, stock
+//! against project (`target/tests/corpus/table.md`).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::cmd;
+use crate::dist::Dist;
+use crate::e2e::extract_image;
+use crate::offload::OffloadTarget;
+use crate::toolchain::{Llvm, Toolchain};
+use crate::tools::Tools;
+
+/// The corpus programs (`tests/corpus/<name>.cpp`), each printing `<name>: ...` lines.
+pub const PROGRAMS: &[&str] = &[
+    "map_store",
+    "inherited_print",
+    "iostream_region",
+    "glm_device",
+    "eigen_device",
+    "json_region",
+    "fmt_spdlog",
+    "boost_region",
+];
+
+/// How a corpus program is built.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Build {
+    /// Stock clang 22: the OpenMP flags and LLVM 22's runtime, nothing of the project.
+    Stock,
+    /// The README's way: the same with `--config=clang-22.cfg`.
+    Project,
+}
+
+/// Builds and checks the corpus (module documentation); returns the summary for the report.
+pub fn check(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<String> {
+    let toolchain = Toolchain::new(Llvm::V22, tools, dist);
+    let targets = [OffloadTarget::x86_64(), OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")];
+    let out = workspace.join("target/tests/corpus");
+    let mut table = String::from("| program |");
+    for target in &targets {
+        table.push_str(&format!(" {0} stock | {0} project |", target.name));
+    }
+    table.push_str(&format!("\n|---|{}\n", "---|---|".repeat(targets.len())));
+    let mut failures = Vec::new();
+    let (mut stock_built, mut project_built, mut runs) = (0, 0, 0);
+    for name in PROGRAMS {
+        table.push_str(&format!("| {name} |"));
+        for target in &targets {
+            let dir = out.join(&target.name).join(name);
+            let stock = build(workspace, &toolchain, target, name, &dir, Build::Stock);
+            let project = build(workspace, &toolchain, target, name, &dir, Build::Project);
+            for exe in [&stock, &project] {
+                let cell = match exe {
+                    Ok(exe) => format!(" {} |", image_bytes(tools, exe, target)?),
+                    Err(_) => " fails |".to_string(),
+                };
+                table.push_str(&cell);
+            }
+            stock_built += usize::from(stock.is_ok());
+            project_built += usize::from(project.is_ok());
+            match (&stock, &project) {
+                (Ok(_), Err(err)) => failures.push(format!(
+                    "{name} for {}: stock builds it, the project does not: {err:#}",
+                    target.name
+                )),
+                (Ok(stock), Ok(project)) if target.triple == OffloadTarget::x86_64().triple => {
+                    if let Err(err) = same_output(&toolchain, stock, project, name) {
+                        failures.push(format!("{err:#}"));
+                    }
+                    runs += 1;
+                }
+                _ => {}
+            }
+        }
+        table.push('\n');
+    }
+    std::fs::write(out.join("table.md"), &table)?;
+    if !failures.is_empty() {
+        bail!("{}\n\ndevice image bytes:\n{table}", failures.join("\n"));
+    }
+    Ok(format!(
+        "{} programs for {}: stock builds {stock_built}, the project {project_built}; {runs} x86_64 builds print the \
+         same on the strict device as stock's; image bytes in {}",
+        PROGRAMS.len(),
+        targets.map(|t| t.name).join(", "),
+        out.join("table.md").display()
+    ))
+}
+
+/// Compiles and links `tests/corpus/<name>.cpp` for `target` into `dir`.
+fn build(
+    workspace: &Path,
+    toolchain: &Toolchain,
+    target: &OffloadTarget,
+    name: &str,
+    dir: &Path,
+    how: Build,
+) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let exe = dir.join(match how {
+        Build::Stock => "stock",
+        Build::Project => "project",
+    });
+    let _ = std::fs::remove_file(&exe);
+    let mut args: Vec<OsString> = toolchain.offload_args(target);
+    if how == Build::Project {
+        args.extend(toolchain.pass_plugin_args());
+    }
+    args.extend(["-O2".into(), "-Wall".into(), "-o".into(), exe.clone().into()]);
+    args.push(workspace.join("tests/corpus").join(format!("{name}.cpp")).into());
+    args.extend(toolchain.runtime_link_args());
+    args.extend(toolchain.device_link_args(target));
+    cmd::output(Command::new(toolchain.compiler("corpus.cpp")).args(&args))
+        .with_context(|| format!("{name}, built for {}", target.name))?;
+    Ok(exe)
+}
+
+/// The size of `exe`'s device image for `target`.
+fn image_bytes(tools: &Tools, exe: &Path, target: &OffloadTarget) -> Result<u64> {
+    let dir = exe.parent().context("no parent")?;
+    let image = extract_image(tools, exe, target, dir)?;
+    let bytes = std::fs::metadata(&image)?.len();
+    std::fs::rename(&image, exe.with_extension(format!("image.{}", target.name)))?;
+    Ok(bytes)
+}
+
+/// Runs the stock build on the x86_64 device and the project's on the strict device: both must
+/// exit 0 and print the same.
+fn same_output(toolchain: &Toolchain, stock: &Path, project: &Path, name: &str) -> Result<()> {
+    let run = |exe: &Path, strict: bool| -> Result<String> {
+        let mut c = Command::new(exe);
+        c.env_remove("LD_PRELOAD").env_remove("LIBOMPTARGET_INFO").envs(toolchain.run_env());
+        if strict {
+            c.env("LD_PRELOAD", toolchain.dist().strict_lib());
+        }
+        let out = c.output().with_context(|| format!("cannot run {}", exe.display()))?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !out.status.success() {
+            bail!(
+                "{} exited with {}:\n{stdout}{}",
+                exe.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(stdout)
+    };
+    let expected = run(stock, false)?;
+    let found = run(project, true)?;
+    if expected != found || !expected.starts_with(&format!("{name}: ")) {
+        bail!("{name}: the project's build prints on the strict device\n{found}\nstock's prints\n{expected}");
+    }
+    Ok(())
+}
