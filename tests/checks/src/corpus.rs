@@ -51,7 +51,7 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<String> {
     }
     table.push_str(&format!("\n|---|{}\n", "---|---|".repeat(targets.len())));
     let mut failures = Vec::new();
-    let (mut stock_built, mut project_built, mut runs) = (0, 0, 0);
+    let (mut stock_built, mut project_built, mut runs, mut stubs) = (0, 0, 0, 0);
     for name in PROGRAMS {
         table.push_str(&format!("| {name} |"));
         for target in &targets {
@@ -76,6 +76,10 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<String> {
                     if let Err(err) = same_output(&toolchain, stock, project, name) {
                         failures.push(format!("{err:#}"));
                     }
+                    match remarks_hold(workspace, &toolchain, target, name, &dir) {
+                        Ok(count) => stubs += count,
+                        Err(err) => failures.push(format!("{err:#}")),
+                    }
                     runs += 1;
                 }
                 _ => {}
@@ -89,7 +93,8 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<String> {
     }
     Ok(format!(
         "{} programs for {}: stock builds {stock_built}, the project {project_built}; {runs} x86_64 builds print the \
-         same on the strict device as stock's; image bytes in {}",
+         same on the strict device as stock's; {stubs} stubs the remarks announce are in the device IR; image bytes \
+         in {}",
         PROGRAMS.len(),
         targets.map(|t| t.name).join(", "),
         out.join("table.md").display()
@@ -160,4 +165,71 @@ fn same_output(toolchain: &Toolchain, stock: &Path, project: &Path, name: &str) 
         bail!("{name}: the project's build prints on the strict device\n{found}\nstock's prints\n{expected}");
     }
     Ok(())
+}
+
+/// Compiles `name`'s device module for `target` with the project and `-Rpass=omptarget-indirect`,
+/// and checks each remark that announces a stub against the IR: the pass plugin's (`vtable slots
+/// of <mangled> hold a stub`) name a stub the module defines and a function it no longer
+/// declares; the frontend plugin's (`` `Class::f` is not compiled for the device``) name a
+/// function some stub stands for. Returns how many stubs the module defines.
+fn remarks_hold(
+    workspace: &Path,
+    toolchain: &Toolchain,
+    target: &OffloadTarget,
+    name: &str,
+    dir: &Path,
+) -> Result<usize> {
+    let ir = dir.join("device.ll");
+    let output = Command::new(toolchain.compiler("corpus.cpp"))
+        .args(toolchain.offload_args(target))
+        .args(toolchain.pass_plugin_args())
+        .args(["-O2", "--offload-device-only", "-S", "-emit-llvm", "-Rpass=omptarget-indirect", "-o"])
+        .arg(&ir)
+        .arg(workspace.join("tests/corpus").join(format!("{name}.cpp")))
+        .output()
+        .with_context(|| format!("cannot compile {name}'s device IR"))?;
+    let remarks = String::from_utf8_lossy(&output.stderr).into_owned();
+    if !output.status.success() {
+        bail!("{name}: the device IR does not compile:\n{remarks}");
+    }
+    let module = std::fs::read_to_string(&ir)?;
+    let stub_prefix = "@__omptarget_indirect_not_on_device.";
+    let stubs: Vec<&str> = module
+        .lines()
+        .filter(|l| l.starts_with("define "))
+        .filter_map(|l| l.split(stub_prefix).nth(1))
+        .filter_map(|rest| rest.split('(').next())
+        .collect();
+    for line in remarks.lines() {
+        if let Some(rest) = line.split("remark: vtable slots of ").nth(1) {
+            let mangled = rest.split_whitespace().next().unwrap_or_default();
+            if !stubs.contains(&mangled)
+                || module.lines().any(|l| l.starts_with("declare ") && l.contains(&format!("@{mangled}(")))
+            {
+                bail!(
+                    "{name}: a remark says {mangled} is stubbed, the device IR ({}) disagrees",
+                    ir.display()
+                );
+            }
+        } else if line.contains("is not compiled for the device") {
+            // `A::B::f` -> its mangled names hold `1f`; `A::~A` -> `1AD` (D0, D1, D2).
+            let qualified = line.split('`').nth(1).unwrap_or_default();
+            let function = qualified.rsplit("::").next().unwrap_or_default();
+            let piece = match function.strip_prefix('~') {
+                Some(class) => format!("{}{class}D", class.len()),
+                None => format!("{}{function}", function.len()),
+            };
+            // The remark speaks of vtable slots: a function no vtable of this module names (a
+            // base destructor a derived one calls, whose vtable the C++ library holds) has none.
+            let named = module.lines().filter(|l| l.starts_with("@_ZTV")).any(|l| {
+                l.split("ptr @")
+                    .skip(1)
+                    .any(|slot| !slot.starts_with(&stub_prefix[1..]) && slot.contains(&piece))
+            });
+            if named && !stubs.iter().any(|stub| stub.contains(&piece)) {
+                bail!("{name}: a remark says `{qualified}` is not on the device, but no stub in {} stands for it", ir.display());
+            }
+        }
+    }
+    Ok(stubs.len())
 }
