@@ -9,7 +9,7 @@
 //! - a virtual function the frontend kept off the device (not `declare target` and reaching
 //!   host-only code, or `device_type(host)`): an `extern_weak` declaration;
 //! - a virtual function whose body reaches, directly or through functions of the module, a
-//!   declaration the device does not provide ([`device_runtime_provides`] and the frontend
+//!   declaration the device does not provide ([`runtime_provides`] and the frontend
 //!   plugin's answer for the file's own declarations): `std::cout`, `strlen`, libstdc++'s
 //!   out-of-line functions, an inline variable code generation left out (`std::piecewise_construct`).
 //!
@@ -42,19 +42,6 @@ extern "C" {
     fn omptarget_indirect_frontend_query() -> Option<FrontendQuery>;
 }
 
-/// Whether a GPU's device runtime defines the symbol `name`, whatever the file declares: LLVM's
-/// intrinsics; the OpenMP DeviceRTL's entry points (`__kmpc_`, `omp_`, `ompx_`, `__llvm_omp_`,
-/// ...) and its C and C++ ABI functions (LLVM 19 and 22: `printf`, `memcmp`, `memset`,
-/// `__assert_fail`, `__cxa_pure_virtual`, `__cxa_deleted_virtual`; amdgcn: `malloc`, `free`,
-/// `vprintf`); CUDA's PTX system calls (`malloc`, `free`, `vprintf`, `__assertfail`); the math
-/// libraries clang's OpenMP headers call (`__nv_`, `__ocml_`, `__ockl_`); this project's device
-/// library (`__kmpc_target_translate_fptr`, `__omptarget_indirect_`); the global `operator new`
-/// and `operator delete` (`_Znw`, `_Zna`, `_Zdl`, `_Zda`: clang's OpenMP `<new>` defines them in
-/// GPU compiles, the C++ library on the x86_64 device).
-pub fn device_runtime_provides(name: &[u8]) -> bool {
-    runtime_provides(name, false)
-}
-
 /// What only code generation for the x86_64 device asks for, and the host process provides:
 /// exception handling and the C++ ABI's runtime (`__cxa_`, `_Unwind_`, `std::terminate`) and RTTI
 /// objects (`_ZTI`, `_ZTS`, the type-info vtables). GPU compiles ask for none of them (no
@@ -70,7 +57,16 @@ const X86_64_CODE_GENERATION: &[&[u8]] = &[
     b"_ZTVN10__cxxabiv1",
 ];
 
-/// [`device_runtime_provides`], and on the x86_64 device ([`X86_64_CODE_GENERATION`]).
+/// Whether a GPU's device runtime defines the symbol `name`, whatever the file declares: LLVM's
+/// intrinsics; the OpenMP DeviceRTL's entry points (`__kmpc_`, `omp_`, `ompx_`, `__llvm_omp_`,
+/// ...) and its C and C++ ABI functions (LLVM 19 and 22: `printf`, `memcmp`, `memset`,
+/// `__assert_fail`, `__cxa_pure_virtual`, `__cxa_deleted_virtual`; amdgcn: `malloc`, `free`,
+/// `vprintf`); CUDA's PTX system calls (`malloc`, `free`, `vprintf`, `__assertfail`); the math
+/// libraries clang's OpenMP headers call (`__nv_`, `__ocml_`, `__ockl_`); this project's device
+/// library (`__kmpc_target_translate_fptr`, `__omptarget_indirect_`); the global `operator new`
+/// and `operator delete` (`_Znw`, `_Zna`, `_Zdl`, `_Zda`: clang's OpenMP `<new>` defines them in
+/// GPU compiles, the C++ library on the x86_64 device).
+/// On the x86_64 device (`x86_64`), also [`X86_64_CODE_GENERATION`].
 fn runtime_provides(name: &[u8], x86_64: bool) -> bool {
     if x86_64 && X86_64_CODE_GENERATION.iter().any(|prefix| name.starts_with(prefix)) {
         return true;
@@ -191,6 +187,10 @@ impl Pass<'_> {
                     undefined.push(global);
                 }
                 global = LLVMGetNextGlobal(global);
+            }
+            if undefined.is_empty() {
+                // The usual module: nothing to trace, no need to read every instruction.
+                return missing;
             }
             // Who uses what: the functions whose instructions name each global value.
             let mut users: HashMap<LLVMValueRef, Vec<LLVMValueRef>> = HashMap::new();
