@@ -43,6 +43,7 @@
 #include "clang/Sema/SemaOpenMP.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <memory>
 #include <optional>
@@ -72,13 +73,10 @@ bool isDeviceDeclaration(const ValueDecl *D) {
   return Type && *Type != OMPDeclareTargetDeclAttr::DT_Host;
 }
 
-/// Whether the library builtin `FD` is a C math function: GPUs provide those (libdevice, ocml,
-/// through clang's OpenMP math headers), as they do not provide the C library's other functions.
-bool isMathBuiltin(const FunctionDecl *FD) {
-  unsigned ID = FD->getBuiltinID();
-  if (ID == 0 || !FD->getASTContext().BuiltinInfo.isLibFunction(ID))
-    return false;
-  const char *Header = FD->getASTContext().BuiltinInfo.getHeaderName(ID);
+/// Whether a library builtin's header (null if none) is the C math library's: GPUs provide those
+/// functions (libdevice, ocml, through clang's OpenMP math headers), as they do not provide the C
+/// library's other functions.
+bool isMathHeader(const char *Header) {
   return Header && (llvm::StringRef(Header) == "math.h" || llvm::StringRef(Header) == "complex.h");
 }
 
@@ -173,12 +171,21 @@ bool inSystemHeader(const Decl *D) {
 class DeviceSymbolIndex : public RecursiveASTVisitor<DeviceSymbolIndex> {
 public:
   explicit DeviceSymbolIndex(ASTContext &Context) : Names(Context) {
+    // By name, not by declaration: code generation calls the C math library for builtins the
+    // file need not declare (`__builtin_sqrtf` keeps a call to `sqrtf` for errno on x86_64), and
+    // names such a builtin's implicit declaration after the library function.
+    const Builtin::Context &Builtins = Context.BuiltinInfo;
+    for (unsigned ID = Builtin::NotBuiltin + 1; ID < Builtin::FirstTSBuiltin; ++ID)
+      if (isMathHeader(Builtins.getHeaderName(ID)))
+        MathLibrary.insert(std::string(Builtins.getName(ID)));
     TraverseDecl(Context.getTranslationUnitDecl());
   }
 
   /// 1 if the device provides the declaration named `Name`, 0 if host code alone defines it,
   /// -1 if the file uses no declaration of that name.
   int provides(llvm::StringRef Name) const {
+    if (MathLibrary.contains(Name))
+      return 1;
     auto Found = Provided.find(Name);
     return Found == Provided.end() ? -1 : Found->second;
   }
@@ -203,7 +210,7 @@ private:
   static bool providedForDevice(const FunctionDecl *FD) {
     if (deviceTypeOf(FD) == OMPDeclareTargetDeclAttr::DT_Host)
       return false;
-    return FD->isReplaceableGlobalAllocationFunction() || isMathBuiltin(FD) || declaredForDevice(FD);
+    return FD->isReplaceableGlobalAllocationFunction() || declaredForDevice(FD);
   }
 
   /// Some declaration of `D` is `declare target` for the device, outside system headers.
@@ -226,6 +233,7 @@ private:
   }
 
   ASTNameGenerator Names;
+  llvm::StringSet<> MathLibrary;
   llvm::StringMap<bool> Provided;
 };
 
