@@ -64,10 +64,11 @@ impl Report {
     }
 }
 
-/// `compiler/pass-plugin/tests/device_ir.rs`'s tests: every indirect call translated, and loop-invariant
-/// translations hoisted.
+/// `compiler/pass-plugin/tests/device_ir.rs`'s tests: every indirect call translated, loop-invariant
+/// translations hoisted, and kernels stock clang devirtualizes devirtualized the same.
 const DEVICE_IR_TRANSLATED: &str = "every_indirect_call_is_translated_and_the_module_verifies";
 const DEVICE_IR_HOISTED: &str = "loop_invariant_translations_are_hoisted";
+const DEVICE_IR_DEVIRTUALIZED: &str = "devirtualizable_kernels_fold_like_stock";
 
 /// Runs one of the pass plugin's device-IR tests (ignored unless asked for, as here) for `llvm`'s
 /// clang and `target`; returns the line it reports.
@@ -246,6 +247,13 @@ pub fn run(workspace: &Path) -> Result<()> {
                     target.name
                 ),
                 || device_ir_test(workspace, llvm, &target, DEVICE_IR_HOISTED),
+            );
+            report.step(
+                format!(
+                    "pass plugin on {} device IR ({clang}): kernels stock clang devirtualizes, the same with the project",
+                    target.name
+                ),
+                || device_ir_test(workspace, llvm, &target, DEVICE_IR_DEVIRTUALIZED),
             );
         }
     }

@@ -26,7 +26,7 @@ pub mod vtables;
 
 use core::ffi::{c_char, c_void};
 
-use llvm::prelude::LLVMModuleRef;
+use llvm::prelude::{LLVMModuleRef, LLVMValueRef};
 
 pub use pass::{Phase, Summary};
 pub use rewrite::rewrite_module;
@@ -84,6 +84,18 @@ pub unsafe extern "C" fn omptarget_indirect_rewrite_module(module: LLVMModuleRef
     // SAFETY: the shim passes the module its pass manager runs on, which nothing else touches then.
     let summary = unsafe { rewrite_module(module, phase) };
     summary.changed()
+}
+
+/// Called by the shim's function pass in the optimizer's peephole step: folds the translations
+/// of `function` that are their operand ([`rewrite::fold_function`]), in OpenMP device modules
+/// only. Returns whether the function changed (calls erased; the control flow stays).
+///
+/// # Safety
+/// `function` must be a valid function that no one else modifies during the call.
+#[no_mangle]
+pub unsafe extern "C" fn omptarget_indirect_fold_function(function: LLVMValueRef) -> bool {
+    // SAFETY: the shim passes the function its pass manager runs on.
+    unsafe { rewrite::fold_function(function) }
 }
 
 #[cfg(test)]

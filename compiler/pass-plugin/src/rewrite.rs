@@ -18,8 +18,11 @@
 //! - A callee in another address space with generic-sized pointers (amdgcn loads vtable slots
 //!   as `ptr addrspace(1)`) is cast to the generic address space, translated, and cast back.
 //! - A callee that is already a translation (directly, through an address-space cast, or every
-//!   value a phi or select may pick) is not translated again, and `translate(@f)` with a known function `@f` (or null) folds to
-//!   `@f`: `@f` taken in device code is already the device address.
+//!   value a phi or select may pick) is not translated again, and `translate(x)` folds to `x`
+//!   where `x` is a known function, null, or a constant address in a global of the module (a
+//!   device vtable): already a device address. The fold also runs in the optimizer's peephole
+//!   step ([`fold_function`]), so that a call stock clang devirtualizes (an object built in
+//!   device code) is devirtualized and inlined with the project too.
 //! - After the optimizer, translations left in loops keep their last key and result
 //!   ([`crate::loop_cache`]), and the vtable slots of functions the device does not have hold a
 //!   trapping stub ([`crate::host_only`]).
@@ -38,8 +41,9 @@ use crate::remarks::{Kind, Remarks};
 use crate::vtables;
 
 use crate::pass::{
-    direct_calls, is_known_callee, is_translation, pure_attributes, value_name, value_name_bytes, Key, Pass,
-    Phase, Summary, TranslationFunction,
+    device_global_of, direct_calls, holds_only_device_addresses, is_known_callee, is_translation,
+    pure_attributes, translates_to_itself, value_name, value_name_bytes, Key, Pass, Phase, Summary,
+    TranslationFunction,
 };
 pub use crate::pass::{LLVM_LOOKUP, TRANSLATE};
 /// The module flag clang sets on every OpenMP device module (`-fopenmp-is-target-device`).
@@ -86,7 +90,7 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
             summary,
             phase,
         };
-        pass.fold_translations();
+        pass.fold_translations(None);
         if phase == Phase::OptimizerLast {
             // After optimization: the module then knows what it leaves undefined.
             pass.stub_host_only_virtuals();
@@ -122,12 +126,13 @@ struct FunctionCounts {
     already_translated: usize,
     in_runtime: usize,
     from_device_vtable: usize,
+    from_device_variable: usize,
 }
 
 impl Pass<'_> {
-    /// Replaces each `translate(x)` whose `x` is a known function, null, or itself a translation
-    /// by `x`.
-    unsafe fn fold_translations(&mut self) {
+    /// Replaces each `translate(x)` that is `x` ([`translates_to_itself`]) by `x`, in `within`
+    /// only when given (a function), else in the whole module.
+    pub(crate) unsafe fn fold_translations(&mut self, within: Option<LLVMValueRef>) {
         // SAFETY: handles from the module; uses are collected before any call is erased.
         unsafe {
             for name in [TRANSLATE, LLVM_LOOKUP] {
@@ -136,18 +141,25 @@ impl Pass<'_> {
                     continue;
                 }
                 // Calls only: erasing an invoke would drop the branch it ends its block with.
-                let calls = direct_calls(function, 1).into_iter().filter(|c| !LLVMIsACallInst(*c).is_null());
+                let calls = direct_calls(function, 1).into_iter().filter(|&call| {
+                    !LLVMIsACallInst(call).is_null()
+                        && within.is_none_or(|f| LLVMGetBasicBlockParent(LLVMGetInstructionParent(call)) == f)
+                });
                 for call in calls {
                     let operand = LLVMGetOperand(call, 0);
-                    let foldable = is_known_callee(operand) || is_translation(operand, &mut HashSet::new());
-                    if !foldable || LLVMTypeOf(operand) != LLVMTypeOf(call) {
+                    if !translates_to_itself(operand) || LLVMTypeOf(operand) != LLVMTypeOf(call) {
                         continue;
                     }
                     self.remarks.emit(Kind::Passed, call, c"TranslationFolded", || {
+                        let what = match device_global_of(operand) {
+                            Some(global) => {
+                                format!("an address in @{}", value_name(global).unwrap_or_default())
+                            }
+                            None => value_name(operand).unwrap_or_else(|| "a translated pointer".into()),
+                        };
                         format!(
-                            "folded {}({}) to its operand: already a device address",
-                            name.to_string_lossy(),
-                            value_name(operand).unwrap_or_else(|| "a translated pointer".into())
+                            "folded {}({what}) to its operand: already a device address",
+                            name.to_string_lossy()
                         )
                     });
                     LLVMReplaceAllUsesWith(call, operand);
@@ -182,6 +194,8 @@ impl Pass<'_> {
                             counts.already_translated += 1;
                         } else if vtables::is_device_vtable_slot(callee) {
                             counts.from_device_vtable += 1;
+                        } else if holds_only_device_addresses(callee) {
+                            counts.from_device_variable += 1;
                         } else {
                             sites.push(inst);
                         }
@@ -199,6 +213,7 @@ impl Pass<'_> {
             self.summary.already_translated += counts.already_translated;
             self.summary.in_runtime += counts.in_runtime;
             self.summary.from_device_vtable += counts.from_device_vtable;
+            self.summary.from_device_variable += counts.from_device_variable;
             // After the optimizer, only news: the calls translated at the start are counted then.
             let report = match self.phase {
                 Phase::PipelineStart => {
@@ -206,6 +221,7 @@ impl Pass<'_> {
                         + counts.already_translated
                         + counts.in_runtime
                         + counts.from_device_vtable
+                        + counts.from_device_variable
                         > 0
                 }
                 Phase::OptimizerLast => counts.translated > 0,
@@ -215,11 +231,12 @@ impl Pass<'_> {
                 self.remarks.emit(Kind::Analysis, function, c"IndirectCalls", || {
                     format!(
                         "{}{} indirect call(s) translated, {} already translated, {} through a translated \
-                         vtable, {} in the runtime left alone",
+                         vtable, {} through a variable of device addresses, {} in the runtime left alone",
                         if phase == Phase::OptimizerLast { "after optimization: " } else { "" },
                         counts.translated,
                         counts.already_translated,
                         counts.from_device_vtable,
+                        counts.from_device_variable,
                         counts.in_runtime
                     )
                 });
@@ -264,6 +281,35 @@ unsafe fn indirect_callee(inst: LLVMValueRef) -> Option<LLVMValueRef> {
         }
         let callee = LLVMGetCalledValue(inst);
         (!is_known_callee(callee)).then_some(callee)
+    }
+}
+
+/// The optimizer's peephole step (after each instruction combining, in the device compile): folds
+/// the translations of `function` that are their operand ([`translates_to_itself`]), before the
+/// optimizer decides what to devirtualize and inline. Returns whether `function` changed.
+///
+/// # Safety
+/// `function` must be a valid function that no one else modifies during the call.
+pub unsafe fn fold_function(function: LLVMValueRef) -> bool {
+    // SAFETY: the function's module, valid by precondition; nothing else runs on it.
+    unsafe {
+        let module = LLVMGetGlobalParent(function);
+        if !is_device_module(module) {
+            return false;
+        }
+        let context = LLVMGetModuleContext(module);
+        let remarks = Remarks::new(context);
+        let mut pass = Pass {
+            module,
+            context,
+            remarks: &remarks,
+            pure: Vec::new(),
+            translate: TranslationFunction::Unknown,
+            summary: Summary::default(),
+            phase: Phase::PipelineStart,
+        };
+        pass.fold_translations(Some(function));
+        pass.summary.folded > 0
     }
 }
 

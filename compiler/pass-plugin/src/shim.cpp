@@ -33,6 +33,9 @@ extern "C" {
 // Defined in Rust (src/lib.rs). `phase` is 0 at pipeline start, 1 after the optimizer. Returns
 // whether the module changed.
 bool omptarget_indirect_rewrite_module(LLVMModuleRef module, unsigned phase);
+// Defined in Rust (src/lib.rs): folds the function's translations of device addresses. Returns
+// whether the function changed.
+bool omptarget_indirect_fold_function(LLVMValueRef function);
 }
 
 namespace {
@@ -52,12 +55,27 @@ struct TranslateIndirectCalls : PassInfoMixin<TranslateIndirectCalls> {
   static StringRef name() { return PassName; }
 };
 
+struct FoldTranslations : PassInfoMixin<FoldTranslations> {
+  PreservedAnalyses run(Function &F, FunctionAnalysisManager &) {
+    if (!omptarget_indirect_fold_function(wrap(&F)))
+      return PreservedAnalyses::all();
+    PreservedAnalyses Kept;
+    Kept.preserveSet<CFGAnalyses>();
+    return Kept;
+  }
+  static StringRef name() { return "omptarget-indirect-fold"; }
+};
+
 void registerCallbacks(PassBuilder &PB) {
   // Pipeline start: before the optimizer, so that it can hoist and merge the translations. It
   // runs for the device compile at every -O level and in the LTO pre-link pipeline
   // (-foffload-lto), the last place a rewrite can happen: clang-linker-wrapper loads no plugin.
   PB.registerPipelineStartEPCallback(
       [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(TranslateIndirectCalls(0)); });
+  // After each instruction combining: a translation of a device address the optimizer just
+  // made constant folds before it decides what to devirtualize and inline.
+  PB.registerPeepholeEPCallback(
+      [](FunctionPassManager &FPM, OptimizationLevel) { FPM.addPass(FoldTranslations()); });
   // Optimizer last: folds translations whose operand optimization turned into a known function,
   // and translates indirect calls that optimization created.
 #if LLVM_VERSION_MAJOR >= 20

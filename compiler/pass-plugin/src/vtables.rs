@@ -32,7 +32,10 @@ use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::target::{LLVMABISizeOfType, LLVMGetModuleDataLayout};
 use crate::llvm::{LLVMLinkage, LLVMTypeKind, LLVMVisibility};
-use crate::pass::{is_translation, keep, picks_only, value_name_bytes, Key, Pass, Phase, TRANSLATE};
+use crate::pass::{
+    device_global_of, is_translation, keep, picks_only, value_name_bytes, Key, Pass, Phase, TRANSLATE,
+    VTABLE_TRANSLATION,
+};
 use crate::remarks::Kind;
 
 /// How a load was recognised as a vtable pointer load.
@@ -177,7 +180,12 @@ pub(crate) unsafe fn is_device_vtable_slot(callee: LLVMValueRef) -> bool {
         if !LLVMIsAAddrSpaceCastInst(address).is_null() {
             address = LLVMGetOperand(address, 0);
         }
-        translates_vtable_loads(address)
+        // A translation folded to the device vtable it found (crate::rewrite::fold_function).
+        let device_vtable = device_global_of(address).is_some_and(|global| {
+            value_name_bytes(global)
+                .is_some_and(|name| name.starts_with(b"_ZTV") || name.starts_with(b"_ZTC"))
+        });
+        device_vtable || translates_vtable_loads(address)
     }
 }
 
@@ -193,11 +201,17 @@ unsafe fn translates_vtable_loads(value: LLVMValueRef) -> bool {
             {
                 return false;
             }
+            let context = LLVMGetTypeContext(LLVMTypeOf(call));
             let mut translated = LLVMGetOperand(call, 0);
             if !LLVMIsAAddrSpaceCastInst(translated).is_null() {
                 translated = LLVMGetOperand(translated, 0);
             }
-            tagged_vtable_load(LLVMGetTypeContext(LLVMTypeOf(call)), translated)
+            // Marked when inserted, and the optimizer (which runs only where clang tags vtable
+            // loads) has since replaced the load it translated: an object built in the same
+            // function, its vtable's address stored, then loaded.
+            let optimized = LLVMIsALoadInst(translated).is_null()
+                && !LLVMGetMetadata(call, kind_id(context, VTABLE_TRANSLATION)).is_null();
+            optimized || tagged_vtable_load(context, translated)
         };
         picks_only(value, &mut Default::default(), &of_tagged_load, &|input| {
             !LLVMIsAConstantPointerNull(input).is_null()
@@ -223,7 +237,11 @@ unsafe fn vtable_load(context: LLVMContextRef, inst: LLVMValueRef, tagged_only: 
         }
         // A local variable (at -O0 every pointer variable lives in an alloca) holds no vtable
         // pointer; an object does.
-        let address = LLVMGetOperand(inst, 0);
+        let mut address = LLVMGetOperand(inst, 0);
+        if !LLVMIsAAddrSpaceCastInst(address).is_null() {
+            // amdgcn's locals are private memory, used through a cast to generic pointers.
+            address = LLVMGetOperand(address, 0);
+        }
         if !LLVMIsAAllocaInst(address).is_null()
             && LLVMGetTypeKind(LLVMGetAllocatedType(address)) == LLVMTypeKind::LLVMPointerTypeKind
         {

@@ -67,6 +67,12 @@ fn loop_invariant_translations_are_hoisted() {
     run_asked(check_hoisting);
 }
 
+#[test]
+#[ignore = "needs the dist tree and the toolchains: scripts/test.sh runs it per clang and target"]
+fn devirtualizable_kernels_fold_like_stock() {
+    run_asked(check_devirtualized);
+}
+
 const TRANSLATE_CALL: &str = "@__kmpc_target_translate_fptr(";
 
 /// Compiles every unmodified program's device code for `target` and checks it as above.
@@ -294,6 +300,95 @@ fn check_hoisting(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarge
     Ok("-O2: hoisted out of the loop for a loop-invariant pointer, once per call for a varying one; a vtable \
         pointer's in a loop over objects cached (a lookup when the class changes)"
         .into())
+}
+
+/// Compiles `devirtualizable.cpp` (beside this file) for `target` at `-O2` with the project and
+/// stock, and checks that every kernel's body is stock's (metadata attachments aside): no
+/// translation and no indirect call left where stock clang devirtualized and folded.
+fn check_devirtualized(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Result<String> {
+    let out = ir_dir(workspace, toolchain, target);
+    std::fs::create_dir_all(&out)?;
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/devirtualizable.cpp");
+    let (project, _) = device_ir(toolchain, target, &source, &["-O2"], &out.join("devirtualizable-O2.ll"))?;
+    let stock =
+        stock_device_ir(toolchain, target, &source, &["-O2"], &out.join("devirtualizable-stock-O2.ll"))?;
+    // In definition order, which the two compiles need not share.
+    let kernels = |ir: &str| -> Vec<String> {
+        let mut kernels: Vec<String> = functions(ir)
+            .filter(|f| f.lines().next().is_some_and(|l| l.contains("@__omp_offloading_")))
+            .map(without_metadata)
+            .collect();
+        kernels.sort_by_key(|k| k.split('(').next().unwrap_or_default().to_string());
+        kernels
+    };
+    let (project, stock) = (kernels(&project), kernels(&stock));
+    ensure!(!stock.is_empty() && project.len() == stock.len(), "{}: kernels differ in number", target.name);
+    for (ours, theirs) in project.iter().zip(&stock) {
+        ensure!(
+            ours == theirs,
+            "{}: a kernel differs from stock clang's:\n--- project\n{ours}\n--- stock\n{theirs}",
+            target.name
+        );
+        ensure!(
+            !ours.contains(TRANSLATE_CALL) && !ours.lines().any(|l| indirect_callee(l).is_some()),
+            "{}: stock clang left an indirect call or translation in:\n{theirs}",
+            target.name
+        );
+    }
+    Ok(format!(
+        "-O2: {} kernels (an object on the stack, one placed by new, a function pointer taken in device code) \
+         devirtualized and folded as stock clang does: no translation left",
+        project.len()
+    ))
+}
+
+/// [`device_ir`] without the project: stock clang's device IR.
+fn stock_device_ir(
+    toolchain: &Toolchain,
+    target: &OffloadTarget,
+    source: &Path,
+    flags: &[&str],
+    ir: &Path,
+) -> Result<String> {
+    let name = source.to_string_lossy();
+    cmd::output(
+        Command::new(toolchain.compiler(&name))
+            .args(toolchain.offload_args_for(target, &name))
+            .args(["--offload-device-only", "-emit-llvm", "-S"])
+            .args(flags)
+            .arg(source)
+            .arg("-o")
+            .arg(ir),
+    )?;
+    Ok(String::from_utf8_lossy(&cmd::read(ir)?).into_owned())
+}
+
+/// A function's text without its metadata attachments (`, !tbaa !12`, ` !dbg !3`) and attribute
+/// group references (`#4`), whose numbering differs between two modules.
+fn without_metadata(function: &str) -> String {
+    function
+        .lines()
+        .map(|line| {
+            let mut kept = String::new();
+            let mut words = line.split(' ').peekable();
+            while let Some(word) = words.next() {
+                if word.starts_with('!') && words.peek().is_some_and(|next| next.starts_with('!')) {
+                    words.next();
+                    continue;
+                }
+                if word
+                    .strip_prefix('#')
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                {
+                    continue;
+                }
+                kept.push_str(word);
+                kept.push(' ');
+            }
+            kept.trim_end().trim_end_matches(',').to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Where a function's one translation is relative to its one indirect call.

@@ -273,6 +273,61 @@ done:
 }
 
 #[test]
+fn device_addresses_fold_and_variables_holding_only_them_are_not_translated() {
+    // `@_ZTV1S` is a vtable of the device module: its address translates to itself whatever the table
+    // holds. `%own` only ever holds device functions (what SROA makes a direct call before OpenMP's
+    // kernel optimization); `%mixed` also holds an argument, `%escaped` is passed away.
+    let module = Module::parse(&format!(
+        r#"declare ptr @__kmpc_target_translate_fptr(ptr)
+@_ZTV1S = linkonce_odr constant {{ [3 x ptr] }} {{ [3 x ptr] [ptr null, ptr null, ptr @f] }}
+define void @f() {{
+  ret void
+}}
+define void @g() {{
+  ret void
+}}
+declare void @keep(ptr)
+define void @k(ptr %fp, i1 %c) {{
+  %own = alloca ptr, align 8
+  %mixed = alloca ptr, align 8
+  %escaped = alloca ptr, align 8
+  %slot = call ptr @__kmpc_target_translate_fptr(ptr getelementptr inbounds (i8, ptr @_ZTV1S, i64 16))
+  %h = load ptr, ptr %slot, align 8
+  call void %h()
+  store ptr @f, ptr %own, align 8
+  br i1 %c, label %other, label %call
+other:
+  store ptr @g, ptr %own, align 8
+  br label %call
+call:
+  %o = load ptr, ptr %own, align 8
+  call void %o()
+  store ptr @f, ptr %mixed, align 8
+  store ptr %fp, ptr %mixed, align 8
+  %m = load ptr, ptr %mixed, align 8
+  call void %m()
+  store ptr @f, ptr %escaped, align 8
+  call void @keep(ptr %escaped)
+  %e = load ptr, ptr %escaped, align 8
+  call void %e()
+  ret void
+}}
+{DEVICE_FLAG}"#
+    ));
+    let summary = module.rewrite(Phase::PipelineStart);
+    let counts =
+        (summary.folded, summary.from_device_vtable, summary.from_device_variable, summary.translated);
+    assert_eq!(counts, (1, 1, 1, 2), "{summary:?}");
+    let text = module.text();
+    for device in ["getelementptr", "%h", "%o"] {
+        assert!(!text.contains(&format!("@__kmpc_target_translate_fptr(ptr {device}")), "{device}: {text}");
+    }
+    for host in ["%m", "%e"] {
+        assert!(text.contains(&format!("@__kmpc_target_translate_fptr(ptr {host})")), "{host}: {text}");
+    }
+}
+
+#[test]
 fn a_second_run_changes_nothing() {
     let module = Module::parse(&format!(
         "define void @k(ptr %fp) {{\n  call void %fp()\n  call void %fp()\n  ret void\n}}\n{DEVICE_FLAG}"
