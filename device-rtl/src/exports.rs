@@ -15,7 +15,7 @@ use core::ptr::{addr_of, null};
 
 use crate::environment::__omp_rtl_device_environment;
 use crate::index::FptrIndex;
-use crate::lookup::{translate_first_installed, FptrMapEntry, InstalledTable};
+use crate::lookup::{key_range_first_installed, translate_first_installed, FptrMapEntry, InstalledTable};
 
 /// Device address of the sorted function-pointer table, written by the host plugin after it
 /// loads the image. Weak and externally visible so the plugin finds it by name and so that a
@@ -67,6 +67,53 @@ pub unsafe extern "C" fn __kmpc_target_translate_fptr(fn_ptr: *mut c_void) -> *m
             },
             &*addr_of!(__omp_offloading_fptr_index),
             fn_ptr,
+        )
+    }
+}
+
+/// The smallest key of the table [`__kmpc_target_translate_fptr`] searches now (`u64::MAX`
+/// when no table is installed): a pointer below it, or above [`__omptarget_indirect_last_key`],
+/// translates to itself. The pass plugin calls both once per function that caches translations
+/// in a loop and skips the lookup for pointers outside the range (objects built in device code).
+///
+/// # Safety
+/// As for [`__kmpc_target_translate_fptr`].
+#[no_mangle]
+pub unsafe extern "C" fn __omptarget_indirect_first_key() -> u64 {
+    // SAFETY: as for __kmpc_target_translate_fptr.
+    unsafe { installed_key_range().0 }
+}
+
+/// The largest key of the table [`__kmpc_target_translate_fptr`] searches now (0 when no table
+/// is installed); see [`__omptarget_indirect_first_key`].
+///
+/// # Safety
+/// As for [`__kmpc_target_translate_fptr`].
+#[no_mangle]
+pub unsafe extern "C" fn __omptarget_indirect_last_key() -> u64 {
+    // SAFETY: as for __kmpc_target_translate_fptr.
+    unsafe { installed_key_range().1 }
+}
+
+/// [`key_range_first_installed`] of the globals [`__kmpc_target_translate_fptr`] reads.
+///
+/// # Safety
+/// As for [`__kmpc_target_translate_fptr`].
+#[inline(always)]
+unsafe fn installed_key_range() -> (u64, u64) {
+    // SAFETY: plain reads of the globals, under __kmpc_target_translate_fptr's precondition.
+    unsafe {
+        let environment = &*addr_of!(__omp_rtl_device_environment);
+        key_range_first_installed(
+            InstalledTable {
+                table: &*addr_of!(__omp_offloading_fptr_map_p),
+                size: &*addr_of!(__omp_offloading_fptr_map_size),
+            },
+            InstalledTable {
+                table: &environment.indirect_call_table,
+                size: &environment.indirect_call_table_size,
+            },
+            &*addr_of!(__omp_offloading_fptr_index),
         )
     }
 }

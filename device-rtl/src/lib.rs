@@ -43,11 +43,12 @@ pub mod lookup;
 pub use environment::{DeviceEnvironment, __omp_rtl_device_environment};
 pub use exports::{
     __kmpc_target_translate_fptr, __omp_offloading_fptr_index, __omp_offloading_fptr_map_p,
-    __omp_offloading_fptr_map_size,
+    __omp_offloading_fptr_map_size, __omptarget_indirect_first_key, __omptarget_indirect_last_key,
 };
 pub use index::{FptrIndex, IndexLookup, IndexSlot};
 pub use lookup::{
-    translate, translate_first_installed, translate_in, translate_indexed, FptrMapEntry, InstalledTable,
+    key_range_first_installed, translate, translate_first_installed, translate_in, translate_indexed,
+    FptrMapEntry, InstalledTable,
 };
 
 /// Freestanding builds need a panic handler even though nothing in this crate can panic: the

@@ -123,6 +123,37 @@ pub unsafe fn translate_first_installed(
     unsafe { translate(table, size, fn_ptr) }
 }
 
+/// The closed range `(first, last)` holding every key of the table [`translate_first_installed`]
+/// searches for the same arguments: a pointer outside it translates to itself, so code can skip
+/// the translation with two compares (the pass plugin does so before its loop cache: objects
+/// built in device code never call the lookup). `(u64::MAX, 0)`, which holds nothing, when no
+/// table is installed.
+///
+/// # Safety
+/// As for [`translate_first_installed`].
+#[inline(always)]
+pub unsafe fn key_range_first_installed(
+    ours: InstalledTable<'_, *const FptrMapEntry>,
+    llvm: InstalledTable<'_, u64>,
+    index: &FptrIndex,
+) -> (u64, u64) {
+    let ours_table = *ours.table;
+    if !ours_table.is_null() && index.describes(ours_table as u64) {
+        return (index.first, index.last);
+    }
+    let (table, size) = if ours_table.is_null() {
+        (*llvm.table as *const FptrMapEntry, *llvm.size)
+    } else {
+        (ours_table, *ours.size)
+    };
+    if table.is_null() || size == 0 {
+        return (u64::MAX, 0);
+    }
+    // SAFETY: the table chosen has `size >= 1` readable entries (this function's precondition),
+    // sorted, so its first and last keys bound the others.
+    unsafe { ((*table).host_ptr, (*table.add((size - 1) as usize)).host_ptr) }
+}
+
 /// Whether `key` lies in `[table[0].host_ptr, table[size - 1].host_ptr]`. Pointers that are not
 /// host functions (device pointers, other data) mostly fall outside: answered from two loads
 /// that every thread shares.

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use device_rtl::{
     FptrIndex, FptrMapEntry, IndexLookup, IndexSlot, __kmpc_target_translate_fptr,
     __omp_offloading_fptr_index, __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size,
-    translate_indexed,
+    __omptarget_indirect_first_key, __omptarget_indirect_last_key, translate_indexed,
 };
 
 const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -163,6 +163,9 @@ fn exported_function_reads_the_index_global() {
     }
     // The slots answer tgt_ptr + 10: the index was used.
     assert_eq!((call(0x100), call(0x200), call(0x180), call(0x300)), (11, 12, 0x180, 0x300));
+    // SAFETY: as above.
+    let range = unsafe { (__omptarget_indirect_first_key(), __omptarget_indirect_last_key()) };
+    assert_eq!(range, (0x100, 0x200), "the index's range is the key range");
     // SAFETY: as above.
     unsafe { *addr_of_mut!(__omp_offloading_fptr_index) = FptrIndex::NONE };
     assert_eq!((call(0x100), call(0x200)), (1, 2));

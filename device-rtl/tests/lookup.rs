@@ -7,8 +7,10 @@ use std::ptr::{addr_of_mut, null, null_mut};
 use std::sync::Mutex;
 
 use device_rtl::{
-    DeviceEnvironment, FptrMapEntry, __kmpc_target_translate_fptr, __omp_offloading_fptr_map_p,
-    __omp_offloading_fptr_map_size, __omp_rtl_device_environment, translate, translate_in,
+    key_range_first_installed, DeviceEnvironment, FptrIndex, FptrMapEntry, InstalledTable,
+    __kmpc_target_translate_fptr, __omp_offloading_fptr_map_p, __omp_offloading_fptr_map_size,
+    __omp_rtl_device_environment, __omptarget_indirect_first_key, __omptarget_indirect_last_key, translate,
+    translate_first_installed, translate_in,
 };
 use proptest::prelude::*;
 
@@ -224,6 +226,21 @@ fn our_table_wins_over_llvms() {
     assert_eq!(got, (11, 12, 300));
 }
 
+fn key_range() -> (u64, u64) {
+    // SAFETY: callers hold the lock of the globals (with_installed, with_llvm_table).
+    unsafe { (__omptarget_indirect_first_key(), __omptarget_indirect_last_key()) }
+}
+
+#[test]
+fn the_exported_key_range_bounds_the_table_searched() {
+    let ours = table(&[(100, 11), (200, 12)]);
+    let llvms = table(&[(50, 21), (300, 23)]);
+    assert_eq!(with_installed(&[], 0, key_range), (u64::MAX, 0), "no table: an empty range");
+    assert_eq!(with_installed(&ours, 2, key_range), (100, 200));
+    assert_eq!(with_installed(&ours, 0, key_range), (u64::MAX, 0), "a size of 0 disables the table");
+    assert_eq!(with_llvm_table(&llvms, key_range), (50, 300));
+}
+
 /// Sorted table with many duplicate keys and keys at both ends of the address space.
 fn sorted_table(max_len: usize) -> impl Strategy<Value = Vec<FptrMapEntry>> {
     let key = prop_oneof![0u64..64, any::<u64>(), (u64::MAX - 64)..=u64::MAX];
@@ -265,6 +282,32 @@ proptest! {
             let oracle = Oracle::new(prefix);
             for key in probe_keys(&t) {
                 prop_assert_eq!(translate_in(prefix, key), oracle.translate(key));
+            }
+        }
+    }
+
+    #[test]
+    fn pointers_outside_the_key_range_translate_to_themselves(
+        t in sorted_table(40),
+        keys in prop::collection::vec(any::<u64>(), 8),
+        llvms in any::<bool>(),
+    ) {
+        // The table installed as ours or as LLVM's; the other one empty.
+        let (address, size) = (if t.is_empty() { 0 } else { t.as_ptr() as u64 }, t.len() as u64);
+        let ours_table = if llvms { null() } else { address as *const FptrMapEntry };
+        let (llvm_table, llvm_size) = if llvms { (address, size) } else { (0, 0) };
+        let ours = InstalledTable { table: &ours_table, size: &size };
+        let llvm = InstalledTable { table: &llvm_table, size: &llvm_size };
+        // SAFETY: `t` is a live sorted table of `size` entries, no index describes it.
+        let (first, last) = unsafe { key_range_first_installed(ours, llvm, &FptrIndex::NONE) };
+        for entry in &t {
+            prop_assert!(first <= entry.host_ptr && entry.host_ptr <= last);
+        }
+        for key in keys.into_iter().chain(probe_keys(&t)) {
+            if key < first || key > last {
+                // SAFETY: as above.
+                let got = unsafe { translate_first_installed(ours, llvm, &FptrIndex::NONE, key as *mut c_void) };
+                prop_assert_eq!(got as u64, key, "key {:#x} outside {:#x}..={:#x}", key, first, last);
             }
         }
     }

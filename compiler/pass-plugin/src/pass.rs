@@ -77,6 +77,9 @@ pub(crate) enum Key {
 /// The metadata kind on the translations of vtable pointers, which the loop cache caches.
 pub const VTABLE_TRANSLATION: &str = "omptarget-indirect.vtable";
 
+/// The metadata kind the loop cache (`src/shim.cpp`) puts on the translations it cached.
+pub const CACHED_TRANSLATION: &str = "omptarget-indirect.cached";
+
 /// Why a value cannot be translated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Untranslatable {

@@ -166,14 +166,19 @@ void omptarget_indirect_remark(unsigned kind, LLVMValueRef anchor, const char *n
 
 // The loop cache (src/loop_cache.rs has the policy): each translation of a vtable pointer in
 // `function` that is inside a loop and whose key is not invariant in its innermost loop becomes
-//   key == last_key ? last_result : (last_key = key, last_result = translate(key))
-// with last_key and last_result registers carried around the loop (null at function entry:
+//   key == last_key ? last_result
+//   : (last_key = key, last_result = in_range(key) ? translate(key) : key)
+// where in_range compares with the installed table's first and last keys, read at function entry
+// (__omptarget_indirect_first_key / _last_key: every other pointer translates to itself); last_key
+// and last_result are registers carried around the loop (null at function entry:
 // translate(null) is null). Writes the cached calls (still the calls of the miss path) to
 // `cached`, at most `capacity`, and returns how many.
 unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueRef translate,
                                                LLVMValueRef *cached, unsigned capacity) {
   // Marks a call already cached: a module optimized twice keeps one cache per translation.
   const char *CachedKind = "omptarget-indirect.cached";
+  // The device library's bounds of the installed table's keys (device-rtl/src/exports.rs).
+  const char *FirstKeyName = "__omptarget_indirect_first_key", *LastKeyName = "__omptarget_indirect_last_key";
   // Marks the translations of vtable pointers (src/pass.rs, VTABLE_TRANSLATION): the only ones
   // cached.
   const char *VtableKind = "omptarget-indirect.vtable";
@@ -199,37 +204,59 @@ unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueR
   if (Sites.empty())
     return 0;
   IRBuilder<> Entry(&*F.getEntryBlock().getFirstInsertionPt());
+  // The range of the installed table's keys, read once per call of the function (as pure as the
+  // translation: the table does not change during a kernel).
+  Type *Word = Entry.getInt64Ty();
+  auto RangeEnd = [&](const char *Name) {
+    FunctionCallee End = F.getParent()->getOrInsertFunction(Name, FunctionType::get(Word, false));
+    if (auto *Declared = dyn_cast<Function>(End.getCallee()); Declared && Declared->isDeclaration())
+      Declared->addFnAttrs(AttrBuilder(F.getContext(), Translate->getAttributes().getFnAttrs()));
+    return Entry.CreateCall(End);
+  };
+  Value *FirstKey = RangeEnd(FirstKeyName), *LastKey = RangeEnd(LastKeyName);
   SmallVector<AllocaInst *, 16> Slots;
   SmallVector<PHINode *, 8> Results;
   unsigned Count = 0;
   for (CallInst *Call : Sites) {
     Type *Ptr = Call->getType();
     Value *Key = Call->getArgOperand(0);
-    AllocaInst *LastKey = Entry.CreateAlloca(Ptr, nullptr, "translation.key");
+    AllocaInst *LastKeyOf = Entry.CreateAlloca(Ptr, nullptr, "translation.key");
     AllocaInst *LastResult = Entry.CreateAlloca(Ptr, nullptr, "translation.result");
-    Entry.CreateStore(Constant::getNullValue(Ptr), LastKey);
+    Entry.CreateStore(Constant::getNullValue(Ptr), LastKeyOf);
     Entry.CreateStore(Constant::getNullValue(Ptr), LastResult);
     IRBuilder<> Head(Call);
-    Value *Same = Head.CreateICmpEQ(Head.CreateLoad(Ptr, LastKey), Key, "translation.same");
+    Value *Same = Head.CreateICmpEQ(Head.CreateLoad(Ptr, LastKeyOf), Key, "translation.same");
     Instruction *HitEnd = nullptr, *MissEnd = nullptr;
     // The hit path falls through: a run of objects of one class pays a compare.
     SplitBlockAndInsertIfThenElse(Same, Call, &HitEnd, &MissEnd,
                                   MDBuilder(F.getContext()).createBranchWeights(1000, 1));
     BasicBlock *Tail = Call->getParent();
-    Call->moveBefore(*MissEnd->getParent(), MissEnd->getIterator());
+    // The miss path looks up only a key in the table's range: any other pointer (a vtable of the
+    // device: an object built in device code) translates to itself, for a compare and no call.
+    IRBuilder<> Miss(MissEnd);
+    Value *Word64 = Miss.CreatePtrToInt(Key, Word);
+    Value *InRange = Miss.CreateAnd(Miss.CreateICmpUGE(Word64, FirstKey), Miss.CreateICmpULE(Word64, LastKey),
+                                    "translation.in_range");
+    Instruction *LookUp = SplitBlockAndInsertIfThen(InRange, MissEnd, false);
+    Call->moveBefore(*LookUp->getParent(), LookUp->getIterator());
+    Miss.SetInsertPoint(MissEnd);
+    PHINode *Found = Miss.CreatePHI(Ptr, 2, "translation.found");
+    Found->addIncoming(Call, LookUp->getParent());
+    Found->addIncoming(Key, cast<Instruction>(InRange)->getParent());
     PHINode *Result = PHINode::Create(Ptr, 2, "translated");
     Result->insertBefore(Tail->begin());
     Call->replaceAllUsesWith(Result);
+    Found->setIncomingValue(0, Call);
     IRBuilder<> Hit(HitEnd);
     Result->addIncoming(Hit.CreateLoad(Ptr, LastResult), HitEnd->getParent());
-    Result->addIncoming(Call, MissEnd->getParent());
-    IRBuilder<> Miss(MissEnd);
-    Miss.CreateStore(Key, LastKey);
-    Miss.CreateStore(Call, LastResult);
-    for (BasicBlock *BB : {HitEnd->getParent(), MissEnd->getParent()})
+    Result->addIncoming(Found, MissEnd->getParent());
+    Miss.CreateStore(Key, LastKeyOf);
+    Miss.CreateStore(Found, LastResult);
+    for (BasicBlock *BB : {HitEnd->getParent(), cast<Instruction>(InRange)->getParent(), LookUp->getParent(),
+                           MissEnd->getParent()})
       for (Instruction &I : *BB)
         I.setDebugLoc(Call->getDebugLoc());
-    Slots.push_back(LastKey);
+    Slots.push_back(LastKeyOf);
     Slots.push_back(LastResult);
     Results.push_back(Result);
     Call->setMetadata(CachedKind, MDNode::get(F.getContext(), {}));

@@ -33,8 +33,8 @@ use crate::llvm::prelude::*;
 use crate::llvm::target::{LLVMABISizeOfType, LLVMGetModuleDataLayout};
 use crate::llvm::{LLVMLinkage, LLVMTypeKind, LLVMVisibility};
 use crate::pass::{
-    device_global_of, is_translation, keep, picks_only, value_name_bytes, Key, Pass, Phase, TRANSLATE,
-    VTABLE_TRANSLATION,
+    device_global_of, is_translation, keep, picks_only, value_name_bytes, Key, Pass, Phase,
+    CACHED_TRANSLATION, TRANSLATE, VTABLE_TRANSLATION,
 };
 use crate::remarks::Kind;
 
@@ -213,8 +213,21 @@ unsafe fn translates_vtable_loads(value: LLVMValueRef) -> bool {
                 && !LLVMGetMetadata(call, kind_id(context, VTABLE_TRANSLATION)).is_null();
             optimized || tagged_vtable_load(context, translated)
         };
+        // The loop cache's miss path answers a key outside the table's range with the key itself
+        // (a device vtable): the key of a cached translation is one of its results.
+        let cached_key = |input: LLVMValueRef| {
+            users(input).into_iter().any(|user| {
+                is_translation_call(user)
+                    && LLVMGetOperand(user, 0) == input
+                    && !LLVMGetMetadata(
+                        user,
+                        kind_id(LLVMGetTypeContext(LLVMTypeOf(user)), CACHED_TRANSLATION),
+                    )
+                    .is_null()
+            })
+        };
         picks_only(value, &mut Default::default(), &of_tagged_load, &|input| {
-            !LLVMIsAConstantPointerNull(input).is_null()
+            !LLVMIsAConstantPointerNull(input).is_null() || cached_key(input)
         })
     }
 }
@@ -343,8 +356,12 @@ unsafe fn only_translated(load: LLVMValueRef) -> bool {
         for cast in casts {
             direct.extend(users(cast));
         }
-        let cache_part =
-            |user: LLVMValueRef| !LLVMIsAICmpInst(user).is_null() || !LLVMIsAPHINode(user).is_null();
+        // The loop cache's compares (the last key, the key range through `ptrtoint`) and phis.
+        let cache_part = |user: LLVMValueRef| {
+            !LLVMIsAICmpInst(user).is_null()
+                || !LLVMIsAPHINode(user).is_null()
+                || !LLVMIsAPtrToIntInst(user).is_null()
+        };
         direct.iter().any(|&u| is_translation_call(u))
             && direct.into_iter().all(|user| {
                 is_translation_call(user) || !LLVMIsAAddrSpaceCastInst(user).is_null() || cache_part(user)

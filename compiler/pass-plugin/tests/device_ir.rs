@@ -234,7 +234,7 @@ fn first_operand(text: &str) -> Option<&str> {
 }
 
 /// Whether `value` is a translation: the call, an address-space cast of one, or a phi or select
-/// every value of which is one, a function or null. A phi met again on the way (the loop cache's
+/// every value of which is one, a function, null, or the key of a cached translation it also picks. A phi met again on the way (the loop cache's
 /// registers are carried around a loop) adds no other value.
 fn is_translation<'a>(
     value: &'a str,
@@ -261,9 +261,22 @@ fn is_translation<'a>(
     } else {
         return false;
     };
+    // The loop cache's miss path answers a key outside the table's range with itself: next to
+    // the cached translation of that key, the key is one of its results.
+    let cached_keys: Vec<&str> = picks
+        .iter()
+        .filter_map(|v| definitions.get(v))
+        .filter(|d| d.contains(TRANSLATE_CALL) && d.contains("!omptarget-indirect.cached"))
+        .filter_map(|d| d.split(TRANSLATE_CALL).nth(1).and_then(first_operand))
+        .collect();
     seen.len() < 64
         && !picks.is_empty()
-        && picks.iter().all(|v| v.starts_with('@') || *v == "null" || is_translation(v, definitions, seen))
+        && picks.iter().all(|v| {
+            v.starts_with('@')
+                || *v == "null"
+                || cached_keys.contains(v)
+                || is_translation(v, definitions, seen)
+        })
 }
 
 /// Measures, on `target`'s `-O2` device IR of `tests/bench/translation_loops.c`, that the

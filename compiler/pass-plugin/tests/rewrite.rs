@@ -634,7 +634,18 @@ attributes #0 = {{ nounwind willreturn nosync nofree memory(none) }}
     let body = text.split("\ndefine ").find(|f| f.starts_with("i64 @sum(")).unwrap();
     let indirect = module.line_in("sum", "(i64 %i)");
     let result = module.line_in("sum", &format!("{} = phi ptr", callee_of(&indirect)));
-    assert!(result.contains("[ %t, "), "the callee is the miss path's call or the last result: {result}");
+    assert!(
+        result.contains("%translation.found"),
+        "the callee is the miss path's answer or the last result: {result}"
+    );
+    // The miss path calls the lookup only for a key in the table's range; any other key is its own
+    // answer.
+    let found = module.line_in("sum", "%translation.found = phi ptr");
+    assert!(found.contains("[ %t, ") && found.contains("[ %fp, "), "{found}");
+    module.line_in("sum", "br i1 %translation.in_range");
+    for bound in ["call i64 @__omptarget_indirect_first_key()", "call i64 @__omptarget_indirect_last_key()"] {
+        assert_eq!(body.matches(bound).count(), 1, "read once, at the function's entry:\n{body}");
+    }
     // Carried around the loop: the header's phis start null from the entry.
     let carried: Vec<&str> = body.lines().filter(|l| l.contains("= phi ptr [ null, %entry ]")).collect();
     assert_eq!(carried.len(), 2, "last key and last result carried from null:\n{body}");
