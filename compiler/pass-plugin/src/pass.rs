@@ -60,6 +60,9 @@ pub struct Summary {
     pub host_only_stubs: usize,
     /// Translations in loops that now keep their last key and result ([`crate::loop_cache`]).
     pub cached: usize,
+    /// Translations of function pointers in loops that now look up only a key in the table's
+    /// range ([`crate::loop_cache`]).
+    pub guarded: usize,
     /// Host module: indirect offload entries added for Fortran procedures named through the
     /// `omptarget_indirect` module ([`crate::fortran`]).
     pub fortran_entries: usize,
@@ -79,6 +82,10 @@ pub const VTABLE_TRANSLATION: &str = "omptarget-indirect.vtable";
 
 /// The metadata kind the loop cache (`src/shim.cpp`) puts on the translations it cached.
 pub const CACHED_TRANSLATION: &str = "omptarget-indirect.cached";
+
+/// The metadata kind the loop cache puts on the translations of function pointers it made look
+/// up only a key in the table's range.
+pub const GUARDED_TRANSLATION: &str = "omptarget-indirect.guarded";
 
 /// Why a value cannot be translated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +108,7 @@ impl Summary {
             || self.dynamic_casts > 0
             || self.fortran_entries > 0
             || self.cached > 0
+            || self.guarded > 0
     }
 }
 
@@ -292,7 +300,45 @@ pub(crate) unsafe fn is_translation(value: LLVMValueRef, visited: &mut HashSet<L
                 && value_name_bytes(callee)
                     .is_some_and(|n| n == TRANSLATE.to_bytes() || n == LLVM_LOOKUP.to_bytes())
         };
-        picks_only(value, visited, &translation_call, &|input| is_known_callee(input))
+        picks_only(value, visited, &translation_call, &|input| {
+            is_known_callee(input) || is_key_in_range_only(input)
+        })
+    }
+}
+
+/// Whether the instruction `inst` carries metadata of kind `kind`.
+pub(crate) unsafe fn has_metadata(inst: LLVMValueRef, kind: &str) -> bool {
+    // SAFETY: a metadata read on a valid instruction; the kind is passed with its length.
+    unsafe {
+        let context = LLVMGetTypeContext(LLVMTypeOf(inst));
+        !LLVMGetMetadata(inst, LLVMGetMDKindIDInContext(context, kind.as_ptr().cast(), kind.len() as u32))
+            .is_null()
+    }
+}
+
+/// Whether `value` is the key of a translation the loop cache made look up only a key in the
+/// table's range (cached or guarded): where the cache's phi picks the key itself, the key is
+/// outside the range and so a device address.
+pub(crate) unsafe fn is_key_in_range_only(value: LLVMValueRef) -> bool {
+    // SAFETY: use-list, operand and metadata reads on valid values.
+    unsafe {
+        let mut using = LLVMGetFirstUse(value);
+        while !using.is_null() {
+            let user = LLVMGetUser(using);
+            using = LLVMGetNextUse(using);
+            if LLVMIsACallInst(user).is_null()
+                || LLVMGetNumArgOperands(user) != 1
+                || LLVMGetOperand(user, 0) != value
+            {
+                continue;
+            }
+            if value_name_bytes(LLVMGetCalledValue(user)).is_some_and(|n| n == TRANSLATE.to_bytes())
+                && (has_metadata(user, CACHED_TRANSLATION) || has_metadata(user, GUARDED_TRANSLATION))
+            {
+                return true;
+            }
+        }
+        false
     }
 }
 

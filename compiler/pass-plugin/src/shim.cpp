@@ -164,29 +164,66 @@ void omptarget_indirect_remark(unsigned kind, LLVMValueRef anchor, const char *n
     emitRemark(kind, F, name, message);
 }
 
-// The loop cache (src/loop_cache.rs has the policy): each translation of a vtable pointer in
-// `function` that is inside a loop and whose key is not invariant in its innermost loop becomes
-//   key == last_key ? last_result
-//   : (last_key = key, last_result = in_range(key) ? translate(key) : key)
-// where in_range compares with the installed table's first and last keys, read at function entry
-// (__omptarget_indirect_first_key / _last_key: every other pointer translates to itself); last_key
-// and last_result are registers carried around the loop (null at function entry:
-// translate(null) is null). Writes the cached calls (still the calls of the miss path) to
-// `cached`, at most `capacity`, and returns how many.
+} // extern "C"
+
+namespace {
+
+// Marks a call already cached or guarded: a module optimized twice keeps one of each per
+// translation (src/pass.rs: CACHED_TRANSLATION, GUARDED_TRANSLATION).
+constexpr const char *CachedKind = "omptarget-indirect.cached";
+constexpr const char *GuardedKind = "omptarget-indirect.guarded";
+// Marks the translations of vtable pointers (src/pass.rs, VTABLE_TRANSLATION): the ones cached.
+constexpr const char *VtableKind = "omptarget-indirect.vtable";
+
+// Makes the translation `Call` run only for a key in [First, Last] (any other pointer translates
+// to itself): the call moves into a block of its own before `At`, and the returned phi at `At`,
+// which now has every use the call had, is its result or the key.
+PHINode *lookUpInRangeOnly(CallInst *Call, Instruction *At, Value *First, Value *Last) {
+  IRBuilder<> B(At);
+  Value *Key = Call->getArgOperand(0);
+  Value *Word = B.CreatePtrToInt(Key, B.getInt64Ty());
+  Value *InRange =
+      B.CreateAnd(B.CreateICmpUGE(Word, First), B.CreateICmpULE(Word, Last), "translation.in_range");
+  BasicBlock *Head = B.GetInsertBlock();
+  Instruction *LookUp = SplitBlockAndInsertIfThen(InRange, At, false);
+  BasicBlock *Tail = LookUp->getSuccessor(0);
+  Call->moveBefore(*LookUp->getParent(), LookUp->getIterator());
+  PHINode *Found = PHINode::Create(Call->getType(), 2, "translation.found");
+  Found->insertBefore(Tail->begin());
+  Call->replaceAllUsesWith(Found);
+  Found->addIncoming(Call, LookUp->getParent());
+  Found->addIncoming(Key, Head);
+  for (BasicBlock *BB : {Head, LookUp->getParent()})
+    for (Instruction &I : *BB)
+      if (!I.getDebugLoc())
+        I.setDebugLoc(Call->getDebugLoc());
+  return Found;
+}
+
+} // namespace
+
+extern "C" {
+
+// The loop cache and its guard (src/loop_cache.rs has the policy). Each translation in
+// `function` that is inside a loop and whose key is not invariant in its innermost loop:
+// - of a vtable pointer, becomes
+//     key == last_key ? last_result
+//     : (last_key = key, last_result = in_range(key) ? translate(key) : key)
+//   with last_key and last_result registers carried around the loop (null at function entry:
+//   translate(null) is null);
+// - of a function pointer, becomes in_range(key) ? translate(key) : key.
+// in_range compares with the installed table's first and last keys, read at function entry
+// (__omptarget_indirect_first_key / _last_key, device-rtl/src/exports.rs: every other pointer
+// translates to itself). Writes the calls changed (still the calls of the lookup) to `changed`,
+// at most `capacity`, and returns how many; the cached ones carry CachedKind, the guarded ones
+// GuardedKind.
 unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueRef translate,
-                                               LLVMValueRef *cached, unsigned capacity) {
-  // Marks a call already cached: a module optimized twice keeps one cache per translation.
-  const char *CachedKind = "omptarget-indirect.cached";
-  // The device library's bounds of the installed table's keys (device-rtl/src/exports.rs).
-  const char *FirstKeyName = "__omptarget_indirect_first_key", *LastKeyName = "__omptarget_indirect_last_key";
-  // Marks the translations of vtable pointers (src/pass.rs, VTABLE_TRANSLATION): the only ones
-  // cached.
-  const char *VtableKind = "omptarget-indirect.vtable";
+                                               LLVMValueRef *changed, unsigned capacity) {
   Function &F = *cast<Function>(unwrap(function));
   auto *Translate = cast<Function>(unwrap(translate));
   if (F.isDeclaration())
     return 0;
-  SmallVector<CallInst *, 8> Sites;
+  SmallVector<CallInst *, 8> Sites, Guards;
   {
     DominatorTree DT(F);
     LoopInfo LI(DT);
@@ -194,29 +231,34 @@ unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueR
       for (Instruction &I : BB) {
         auto *Call = dyn_cast<CallInst>(&I);
         if (!Call || Call->getCalledOperand() != Translate || Call->arg_size() != 1 ||
-            !Call->getMetadata(VtableKind) || Call->getMetadata(CachedKind) || Sites.size() == capacity)
+            Call->getMetadata(CachedKind) || Call->getMetadata(GuardedKind) ||
+            Sites.size() + Guards.size() == capacity)
           continue;
         Loop *L = LI.getLoopFor(&BB);
         if (L && !L->isLoopInvariant(Call->getArgOperand(0)))
-          Sites.push_back(Call);
+          (Call->getMetadata(VtableKind) ? Sites : Guards).push_back(Call);
       }
   }
-  if (Sites.empty())
+  if (Sites.empty() && Guards.empty())
     return 0;
   IRBuilder<> Entry(&*F.getEntryBlock().getFirstInsertionPt());
   // The range of the installed table's keys, read once per call of the function (as pure as the
   // translation: the table does not change during a kernel).
-  Type *Word = Entry.getInt64Ty();
   auto RangeEnd = [&](const char *Name) {
-    FunctionCallee End = F.getParent()->getOrInsertFunction(Name, FunctionType::get(Word, false));
+    FunctionCallee End = F.getParent()->getOrInsertFunction(Name, FunctionType::get(Entry.getInt64Ty(), false));
     if (auto *Declared = dyn_cast<Function>(End.getCallee()); Declared && Declared->isDeclaration())
       Declared->addFnAttrs(AttrBuilder(F.getContext(), Translate->getAttributes().getFnAttrs()));
     return Entry.CreateCall(End);
   };
-  Value *FirstKey = RangeEnd(FirstKeyName), *LastKey = RangeEnd(LastKeyName);
+  Value *FirstKey = RangeEnd("__omptarget_indirect_first_key"), *LastKey = RangeEnd("__omptarget_indirect_last_key");
+  unsigned Count = 0;
+  for (CallInst *Call : Guards) {
+    lookUpInRangeOnly(Call, Call, FirstKey, LastKey);
+    Call->setMetadata(GuardedKind, MDNode::get(F.getContext(), {}));
+    changed[Count++] = wrap(Call);
+  }
   SmallVector<AllocaInst *, 16> Slots;
   SmallVector<PHINode *, 8> Results;
-  unsigned Count = 0;
   for (CallInst *Call : Sites) {
     Type *Ptr = Call->getType();
     Value *Key = Call->getArgOperand(0);
@@ -232,35 +274,25 @@ unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueR
                                   MDBuilder(F.getContext()).createBranchWeights(1000, 1));
     BasicBlock *Tail = Call->getParent();
     // The miss path looks up only a key in the table's range: any other pointer (a vtable of the
-    // device: an object built in device code) translates to itself, for a compare and no call.
-    IRBuilder<> Miss(MissEnd);
-    Value *Word64 = Miss.CreatePtrToInt(Key, Word);
-    Value *InRange = Miss.CreateAnd(Miss.CreateICmpUGE(Word64, FirstKey), Miss.CreateICmpULE(Word64, LastKey),
-                                    "translation.in_range");
-    Instruction *LookUp = SplitBlockAndInsertIfThen(InRange, MissEnd, false);
-    Call->moveBefore(*LookUp->getParent(), LookUp->getIterator());
-    Miss.SetInsertPoint(MissEnd);
-    PHINode *Found = Miss.CreatePHI(Ptr, 2, "translation.found");
-    Found->addIncoming(Call, LookUp->getParent());
-    Found->addIncoming(Key, cast<Instruction>(InRange)->getParent());
+    // device: an object built in device code) is its own answer, for a compare and no call.
+    PHINode *Found = lookUpInRangeOnly(Call, MissEnd, FirstKey, LastKey);
     PHINode *Result = PHINode::Create(Ptr, 2, "translated");
     Result->insertBefore(Tail->begin());
-    Call->replaceAllUsesWith(Result);
-    Found->setIncomingValue(0, Call);
+    Found->replaceAllUsesWith(Result);
     IRBuilder<> Hit(HitEnd);
     Result->addIncoming(Hit.CreateLoad(Ptr, LastResult), HitEnd->getParent());
-    Result->addIncoming(Found, MissEnd->getParent());
+    Result->addIncoming(Found, Found->getParent());
+    IRBuilder<> Miss(MissEnd);
     Miss.CreateStore(Key, LastKeyOf);
     Miss.CreateStore(Found, LastResult);
-    for (BasicBlock *BB : {HitEnd->getParent(), cast<Instruction>(InRange)->getParent(), LookUp->getParent(),
-                           MissEnd->getParent()})
+    for (BasicBlock *BB : {HitEnd->getParent(), MissEnd->getParent()})
       for (Instruction &I : *BB)
         I.setDebugLoc(Call->getDebugLoc());
     Slots.push_back(LastKeyOf);
     Slots.push_back(LastResult);
     Results.push_back(Result);
     Call->setMetadata(CachedKind, MDNode::get(F.getContext(), {}));
-    cached[Count++] = wrap(Call);
+    changed[Count++] = wrap(Call);
   }
   DominatorTree DT(F);
   PromoteMemToReg(Slots, DT);

@@ -33,8 +33,8 @@ use crate::llvm::prelude::*;
 use crate::llvm::target::{LLVMABISizeOfType, LLVMGetModuleDataLayout};
 use crate::llvm::{LLVMLinkage, LLVMTypeKind, LLVMVisibility};
 use crate::pass::{
-    device_global_of, is_translation, keep, picks_only, value_name_bytes, Key, Pass, Phase,
-    CACHED_TRANSLATION, TRANSLATE, VTABLE_TRANSLATION,
+    device_global_of, has_metadata, is_key_in_range_only, is_translation, keep, picks_only, value_name_bytes,
+    Key, Pass, Phase, TRANSLATE, VTABLE_TRANSLATION,
 };
 use crate::remarks::Kind;
 
@@ -209,25 +209,13 @@ unsafe fn translates_vtable_loads(value: LLVMValueRef) -> bool {
             // Marked when inserted, and the optimizer (which runs only where clang tags vtable
             // loads) has since replaced the load it translated: an object built in the same
             // function, its vtable's address stored, then loaded.
-            let optimized = LLVMIsALoadInst(translated).is_null()
-                && !LLVMGetMetadata(call, kind_id(context, VTABLE_TRANSLATION)).is_null();
+            let optimized = LLVMIsALoadInst(translated).is_null() && has_metadata(call, VTABLE_TRANSLATION);
             optimized || tagged_vtable_load(context, translated)
         };
         // The loop cache's miss path answers a key outside the table's range with the key itself
-        // (a device vtable): the key of a cached translation is one of its results.
-        let cached_key = |input: LLVMValueRef| {
-            users(input).into_iter().any(|user| {
-                is_translation_call(user)
-                    && LLVMGetOperand(user, 0) == input
-                    && !LLVMGetMetadata(
-                        user,
-                        kind_id(LLVMGetTypeContext(LLVMTypeOf(user)), CACHED_TRANSLATION),
-                    )
-                    .is_null()
-            })
-        };
+        // (a device vtable).
         picks_only(value, &mut Default::default(), &of_tagged_load, &|input| {
-            !LLVMIsAConstantPointerNull(input).is_null() || cached_key(input)
+            !LLVMIsAConstantPointerNull(input).is_null() || is_key_in_range_only(input)
         })
     }
 }
@@ -271,7 +259,7 @@ unsafe fn tagged_vtable_load(context: LLVMContextRef, inst: LLVMValueRef) -> boo
         if LLVMIsALoadInst(inst).is_null() {
             return false;
         }
-        if !LLVMGetMetadata(inst, kind_id(context, "invariant.group")).is_null() {
+        if has_metadata(inst, "invariant.group") {
             return true;
         }
         let tag = LLVMGetMetadata(inst, kind_id(context, "tbaa"));
