@@ -126,7 +126,7 @@ impl Pass<'_> {
                 }
                 global = LLVMGetNextGlobal(global);
             }
-            let prints = self.target_prints();
+            let prints = self.on_x86_64();
             for function in vtable_slots {
                 // Removed before the function is deleted: a later function may reuse its address.
                 let Some(reason) = missing.remove(&function) else { continue };
@@ -158,7 +158,7 @@ impl Pass<'_> {
         unsafe {
             let mut missing = HashMap::new();
             let mut undefined = Vec::new();
-            let x86_64 = self.target_prints();
+            let x86_64 = self.on_x86_64();
             let provides = |name: &[u8]| {
                 runtime_provides(name, x86_64)
                     || query.is_some_and(|query| query(name.as_ptr().cast(), name.len()) == 1)
@@ -218,16 +218,6 @@ impl Pass<'_> {
                 }
             }
             missing
-        }
-    }
-
-    /// Whether device code of this module can write to the standard error stream (the x86_64
-    /// device, which runs in the host process).
-    unsafe fn target_prints(&self) -> bool {
-        // SAFETY: the module's triple is a NUL-terminated string it owns.
-        unsafe {
-            let triple = std::ffi::CStr::from_ptr(LLVMGetTarget(self.module));
-            triple.to_bytes().starts_with(b"x86_64")
         }
     }
 

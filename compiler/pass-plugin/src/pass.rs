@@ -136,6 +136,13 @@ pub(crate) enum TranslationFunction {
 }
 
 impl Pass<'_> {
+    /// Whether the module is for the x86_64 device, which runs in the host process (its code can
+    /// write to the standard error stream, and a CPU predicts its branches).
+    pub(crate) unsafe fn on_x86_64(&self) -> bool {
+        // SAFETY: the module's triple is a NUL-terminated string it owns.
+        unsafe { std::ffi::CStr::from_ptr(LLVMGetTarget(self.module)).to_bytes().starts_with(b"x86_64") }
+    }
+
     /// Builds `translate(value)` before the instruction `before`: through the generic address
     /// space and back when `value` is a pointer in another address space of the same size
     /// (amdgcn loads vtable slots as global, AS 1). Returns the translated value and the

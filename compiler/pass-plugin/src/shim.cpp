@@ -214,10 +214,11 @@ extern "C" {
 // - of a function pointer, becomes in_range(key) ? translate(key) : key.
 // in_range compares with the installed table's first and last keys, read at function entry
 // (__omptarget_indirect_first_key / _last_key, device-rtl/src/exports.rs: every other pointer
-// translates to itself). Writes the calls changed (still the calls of the lookup) to `changed`,
+// translates to itself); without `key_range` there is no such test (the cache's miss path calls
+// the lookup, function pointers are left as they are). Writes the calls changed (still the calls of the lookup) to `changed`,
 // at most `capacity`, and returns how many; the cached ones carry CachedKind, the guarded ones
 // GuardedKind.
-unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueRef translate,
+unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueRef translate, bool key_range,
                                                LLVMValueRef *changed, unsigned capacity) {
   Function &F = *cast<Function>(unwrap(function));
   auto *Translate = cast<Function>(unwrap(translate));
@@ -235,8 +236,12 @@ unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueR
             Sites.size() + Guards.size() == capacity)
           continue;
         Loop *L = LI.getLoopFor(&BB);
-        if (L && !L->isLoopInvariant(Call->getArgOperand(0)))
-          (Call->getMetadata(VtableKind) ? Sites : Guards).push_back(Call);
+        if (!L || L->isLoopInvariant(Call->getArgOperand(0)))
+          continue;
+        if (Call->getMetadata(VtableKind))
+          Sites.push_back(Call);
+        else if (key_range)
+          Guards.push_back(Call);
       }
   }
   if (Sites.empty() && Guards.empty())
@@ -250,7 +255,8 @@ unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueR
       Declared->addFnAttrs(AttrBuilder(F.getContext(), Translate->getAttributes().getFnAttrs()));
     return Entry.CreateCall(End);
   };
-  Value *FirstKey = RangeEnd("__omptarget_indirect_first_key"), *LastKey = RangeEnd("__omptarget_indirect_last_key");
+  Value *FirstKey = key_range ? RangeEnd("__omptarget_indirect_first_key") : nullptr;
+  Value *LastKey = key_range ? RangeEnd("__omptarget_indirect_last_key") : nullptr;
   unsigned Count = 0;
   for (CallInst *Call : Guards) {
     lookUpInRangeOnly(Call, Call, FirstKey, LastKey);
@@ -273,15 +279,20 @@ unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueR
     SplitBlockAndInsertIfThenElse(Same, Call, &HitEnd, &MissEnd,
                                   MDBuilder(F.getContext()).createBranchWeights(1000, 1));
     BasicBlock *Tail = Call->getParent();
-    // The miss path looks up only a key in the table's range: any other pointer (a vtable of the
-    // device: an object built in device code) is its own answer, for a compare and no call.
-    PHINode *Found = lookUpInRangeOnly(Call, MissEnd, FirstKey, LastKey);
+    // With key_range, the miss path looks up only a key in the table's range: any other pointer
+    // (a vtable of the device: an object built in device code) is its own answer, for a compare
+    // and no call.
+    Value *Found = Call;
+    if (key_range)
+      Found = lookUpInRangeOnly(Call, MissEnd, FirstKey, LastKey);
+    else
+      Call->moveBefore(*MissEnd->getParent(), MissEnd->getIterator());
     PHINode *Result = PHINode::Create(Ptr, 2, "translated");
     Result->insertBefore(Tail->begin());
     Found->replaceAllUsesWith(Result);
     IRBuilder<> Hit(HitEnd);
     Result->addIncoming(Hit.CreateLoad(Ptr, LastResult), HitEnd->getParent());
-    Result->addIncoming(Found, Found->getParent());
+    Result->addIncoming(Found, MissEnd->getParent());
     IRBuilder<> Miss(MissEnd);
     Miss.CreateStore(Key, LastKeyOf);
     Miss.CreateStore(Found, LastResult);
