@@ -52,11 +52,26 @@ pub static mut __omp_offloading_fptr_index: FptrIndex = FptrIndex::NONE;
 /// (or be null / 0), and an index that names the table must be well formed.
 #[no_mangle]
 pub unsafe extern "C" fn __kmpc_target_translate_fptr(fn_ptr: *mut c_void) -> *mut c_void {
-    // SAFETY: plain reads of the globals; the runtimes write them only while no kernel of this
-    // image runs. The tables' and the index's validity is this function's precondition.
+    // SAFETY: the tables' and the index's validity is this function's precondition.
+    unsafe {
+        let (ours, llvm, index) = installed();
+        translate_first_installed(ours, llvm, index, fn_ptr)
+    }
+}
+
+/// The two tables the runtimes may install (this project's globals, then LLVM's device
+/// environment) and our index, as [`translate_first_installed`] and [`key_range_first_installed`]
+/// take them.
+///
+/// # Safety
+/// Plain reads of the globals: the runtimes write them only while no kernel of this image runs.
+#[inline(always)]
+unsafe fn installed(
+) -> (InstalledTable<'static, *const FptrMapEntry>, InstalledTable<'static, u64>, &'static FptrIndex) {
+    // SAFETY: references to statics, read while no runtime writes them (the caller's guarantee).
     unsafe {
         let environment = &*addr_of!(__omp_rtl_device_environment);
-        translate_first_installed(
+        (
             InstalledTable {
                 table: &*addr_of!(__omp_offloading_fptr_map_p),
                 size: &*addr_of!(__omp_offloading_fptr_map_size),
@@ -66,7 +81,6 @@ pub unsafe extern "C" fn __kmpc_target_translate_fptr(fn_ptr: *mut c_void) -> *m
                 size: &environment.indirect_call_table_size,
             },
             &*addr_of!(__omp_offloading_fptr_index),
-            fn_ptr,
         )
     }
 }
@@ -101,20 +115,10 @@ pub unsafe extern "C" fn __omptarget_indirect_last_key() -> u64 {
 /// As for [`__kmpc_target_translate_fptr`].
 #[inline(always)]
 unsafe fn installed_key_range() -> (u64, u64) {
-    // SAFETY: plain reads of the globals, under __kmpc_target_translate_fptr's precondition.
+    // SAFETY: as for __kmpc_target_translate_fptr.
     unsafe {
-        let environment = &*addr_of!(__omp_rtl_device_environment);
-        key_range_first_installed(
-            InstalledTable {
-                table: &*addr_of!(__omp_offloading_fptr_map_p),
-                size: &*addr_of!(__omp_offloading_fptr_map_size),
-            },
-            InstalledTable {
-                table: &environment.indirect_call_table,
-                size: &environment.indirect_call_table_size,
-            },
-            &*addr_of!(__omp_offloading_fptr_index),
-        )
+        let (ours, llvm, index) = installed();
+        key_range_first_installed(ours, llvm, index)
     }
 }
 

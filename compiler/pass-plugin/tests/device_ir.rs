@@ -89,7 +89,7 @@ fn check(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Res
                 let source = workspace.join("tests/e2e").join(unit.source);
                 let mut flags = vec![level, "-Rpass=omptarget-indirect"];
                 flags.extend(unit.flags);
-                let (text, remarks) = device_ir(toolchain, target, &source, &flags, &ir)?;
+                let (text, remarks) = device_ir(toolchain, target, &source, &flags, &ir, true)?;
                 let what =
                     format!("{} {level} for {} (clang {})", unit.source, target.name, toolchain.llvm.major());
                 let (calls, missing) = indirect_calls(&text);
@@ -129,21 +129,24 @@ fn ir_dir(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Pa
     workspace.join("target/tests/pass-ir").join(format!("llvm{}", toolchain.llvm.major())).join(&target.name)
 }
 
-/// Compiles `source`'s device code for `target` with the pass plugin and `flags` into textual IR
-/// at `ir`; returns the IR and what clang printed on stderr (the remarks).
+/// Compiles `source`'s device code for `target` with the project (its configuration file: the
+/// plugins) or stock, and `flags`, into textual IR at `ir`; returns the IR and what clang printed
+/// on stderr (the remarks).
 fn device_ir(
     toolchain: &Toolchain,
     target: &OffloadTarget,
     source: &Path,
     flags: &[&str],
     ir: &Path,
+    project: bool,
 ) -> Result<(String, String)> {
     let name = source.to_string_lossy();
+    let plugins = if project { toolchain.pass_plugin_args_for(&name) } else { Vec::new() };
     let compiled = cmd::output(
         Command::new(toolchain.compiler(&name))
             .args(module_dir_args(&name, ir.parent().unwrap_or(ir)))
             .args(toolchain.offload_args_for(target, &name))
-            .args(toolchain.pass_plugin_args_for(&name))
+            .args(plugins)
             .args(["--offload-device-only", "-emit-llvm", "-S"])
             .args(flags)
             .arg(source)
@@ -291,7 +294,7 @@ fn check_hoisting(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarge
     std::fs::create_dir_all(&out)?;
     let ir = out.join("translation_loops-O2.ll");
     let source = workspace.join("tests/bench/translation_loops.c");
-    let (text, _) = device_ir(toolchain, target, &source, &["-O2", "-DVARIANT=translated"], &ir)?;
+    let (text, _) = device_ir(toolchain, target, &source, &["-O2", "-DVARIANT=translated"], &ir, true)?;
     let invariant = placement(&text, "invariant_loop_translated")?;
     ensure!(
         invariant == Placement::BeforeTheLoop,
@@ -310,7 +313,7 @@ fn check_hoisting(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarge
     // A virtual call in a loop over objects: the vtable pointer's translation is cached.
     let ir = out.join("virtual_sweeps-O2.ll");
     let source = workspace.join("tests/bench/virtual_sweeps.cpp");
-    let (text, _) = device_ir(toolchain, target, &source, &["-O2", "-DVARIANT=translated"], &ir)?;
+    let (text, _) = device_ir(toolchain, target, &source, &["-O2", "-DVARIANT=translated"], &ir, true)?;
     let sweep = placement(&text, "_Z25virtual_sweeps_translatedPKPK2Opll")?;
     ensure!(
         sweep == Placement::Cached,
@@ -332,9 +335,11 @@ fn check_devirtualized(workspace: &Path, toolchain: &Toolchain, target: &Offload
     let out = ir_dir(workspace, toolchain, target);
     std::fs::create_dir_all(&out)?;
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/devirtualizable.cpp");
-    let (project, _) = device_ir(toolchain, target, &source, &["-O2"], &out.join("devirtualizable-O2.ll"))?;
-    let stock =
-        stock_device_ir(toolchain, target, &source, &["-O2"], &out.join("devirtualizable-stock-O2.ll"))?;
+    let compile = |file: &str, project: bool| {
+        device_ir(toolchain, target, &source, &["-O2"], &out.join(file), project).map(|(ir, _)| ir)
+    };
+    let (project, stock) =
+        (compile("devirtualizable-O2.ll", true)?, compile("devirtualizable-stock-O2.ll", false)?);
     // In definition order, which the two compiles need not share.
     let kernels = |ir: &str| -> Vec<String> {
         let mut kernels: Vec<String> = functions(ir)
@@ -363,27 +368,6 @@ fn check_devirtualized(workspace: &Path, toolchain: &Toolchain, target: &Offload
          devirtualized and folded as stock clang does: no translation left",
         project.len()
     ))
-}
-
-/// [`device_ir`] without the project: stock clang's device IR.
-fn stock_device_ir(
-    toolchain: &Toolchain,
-    target: &OffloadTarget,
-    source: &Path,
-    flags: &[&str],
-    ir: &Path,
-) -> Result<String> {
-    let name = source.to_string_lossy();
-    cmd::output(
-        Command::new(toolchain.compiler(&name))
-            .args(toolchain.offload_args_for(target, &name))
-            .args(["--offload-device-only", "-emit-llvm", "-S"])
-            .args(flags)
-            .arg(source)
-            .arg("-o")
-            .arg(ir),
-    )?;
-    Ok(String::from_utf8_lossy(&cmd::read(ir)?).into_owned())
 }
 
 /// A function's text without its metadata attachments (`, !tbaa !12`, ` !dbg !3`) and attribute
