@@ -140,11 +140,14 @@ impl Pass<'_> {
                 if function.is_null() {
                     continue;
                 }
-                // Calls only: erasing an invoke would drop the branch it ends its block with.
-                let calls = direct_calls(function, 1).into_iter().filter(|&call| {
-                    !LLVMIsACallInst(call).is_null()
-                        && within.is_none_or(|f| LLVMGetBasicBlockParent(LLVMGetInstructionParent(call)) == f)
-                });
+                // Calls only: erasing an invoke would drop the branch it ends its block with. In one
+                // function (the peephole step, run after every instruction combining), its own
+                // instructions rather than every use in the module.
+                let candidates = match within {
+                    Some(f) => calls_of(f, function),
+                    None => direct_calls(function, 1),
+                };
+                let calls = candidates.into_iter().filter(|&call| !LLVMIsACallInst(call).is_null());
                 for call in calls {
                     let operand = LLVMGetOperand(call, 0);
                     if !translates_to_itself(operand) || LLVMTypeOf(operand) != LLVMTypeOf(call) {
@@ -268,6 +271,29 @@ impl Pass<'_> {
             });
             true
         }
+    }
+}
+
+/// The calls in `function` of `callee` with one argument.
+unsafe fn calls_of(function: LLVMValueRef, callee: LLVMValueRef) -> Vec<LLVMValueRef> {
+    // SAFETY: a walk over the blocks and instructions of a valid function.
+    unsafe {
+        let mut calls = Vec::new();
+        let mut block = LLVMGetFirstBasicBlock(function);
+        while !block.is_null() {
+            let mut inst = LLVMGetFirstInstruction(block);
+            while !inst.is_null() {
+                if !LLVMIsACallInst(inst).is_null()
+                    && LLVMGetCalledValue(inst) == callee
+                    && LLVMGetNumArgOperands(inst) == 1
+                {
+                    calls.push(inst);
+                }
+                inst = LLVMGetNextInstruction(inst);
+            }
+            block = LLVMGetNextBasicBlock(block);
+        }
+        calls
     }
 }
 
