@@ -215,9 +215,9 @@ extern "C" {
 // in_range compares with the installed table's first and last keys, read at function entry
 // (__omptarget_indirect_first_key / _last_key, device-rtl/src/exports.rs: every other pointer
 // translates to itself); without `key_range` there is no such test (the cache's miss path calls
-// the lookup, function pointers are left as they are). Writes the calls changed (still the calls of the lookup) to `changed`,
-// at most `capacity`, and returns how many; the cached ones carry CachedKind, the guarded ones
-// GuardedKind.
+// the lookup, function pointers are left as they are). Writes the calls changed (still the calls
+// of the lookup) to `changed`, at most `capacity`, and returns how many; the cached ones carry
+// CachedKind, the guarded ones GuardedKind.
 unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueRef translate, bool key_range,
                                                LLVMValueRef *changed, unsigned capacity) {
   Function &F = *cast<Function>(unwrap(function));
