@@ -27,7 +27,7 @@ use std::ffi::{c_char, c_int};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::{LLVMLinkage, LLVMValueKind};
-use crate::pass::{value_name, value_name_bytes, Pass};
+use crate::pass::{instructions, value_name, value_name_bytes, Pass};
 use crate::remarks::Kind;
 
 /// The stub of function `f` is named this prefix followed by `f`'s name.
@@ -146,7 +146,7 @@ impl Pass<'_> {
                     ),
                 });
             }
-            delete_unused(self.module, &mut missing);
+            delete_unused(&mut missing);
         }
     }
 
@@ -304,16 +304,10 @@ unsafe fn referenced_globals(function: LLVMValueRef) -> HashSet<LLVMValueRef> {
     unsafe {
         let mut found = HashSet::new();
         let mut seen_constants = HashSet::new();
-        let mut block = LLVMGetFirstBasicBlock(function);
-        while !block.is_null() {
-            let mut instruction = LLVMGetFirstInstruction(block);
-            while !instruction.is_null() {
-                for index in 0..LLVMGetNumOperands(instruction).max(0) as u32 {
-                    collect_globals(LLVMGetOperand(instruction, index), &mut found, &mut seen_constants);
-                }
-                instruction = LLVMGetNextInstruction(instruction);
+        for instruction in instructions(function) {
+            for index in 0..LLVMGetNumOperands(instruction).max(0) as u32 {
+                collect_globals(LLVMGetOperand(instruction, index), &mut found, &mut seen_constants);
             }
-            block = LLVMGetNextBasicBlock(block);
         }
         found
     }
@@ -346,7 +340,7 @@ unsafe fn collect_globals(
 /// Deletes the `missing` functions and variables that nothing uses any longer and that the
 /// module may drop (discardable definitions, declarations), again until none is left: what the
 /// stubbed functions alone reached.
-unsafe fn delete_unused(module: LLVMModuleRef, missing: &mut HashMap<LLVMValueRef, Missing>) {
+unsafe fn delete_unused(missing: &mut HashMap<LLVMValueRef, Missing>) {
     // SAFETY: each value is deleted once, when it has no uses (so no dangling reference remains),
     // and leaves `missing` first (a value created later may reuse its address).
     unsafe {
@@ -362,33 +356,27 @@ unsafe fn delete_unused(module: LLVMModuleRef, missing: &mut HashMap<LLVMValueRe
                         | LLVMAvailableExternallyLinkage
                 )
         };
+        // Until nothing more can go: deleting a value may leave what only it used unused.
         loop {
-            let mut deleted = false;
-            let mut function = LLVMGetFirstFunction(module);
-            while !function.is_null() {
-                let next = LLVMGetNextFunction(function);
-                if missing.contains_key(&function)
-                    && LLVMGetFirstUse(function).is_null()
-                    && droppable(function)
-                {
-                    missing.remove(&function);
-                    LLVMDeleteFunction(function);
-                    deleted = true;
-                }
-                function = next;
-            }
-            let mut global = LLVMGetFirstGlobal(module);
-            while !global.is_null() {
-                let next = LLVMGetNextGlobal(global);
-                if missing.contains_key(&global) && LLVMGetFirstUse(global).is_null() && droppable(global) {
-                    missing.remove(&global);
-                    LLVMDeleteGlobal(global);
-                    deleted = true;
-                }
-                global = next;
-            }
-            if !deleted {
+            let unused: Vec<LLVMValueRef> = missing
+                .keys()
+                .copied()
+                .filter(|&value| {
+                    LLVMGetFirstUse(value).is_null()
+                        && droppable(value)
+                        && (!LLVMIsAFunction(value).is_null() || !LLVMIsAGlobalVariable(value).is_null())
+                })
+                .collect();
+            if unused.is_empty() {
                 break;
+            }
+            for value in unused {
+                missing.remove(&value);
+                if LLVMIsAFunction(value).is_null() {
+                    LLVMDeleteGlobal(value);
+                } else {
+                    LLVMDeleteFunction(value);
+                }
             }
         }
     }

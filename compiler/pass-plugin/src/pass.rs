@@ -329,23 +329,12 @@ pub(crate) unsafe fn has_metadata(inst: LLVMValueRef, kind: &str) -> bool {
 pub(crate) unsafe fn is_key_in_range_only(value: LLVMValueRef) -> bool {
     // SAFETY: use-list, operand and metadata reads on valid values.
     unsafe {
-        let mut using = LLVMGetFirstUse(value);
-        while !using.is_null() {
-            let user = LLVMGetUser(using);
-            using = LLVMGetNextUse(using);
-            if LLVMIsACallInst(user).is_null()
-                || LLVMGetNumArgOperands(user) != 1
-                || LLVMGetOperand(user, 0) != value
-            {
-                continue;
-            }
-            if value_name_bytes(LLVMGetCalledValue(user)).is_some_and(|n| n == TRANSLATE.to_bytes())
+        users(value).into_iter().any(|user| {
+            is_translation_call(user)
+                && LLVMGetNumArgOperands(user) == 1
+                && LLVMGetOperand(user, 0) == value
                 && (has_metadata(user, CACHED_TRANSLATION) || has_metadata(user, GUARDED_TRANSLATION))
-            {
-                return true;
-            }
-        }
-        false
+        })
     }
 }
 
@@ -404,10 +393,7 @@ pub(crate) unsafe fn holds_only_device_addresses(value: LLVMValueRef) -> bool {
         let mut places = vec![variable];
         let mut stored = false;
         while let Some(place) = places.pop() {
-            let mut using = LLVMGetFirstUse(place);
-            while !using.is_null() {
-                let user = LLVMGetUser(using);
-                using = LLVMGetNextUse(using);
+            for user in users(place) {
                 if !LLVMIsALoadInst(user).is_null() {
                     continue;
                 }
@@ -502,6 +488,52 @@ pub(crate) unsafe fn keep(module: LLVMModuleRef, context: LLVMContextRef, global
         LLVMSetLinkage(used, LLVMLinkage::LLVMAppendingLinkage);
         LLVMSetSection(used, c"llvm.metadata".as_ptr());
     }
+}
+
+/// Whether `value` is a call of `__kmpc_target_translate_fptr`.
+pub(crate) unsafe fn is_translation_call(value: LLVMValueRef) -> bool {
+    // SAFETY: type queries and name reads on a valid value.
+    unsafe {
+        !LLVMIsACallInst(value).is_null()
+            && value_name_bytes(LLVMGetCalledValue(value)).is_some_and(|name| name == TRANSLATE.to_bytes())
+    }
+}
+
+/// The users of `value`.
+pub(crate) unsafe fn users(value: LLVMValueRef) -> Vec<LLVMValueRef> {
+    // SAFETY: use-list walk on a valid value.
+    unsafe {
+        let mut out = Vec::new();
+        let mut using = LLVMGetFirstUse(value);
+        while !using.is_null() {
+            out.push(LLVMGetUser(using));
+            using = LLVMGetNextUse(using);
+        }
+        out
+    }
+}
+
+/// The instructions of `function`, block by block, read as the walk goes.
+///
+/// # Safety
+/// `function` must be a valid function whose blocks and instructions nothing adds or removes
+/// while the iterator is in use (callers collect what they change first).
+pub(crate) unsafe fn instructions(function: LLVMValueRef) -> impl Iterator<Item = LLVMValueRef> {
+    // SAFETY: the first block of a valid function (null if it has none).
+    let mut block = unsafe { LLVMGetFirstBasicBlock(function) };
+    let mut inst: LLVMValueRef = std::ptr::null_mut();
+    std::iter::from_fn(move || {
+        // SAFETY: blocks and instructions of the function, unchanged during the walk (the
+        // caller's guarantee).
+        unsafe {
+            inst = if inst.is_null() { std::ptr::null_mut() } else { LLVMGetNextInstruction(inst) };
+            while inst.is_null() && !block.is_null() {
+                inst = LLVMGetFirstInstruction(block);
+                block = LLVMGetNextBasicBlock(block);
+            }
+        }
+        (!inst.is_null()).then_some(inst)
+    })
 }
 
 /// The calls and invokes of `function` itself (not other uses of it, such as its address stored

@@ -41,9 +41,9 @@ use crate::remarks::{Kind, Remarks};
 use crate::vtables;
 
 use crate::pass::{
-    device_global_of, direct_calls, holds_only_device_addresses, is_known_callee, is_translation,
-    pure_attributes, translates_to_itself, value_name, value_name_bytes, Key, Pass, Phase, Summary,
-    TranslationFunction,
+    device_global_of, direct_calls, holds_only_device_addresses, instructions, is_known_callee,
+    is_translation, pure_attributes, translates_to_itself, value_name, value_name_bytes, Key, Pass, Phase,
+    Summary, TranslationFunction,
 };
 pub use crate::pass::{LLVM_LOOKUP, TRANSLATE};
 /// The module flag clang sets on every OpenMP device module (`-fopenmp-is-target-device`).
@@ -183,29 +183,22 @@ impl Pass<'_> {
             }
             let mut counts = FunctionCounts::default();
             let mut sites = Vec::new();
-            let mut block = LLVMGetFirstBasicBlock(function);
-            while !block.is_null() {
-                let mut inst = LLVMGetFirstInstruction(block);
-                while !inst.is_null() {
-                    if let Some(callee) = indirect_callee(inst) {
-                        if runtime {
-                            counts.in_runtime += 1;
-                            self.remarks.emit(Kind::Missed, inst, c"RuntimeCallLeftAlone", || {
-                                "indirect call left alone: it is in an OpenMP runtime function".into()
-                            });
-                        } else if is_translation(callee, &mut HashSet::new()) {
-                            counts.already_translated += 1;
-                        } else if vtables::is_device_vtable_slot(callee) {
-                            counts.from_device_vtable += 1;
-                        } else if holds_only_device_addresses(callee) {
-                            counts.from_device_variable += 1;
-                        } else {
-                            sites.push(inst);
-                        }
-                    }
-                    inst = LLVMGetNextInstruction(inst);
+            for inst in instructions(function) {
+                let Some(callee) = indirect_callee(inst) else { continue };
+                if runtime {
+                    counts.in_runtime += 1;
+                    self.remarks.emit(Kind::Missed, inst, c"RuntimeCallLeftAlone", || {
+                        "indirect call left alone: it is in an OpenMP runtime function".into()
+                    });
+                } else if is_translation(callee, &mut HashSet::new()) {
+                    counts.already_translated += 1;
+                } else if vtables::is_device_vtable_slot(callee) {
+                    counts.from_device_vtable += 1;
+                } else if holds_only_device_addresses(callee) {
+                    counts.from_device_variable += 1;
+                } else {
+                    sites.push(inst);
                 }
-                block = LLVMGetNextBasicBlock(block);
             }
             for site in sites {
                 if self.translate_callee(site) {
@@ -276,24 +269,15 @@ impl Pass<'_> {
 
 /// The calls in `function` of `callee` with one argument.
 unsafe fn calls_of(function: LLVMValueRef, callee: LLVMValueRef) -> Vec<LLVMValueRef> {
-    // SAFETY: a walk over the blocks and instructions of a valid function.
+    // SAFETY: a read-only walk over the instructions of a valid function.
     unsafe {
-        let mut calls = Vec::new();
-        let mut block = LLVMGetFirstBasicBlock(function);
-        while !block.is_null() {
-            let mut inst = LLVMGetFirstInstruction(block);
-            while !inst.is_null() {
-                if !LLVMIsACallInst(inst).is_null()
+        instructions(function)
+            .filter(|&inst| {
+                !LLVMIsACallInst(inst).is_null()
                     && LLVMGetCalledValue(inst) == callee
                     && LLVMGetNumArgOperands(inst) == 1
-                {
-                    calls.push(inst);
-                }
-                inst = LLVMGetNextInstruction(inst);
-            }
-            block = LLVMGetNextBasicBlock(block);
-        }
-        calls
+            })
+            .collect()
     }
 }
 

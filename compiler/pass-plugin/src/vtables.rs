@@ -33,8 +33,8 @@ use crate::llvm::prelude::*;
 use crate::llvm::target::{LLVMABISizeOfType, LLVMGetModuleDataLayout};
 use crate::llvm::{LLVMLinkage, LLVMTypeKind, LLVMVisibility};
 use crate::pass::{
-    device_global_of, has_metadata, is_key_in_range_only, is_translation, keep, picks_only, value_name_bytes,
-    Key, Pass, Phase, TRANSLATE, VTABLE_TRANSLATION,
+    device_global_of, has_metadata, instructions, is_key_in_range_only, is_translation, is_translation_call,
+    keep, picks_only, users, value_name_bytes, Key, Pass, Phase, VTABLE_TRANSLATION,
 };
 use crate::remarks::Kind;
 
@@ -54,20 +54,10 @@ impl Pass<'_> {
         // SAFETY: instructions of the module's function; collected before any insertion.
         unsafe {
             let tagged_only = has_tbaa(self.context, function);
-            let mut loads = Vec::new();
-            let mut block = LLVMGetFirstBasicBlock(function);
-            while !block.is_null() {
-                let mut inst = LLVMGetFirstInstruction(block);
-                while !inst.is_null() {
-                    if let Some(evidence) = vtable_load(self.context, inst, tagged_only) {
-                        if !only_translated(inst) {
-                            loads.push((inst, evidence));
-                        }
-                    }
-                    inst = LLVMGetNextInstruction(inst);
-                }
-                block = LLVMGetNextBasicBlock(block);
-            }
+            let loads: Vec<_> = instructions(function)
+                .filter_map(|inst| Some((inst, vtable_load(self.context, inst, tagged_only)?)))
+                .filter(|&(inst, _)| !only_translated(inst))
+                .collect();
             for (load, evidence) in loads {
                 let next = LLVMGetNextInstruction(load);
                 let (translated, reader) = match self.build_translation(load, next, Key::VtablePointer) {
@@ -277,18 +267,7 @@ unsafe fn has_tbaa(context: LLVMContextRef, function: LLVMValueRef) -> bool {
     // SAFETY: instruction walk and metadata reads on a valid function.
     unsafe {
         let tbaa = kind_id(context, "tbaa");
-        let mut block = LLVMGetFirstBasicBlock(function);
-        while !block.is_null() {
-            let mut inst = LLVMGetFirstInstruction(block);
-            while !inst.is_null() {
-                if !LLVMGetMetadata(inst, tbaa).is_null() {
-                    return true;
-                }
-                inst = LLVMGetNextInstruction(inst);
-            }
-            block = LLVMGetNextBasicBlock(block);
-        }
-        false
+        instructions(function).any(|inst| !LLVMGetMetadata(inst, tbaa).is_null())
     }
 }
 
@@ -357,34 +336,11 @@ unsafe fn only_translated(load: LLVMValueRef) -> bool {
     }
 }
 
-/// Whether `value` is a call of `__kmpc_target_translate_fptr`.
-unsafe fn is_translation_call(value: LLVMValueRef) -> bool {
-    // SAFETY: type queries and name reads on a valid value.
-    unsafe {
-        !LLVMIsACallInst(value).is_null()
-            && value_name_bytes(LLVMGetCalledValue(value)).is_some_and(|name| name == TRANSLATE.to_bytes())
-    }
-}
-
 /// Whether every index of the GEP `gep` is a constant integer.
 unsafe fn constant_indices(gep: LLVMValueRef) -> bool {
     // SAFETY: operand reads on a valid GEP.
     unsafe {
         (1..LLVMGetNumOperands(gep) as u32).all(|i| !LLVMIsAConstantInt(LLVMGetOperand(gep, i)).is_null())
-    }
-}
-
-/// The users of `value`.
-unsafe fn users(value: LLVMValueRef) -> Vec<LLVMValueRef> {
-    // SAFETY: use-list walk on a valid value.
-    unsafe {
-        let mut out = Vec::new();
-        let mut using = LLVMGetFirstUse(value);
-        while !using.is_null() {
-            out.push(LLVMGetUser(using));
-            using = LLVMGetNextUse(using);
-        }
-        out
     }
 }
 
