@@ -27,7 +27,7 @@ fn main() {
     };
     let version = query(&["--version"]);
     assert!(
-        version.split('.').next() == Some(major),
+        version.split('.').next() == Some(major.as_str()),
         "{} is LLVM {version}, but this build is for LLVM {major}",
         llvm_config.display()
     );
@@ -55,17 +55,17 @@ fn main() {
     }
 }
 
-/// The LLVM major version the enabled feature selects: exactly one of them.
-fn llvm_major() -> &'static str {
-    let enabled: Vec<&str> = [("CARGO_FEATURE_LLVM19", "19"), ("CARGO_FEATURE_LLVM22", "22")]
-        .into_iter()
-        .filter(|(feature, _)| env::var_os(feature).is_some())
-        .map(|(_, major)| major)
+/// The LLVM major version the enabled feature selects (`llvmNN`, one per release in
+/// `Cargo.toml`): exactly one of them.
+fn llvm_major() -> String {
+    let enabled: Vec<String> = env::vars()
+        .filter_map(|(name, _)| name.strip_prefix("CARGO_FEATURE_LLVM").map(str::to_string))
+        .filter(|major| !major.is_empty() && major.bytes().all(|b| b.is_ascii_digit()))
         .collect();
-    match enabled[..] {
-        [major] => major,
+    match &enabled[..] {
+        [major] => major.clone(),
         _ => panic!(
-            "enable the feature of exactly one LLVM version (llvm19 or llvm22); enabled: {enabled:?} \
+            "enable the feature of exactly one LLVM version (llvmNN); enabled: {enabled:?} \
              (`--no-default-features --features llvm22` for LLVM 22)"
         ),
     }

@@ -24,8 +24,8 @@ use std::time::Instant;
 use anyhow::{bail, ensure, Context, Result};
 
 use checks::images;
-use harness::device_build::DeviceBuild;
 use omptarget_indirect_abi::DEVICE_ENVIRONMENT;
+use packaging::device_build::DeviceBuild;
 
 use crate::cmd;
 use crate::dist::{Archs, Dist, Parts, FORTRAN_MODULE_SOURCE, PASS_PLUGIN, PLUGINS, REGISTER, STRICT};
@@ -51,7 +51,8 @@ impl Inputs {
     pub fn development(tools: &Tools) -> Result<Inputs> {
         let prefix = |clang: &Path| clang.parent().and_then(Path::parent).map(Path::to_path_buf);
         let mut llvms = Vec::new();
-        for clang in [&tools.clang, &tools.clang22] {
+        for llvm in Llvm::all() {
+            let clang = &tools.of(llvm).clang;
             llvms.push(LlvmInstall::probe(&prefix(clang).context("clang has no prefix")?)?);
         }
         Ok(Inputs { llvms, ptxas: Some(tools.ptxas()), complete: true, cargo_target: None })
@@ -241,8 +242,8 @@ pub fn build_from(
     let t = Instant::now();
     libraries(workspace, inputs, &dist)?;
     frontend_plugins(workspace, inputs, &dist)?;
-    if dist.parts.fortran {
-        let flang = inputs.llvms.iter().find(|l| l.release == Llvm::V22).context("no LLVM 22")?;
+    if let Some(fortran) = dist.parts.fortran {
+        let flang = inputs.llvms.iter().find(|l| l.release == fortran).context("no LLVM with flang")?;
         fortran_module(workspace, flang, &dist)?;
     }
     println!("built the plugins and the Fortran module in {:.1} s", t.elapsed().as_secs_f64());
@@ -265,14 +266,20 @@ fn offload_packager(llvm: &LlvmInstall) -> Result<PathBuf> {
 /// Which optional parts `inputs` allow; each one left out goes to `skipped` with its reason.
 fn parts(inputs: &Inputs, skipped: &mut Vec<Skipped>) -> Parts {
     let releases: Vec<Llvm> = inputs.llvms.iter().map(|l| l.release).collect();
-    for llvm in Llvm::ALL.into_iter().filter(|l| !releases.contains(l)) {
-        let pieces = match llvm {
-            Llvm::V19 => "pass plugin, frontend plugin, clang-19.cfg",
-            Llvm::V22 => "pass plugin, frontend plugin, registration library, Fortran module, clang-22.cfg and flang-22.cfg",
-        };
+    for llvm in Llvm::all().filter(|l| !releases.contains(l)) {
+        let mut pieces = vec!["pass plugin".to_string(), "frontend plugin".to_string()];
+        if llvm.needs_register() {
+            pieces.push("registration library".into());
+        }
+        let mut configs = llvm.clang_config_file();
+        if llvm.flang {
+            pieces.push("Fortran module".into());
+            configs = format!("{configs} and {}", llvm.flang_config_file());
+        }
+        pieces.push(configs);
         skipped.push(Skipped {
-            part: format!("the LLVM {} pieces ({pieces})", llvm.major()),
-            reason: format!("no LLVM {} was given (--llvm)", llvm.major()),
+            part: format!("the LLVM {} pieces ({})", llvm.major, pieces.join(", ")),
+            reason: format!("no LLVM {} was given (--llvm)", llvm.major),
         });
     }
     let mut frontend = Vec::new();
@@ -285,7 +292,7 @@ fn parts(inputs: &Inputs, skipped: &mut Vec<Skipped>) -> Parts {
         match needs.iter().find(|p| !p.exists()) {
             None => frontend.push(llvm.release),
             Some(missing) => skipped.push(Skipped {
-                part: format!("the frontend plugin for clang {}", llvm.release.major()),
+                part: format!("the frontend plugin for clang {}", llvm.release.major),
                 reason: format!(
                     "{} is missing (clang's development headers and libclang-cpp)",
                     missing.display()
@@ -293,21 +300,23 @@ fn parts(inputs: &Inputs, skipped: &mut Vec<Skipped>) -> Parts {
             }),
         }
     }
-    let fortran = match inputs.llvms.iter().find(|l| l.release == Llvm::V22) {
-        Some(llvm) if llvm.tool("flang").is_file() => true,
+    let fortran = match inputs.llvms.iter().filter(|l| l.release.flang).next_back() {
+        Some(llvm) if llvm.tool("flang").is_file() => Some(llvm.release),
         Some(llvm) => {
             skipped.push(Skipped {
-                part: "the Fortran module (flang 22)".to_string(),
+                part: format!("the Fortran module (flang {})", llvm.release.major),
                 reason: format!("{} is missing", llvm.tool("flang").display()),
             });
-            false
+            None
         }
-        None => false,
+        None => None,
     };
-    let libomptarget16_plugins = if !releases.contains(&Llvm::V19) {
+    let libomptarget16_plugins = if !releases.iter().any(|l| l.runs_project_plugins()) {
+        let runs: Vec<String> =
+            Llvm::all().filter(|l| l.runs_project_plugins()).map(|l| format!("clang {}", l.major)).collect();
         skipped.push(Skipped {
             part: "the libomptarget 16 plugins".to_string(),
-            reason: "they run clang 19 programs, and no LLVM 19 was given".to_string(),
+            reason: format!("they run {} programs, and no such LLVM was given", runs.join(" and ")),
         });
         false
     } else if let Some(reason) = missing_libffi() {
@@ -389,28 +398,28 @@ fn libraries(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
         host_libs.push(REGISTER);
     }
     for llvm in &inputs.llvms {
-        if inputs.cargo_target.is_none() && llvm.release == Llvm::V19 {
-            // LLVM 19's are the default features: with the host libraries, in the tests' directory.
+        if inputs.cargo_target.is_none() && llvm.release == Llvm::oldest() {
+            // The oldest release's are the default features: with the host libraries, in the tests' directory.
             host.args(["-p", PASS_PLUGIN.0]);
             installs.push((
                 target_dir("host").join("release").join(PASS_PLUGIN.1),
-                llvm.release.pass_plugin_file(),
+                llvm.release.pass_plugin_file,
             ));
             continue;
         }
         // Another feature set in a target dir of its own, so neither build undoes the other.
-        let dir = target_dir(&format!("llvm{}", llvm.release.major()));
+        let dir = target_dir(&format!("llvm{}", llvm.release.major));
         let mut build = cmd::cargo();
         build
             .current_dir(workspace)
             .args(["build", "--quiet", "--release", "-p", PASS_PLUGIN.0, "--no-default-features"])
-            .args(["--features", llvm.release.pass_plugin_feature()])
+            .args(["--features", &llvm.release.pass_plugin_feature()])
             .env("CARGO_TARGET_DIR", &dir);
         if inputs.cargo_target.is_some() {
             build.env("OMPTARGET_INDIRECT_LLVM_CONFIG", &llvm.llvm_config);
         }
         cmd::status(&mut build)?;
-        installs.push((dir.join("release").join(PASS_PLUGIN.1), llvm.release.pass_plugin_file()));
+        installs.push((dir.join("release").join(PASS_PLUGIN.1), llvm.release.pass_plugin_file));
     }
     host.env("CARGO_TARGET_DIR", target_dir("host"));
     cmd::status(&mut host)?;
@@ -433,10 +442,10 @@ fn libraries(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
         fs::write(&fresh, llvm.clang_config(parts.frontend.contains(&llvm)))?;
         replace_if_changed(&fresh, &config)?;
     }
-    if parts.fortran {
-        let config = dist.flang_config();
+    if let Some(fortran) = parts.fortran {
+        let config = dist.flang_config(fortran);
         let fresh = config.with_extension("cfg.new");
-        fs::write(&fresh, crate::llvm::flang_config())?;
+        fs::write(&fresh, fortran.flang_config())?;
         replace_if_changed(&fresh, &config)?;
     }
     Ok(())
@@ -492,7 +501,7 @@ fn frontend_plugins(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()
 /// (a module file is only read by the flang release that wrote it). It has no code: programs
 /// need the module file, not an object.
 fn fortran_module(workspace: &Path, llvm: &LlvmInstall, dist: &Dist) -> Result<()> {
-    let dir = dist.fortran_module_dir();
+    let dir = dist.fortran_module_dir(llvm.release);
     fs::create_dir_all(&dir)?;
     cmd::output(
         Command::new(llvm.tool("flang"))

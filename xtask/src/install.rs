@@ -74,8 +74,8 @@ pub fn run(workspace: &Path, request: &Request) -> Result<()> {
     let scratch = workspace.join("target/install-build");
     let inputs = Inputs { llvms, ptxas: ptxas(), complete: false, cargo_target: Some(scratch.join("cargo")) };
     let (dist, skipped) = build::build_from(workspace, &inputs, &request.archs, &scratch.join("dist"))?;
-    let root = harness::install::staged(&request.prefix);
-    let files = harness::install::install(workspace, &dist, &root)?;
+    let root = packaging::install::staged(&request.prefix);
+    let files = packaging::install::install(workspace, &dist, &root)?;
     println!("installed {} files under {}", files.len(), root.display());
     for part in skipped {
         println!("{part}");
@@ -109,7 +109,7 @@ fn given_llvms(flags: &[PathBuf]) -> Result<Vec<LlvmInstall>> {
                     println!(
                         "passed over {}: an LLVM {} was found first",
                         candidate.display(),
-                        llvm.release.major()
+                        llvm.release.major
                     )
                 }
                 Ok(llvm) => llvms.push(llvm),
@@ -128,7 +128,7 @@ fn given_llvms(flags: &[PathBuf]) -> Result<Vec<LlvmInstall>> {
         ensure!(
             !seen.contains(&llvm.release),
             "two LLVM {} installs given ({} and another): give one per release",
-            llvm.release.major(),
+            llvm.release.major,
             llvm.describe()
         );
         seen.push(llvm.release);
@@ -150,10 +150,10 @@ fn check_rust(oldest: &LlvmInstall) -> Result<()> {
         release.contains("nightly") || std::env::var_os("RUSTC_BOOTSTRAP").is_some(),
         "rustc {release} cannot build the device library (it needs -Zbuild-std, a nightly feature): use {pinned}"
     );
-    let core = harness::device_build::rust_library()?.join("core");
+    let core = packaging::device_build::rust_library()?.join("core");
     ensure!(core.is_dir(), "rustc {release} has no rust-src ({} is missing): use {pinned}", core.display());
     let rust_llvm: u32 = llvm.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(u32::MAX);
-    let given: u32 = oldest.release.major().parse()?;
+    let given: u32 = oldest.release.major.parse()?;
     ensure!(
         rust_llvm <= given,
         "rustc {release} writes LLVM {llvm} bitcode, which {} cannot read: use {pinned}",

@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 
 use checks::{fuzz, gpu_bundle, install_check, strict_bench, translation_bench, virtual_bench};
 use dist::Archs;
-use harness::{cmd, dist, llvm, offload, requirements, toolchain, tools};
+use packaging::{cmd, dist, llvm, offload, requirements, toolchain, tools};
 use tools::Tools;
 
 const USAGE: &str = "\
@@ -103,8 +103,8 @@ fn run(args: Vec<String>) -> Result<()> {
                 _ => bail!("`{command}` takes --prefix DIR\n{USAGE}"),
             };
             let prefix = if prefix.is_absolute() { prefix } else { std::env::current_dir()?.join(prefix) };
-            let root = harness::install::staged(&prefix);
-            let removed = harness::install::uninstall(&root)?;
+            let root = packaging::install::staged(&prefix);
+            let removed = packaging::install::uninstall(&root)?;
             println!("removed {removed} files from {}", root.display());
             Ok(())
         }
@@ -124,7 +124,7 @@ fn run(args: Vec<String>) -> Result<()> {
             no_options(command, rest)?;
             let tools = Tools::locate(&workspace)?;
             let dist = build::build(&workspace, &tools, &Archs::default())?;
-            println!("{}", harness::install::archive(&workspace, &dist)?.display());
+            println!("{}", packaging::install::archive(&workspace, &dist)?.display());
             Ok(())
         }
         "fuzz" => {
@@ -283,6 +283,7 @@ fn bench(workspace: &Path) -> Result<()> {
 /// for each toolchain, as shell lines (`eval "$(cargo xtask env)"` sets the run environment of
 /// the LLVM 19 toolchain; LLVM 22 needs none).
 fn print_env(workspace: &Path) -> Result<()> {
+    use llvm::{DeviceRtl, Runtime};
     use toolchain::{Llvm, Toolchain};
     let tools = Tools::locate(workspace)?;
     let dist = dist::Dist::new(workspace);
@@ -290,12 +291,12 @@ fn print_env(workspace: &Path) -> Result<()> {
         args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
     };
     println!("# `cargo xtask build` makes {}.", dist.fat_lib().display());
-    for llvm in Llvm::ALL {
+    for llvm in Llvm::all() {
         let toolchain = Toolchain::new(llvm, &tools, &dist);
         let config = shell(toolchain.pass_plugin_args());
         let link = shell(toolchain.link_args_with_config());
         println!("# {}:", toolchain.describe());
-        if llvm == Llvm::V22 {
+        if llvm.config_links {
             println!(
                 "#   ({config} loads the pass plugin and links the device library; without it, link with {})",
                 shell(toolchain.link_args())
@@ -304,8 +305,9 @@ fn print_env(workspace: &Path) -> Result<()> {
             println!("#   ({config} loads the pass plugin into device compiles)");
         }
         let mut targets = vec![("x86_64 host offload", offload::OffloadTarget::x86_64())];
-        if llvm == Llvm::V19 {
-            // Debian ships no GPU DeviceRTL for LLVM 22: GPU programs need a user-built LLVM 22.
+        if llvm.device_rtl == DeviceRtl::Debian {
+            // Debian ships no GPU DeviceRTL for the other releases: their GPU programs need one
+            // built from LLVM's source (docs/llvm22-gpu.md).
             targets.push(("NVIDIA", offload::OffloadTarget::nvptx("sm_90")));
             targets.push(("AMD", offload::OffloadTarget::amdgcn("gfx90a")));
         }
@@ -316,14 +318,16 @@ fn print_env(workspace: &Path) -> Result<()> {
                 shell(toolchain.offload_args(&target))
             );
         }
-        match llvm {
-            Llvm::V19 => {
+        match llvm.runtime {
+            Runtime::ProjectPlugins => {
                 println!("#   run through LLVM 16's libomptarget with our plugins (LIBOMPTARGET_INFO=1: diagnostics):");
                 for (name, value) in toolchain.run_env() {
                     println!("export {name}={}", value.to_string_lossy());
                 }
             }
-            Llvm::V22 => println!("#   run as is (OMP_TARGET_OFFLOAD=MANDATORY to refuse the host fallback)"),
+            Runtime::Stock { .. } => {
+                println!("#   run as is (OMP_TARGET_OFFLOAD=MANDATORY to refuse the host fallback)")
+            }
         }
     }
     Ok(())

@@ -12,6 +12,7 @@ use checks::{cluster_install, corpus, demo, e2e, fuzz, gpu_bundle, install_check
 use crate::build;
 use crate::cmd;
 use crate::dist::{Archs, Dist};
+use crate::llvm::DeviceRtl;
 use crate::offload::OffloadTarget;
 use crate::requirements;
 use crate::toolchain::{Llvm, Toolchain};
@@ -78,7 +79,7 @@ fn device_ir_test(workspace: &Path, llvm: Llvm, target: &OffloadTarget, test: &s
             .current_dir(workspace)
             .args(["test", "--quiet", "-p", "omptarget-indirect-pass", "--test", "device_ir", "--"])
             .args(["--ignored", "--exact", test, "--nocapture"])
-            .env("OMPTARGET_INDIRECT_IR_CLANG", llvm.major())
+            .env("OMPTARGET_INDIRECT_IR_CLANG", llvm.major)
             .env("OMPTARGET_INDIRECT_IR_TARGET", &target.name),
     )?;
     printed
@@ -177,15 +178,25 @@ pub fn run(workspace: &Path) -> Result<()> {
     report.step("x86_64: bitcode", || {
         images::check_bitcode(&tools, &dist.x86_64_dir().join("device_rtl.bc"), true).map(|()| String::new())
     });
-    report.step("pass plugin built for LLVM 22: in-process rewrite tests", || {
-        let mut c = cmd::cargo();
-        c.current_dir(workspace)
-            .args(["test", "--quiet", "--release", "-p", "omptarget-indirect-pass", "--no-default-features"])
-            .args(["--features", Llvm::V22.pass_plugin_feature()])
-            .env("CARGO_TARGET_DIR", workspace.join("target/llvm22"));
-        cmd::status(&mut c).map(|()| String::new())
-    });
-    for llvm in Llvm::ALL {
+    // The oldest release's plugin is the crate's default, which the workspace's own tests cover.
+    for llvm in Llvm::all().filter(|&l| l != Llvm::oldest()) {
+        report.step(format!("pass plugin built for LLVM {}: in-process rewrite tests", llvm.major), || {
+            let mut c = cmd::cargo();
+            c.current_dir(workspace)
+                .args([
+                    "test",
+                    "--quiet",
+                    "--release",
+                    "-p",
+                    "omptarget-indirect-pass",
+                    "--no-default-features",
+                ])
+                .args(["--features", &llvm.pass_plugin_feature()])
+                .env("CARGO_TARGET_DIR", workspace.join(format!("target/llvm{}", llvm.major)));
+            cmd::status(&mut c).map(|()| String::new())
+        });
+    }
+    for llvm in Llvm::all() {
         let toolchain = Toolchain::new(llvm, &tools, &dist);
         report.step(
             format!(
@@ -206,32 +217,28 @@ pub fn run(workspace: &Path) -> Result<()> {
             );
         }
     }
-    let llvm19 = Toolchain::llvm19(&tools, &dist);
-    for target in [OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")] {
-        report.step(format!("end-to-end programs built for {}", target.name), || {
-            e2e::build_gpu(workspace, &llvm19, &target)
-        });
-    }
-    let llvm22 = Toolchain::new(Llvm::V22, &tools, &dist);
-    let sm90 = OffloadTarget::nvptx("sm_90");
-    for target in [sm90, OffloadTarget::amdgcn("gfx90a"), OffloadTarget::amdgcn("gfx942")] {
-        report.step(
-            format!(
-                "end-to-end programs built for {} by clang 22 with LLVM 22's DeviceRTL (built from source)",
-                target.name
-            ),
-            || e2e::build_gpu(workspace, &llvm22, &target),
-        );
+    for toolchain in Toolchain::all(&tools, &dist) {
+        for target in toolchain.llvm.gpu_check_archs.iter().map(|arch| OffloadTarget::of_arch(arch)) {
+            let name = match toolchain.llvm.device_rtl {
+                DeviceRtl::Debian => format!("end-to-end programs built for {}", target.name),
+                DeviceRtl::FromSource { .. } => format!(
+                    "end-to-end programs built for {} by clang {major} with LLVM {major}'s DeviceRTL (built from source)",
+                    target.name,
+                    major = toolchain.llvm.major
+                ),
+            };
+            report.step(name, || e2e::build_gpu(workspace, &toolchain, &target));
+        }
     }
     report.step(
         "stock parity corpus (tests/corpus/): real libraries' headers in and beside declare target regions, built by clang 22 stock and with the project for x86_64, sm_90 and gfx90a; the project builds every one stock builds, and runs the x86_64 ones on the strict device with stock's output",
         || corpus::check(workspace, &tools, &dist),
     );
-    for llvm in Llvm::ALL {
+    for llvm in Llvm::all() {
         for target in
             [OffloadTarget::x86_64(), OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")]
         {
-            let clang = format!("clang {}", llvm.major());
+            let clang = format!("clang {}", llvm.major);
             if target.triple != "x86_64-pc-linux-gnu" {
                 report.step(
                     format!(
@@ -268,7 +275,7 @@ pub fn run(workspace: &Path) -> Result<()> {
     report.step(
         "install on a cluster: LLVM 22 only at another prefix (Debian's hidden), as uid 65534, no network, from `cargo xtask vendor`'s tarball, and with EasyBuild; a C++ program through --config and CMake on the strict device; the release archive against that prefix",
         || {
-            let archive = harness::install::archive(workspace, &dist)?;
+            let archive = packaging::install::archive(workspace, &dist)?;
             cluster_install::check(workspace, &tools, &crate::vendor::tarball(workspace)?, &archive)
         },
     );

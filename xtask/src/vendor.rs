@@ -28,7 +28,7 @@ offline = true
 
 /// Writes the tarball and returns its path.
 pub fn tarball(workspace: &Path) -> Result<PathBuf> {
-    let (_, _, _, version) = harness::install::version(workspace)?;
+    let (_, _, _, version) = packaging::install::version(workspace)?;
     let name = format!("omptarget-indirect-{version}");
     let out = workspace.join("target/vendor");
     let stage = out.join(&name);
@@ -58,7 +58,7 @@ pub fn tarball(workspace: &Path) -> Result<PathBuf> {
     ensure!(copied > 0, "git lists no files in {}", workspace.display());
 
     // The standard library's own lock file: -Zbuild-std resolves core's dependencies from it.
-    let library = harness::device_build::rust_library()?.join("Cargo.toml");
+    let library = packaging::device_build::rust_library()?.join("Cargo.toml");
     ensure!(
         library.is_file(),
         "{} is missing: the toolchain needs its rust-src component",
@@ -77,7 +77,7 @@ pub fn tarball(workspace: &Path) -> Result<PathBuf> {
     fs::write(&config, text)?;
 
     let tarball = out.join(format!("{name}-src.tar.gz"));
-    harness::install::tar_gz(&out, &name, &tarball)?;
+    packaging::install::tar_gz(&out, &name, &tarball)?;
     fs::remove_dir_all(&stage)?;
     Ok(tarball)
 }

@@ -17,12 +17,12 @@ use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 use checks::e2e::{Program, PROGRAMS};
-use harness::cmd;
-use harness::dist::Dist;
-use harness::llvm::Llvm;
-use harness::offload::OffloadTarget;
-use harness::toolchain::{module_dir_args, Toolchain};
-use harness::tools::Tools;
+use packaging::cmd;
+use packaging::dist::Dist;
+use packaging::llvm::Llvm;
+use packaging::offload::OffloadTarget;
+use packaging::toolchain::{module_dir_args, Toolchain};
+use packaging::tools::Tools;
 
 /// The clang to check with: `19` or `22`.
 const CLANG_ENV: &str = "OMPTARGET_INDIRECT_IR_CLANG";
@@ -34,8 +34,7 @@ fn asked() -> Result<(PathBuf, Tools, Dist, Llvm, OffloadTarget)> {
     let workspace =
         Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).context("no workspace")?.to_path_buf();
     let clang = std::env::var(CLANG_ENV).with_context(|| format!("set {CLANG_ENV}"))?;
-    let llvm =
-        Llvm::ALL.into_iter().find(|l| l.major() == clang).with_context(|| format!("{CLANG_ENV}={clang}"))?;
+    let llvm = Llvm::of_major(&clang).with_context(|| format!("{CLANG_ENV}={clang}"))?;
     let target = match std::env::var(TARGET_ENV).with_context(|| format!("set {TARGET_ENV}"))? {
         name if name == "x86_64" => OffloadTarget::x86_64(),
         name if name.starts_with("sm_") => OffloadTarget::nvptx(&name),
@@ -81,7 +80,7 @@ fn check(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Res
     std::fs::create_dir_all(&out)?;
     let mut translated = 0;
     let mut files = 0;
-    let runs = |p: &&Program| p.unmodified && (toolchain.llvm == Llvm::V22 || p.on_llvm19);
+    let runs = |p: &&Program| p.unmodified && p.runs_with(toolchain.llvm);
     for program in PROGRAMS.iter().filter(runs) {
         for unit in program.units {
             for level in ["-O0", "-O2"] {
@@ -91,7 +90,7 @@ fn check(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Res
                 flags.extend(unit.flags);
                 let (text, remarks) = device_ir(toolchain, target, &source, &flags, &ir, true)?;
                 let what =
-                    format!("{} {level} for {} (clang {})", unit.source, target.name, toolchain.llvm.major());
+                    format!("{} {level} for {} (clang {})", unit.source, target.name, toolchain.llvm.major);
                 let (calls, missing) = indirect_calls(&text);
                 ensure!(
                     missing.is_empty(),
@@ -126,7 +125,7 @@ fn check(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> Res
 
 /// `target/tests/pass-ir/llvm<NN>/<target>`.
 fn ir_dir(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget) -> PathBuf {
-    workspace.join("target/tests/pass-ir").join(format!("llvm{}", toolchain.llvm.major())).join(&target.name)
+    workspace.join("target/tests/pass-ir").join(format!("llvm{}", toolchain.llvm.major)).join(&target.name)
 }
 
 /// Compiles `source`'s device code for `target` with the project (its configuration file: the

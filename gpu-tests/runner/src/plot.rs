@@ -188,7 +188,7 @@ pub fn throughput_png(rows: &[Row]) -> Vec<u8> {
 
 /// The plot as a PNG.
 fn encode_png(pixels: &[u8]) -> Vec<u8> {
-    harness::png::encode_rgb(WIDTH as u32, HEIGHT as u32, pixels)
+    packaging::png::encode_rgb(WIDTH as u32, HEIGHT as u32, pixels)
 }
 
 #[cfg(test)]

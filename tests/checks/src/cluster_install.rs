@@ -20,6 +20,7 @@ use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 
+use crate::llvm::Llvm;
 use crate::{cmd, requirements};
 
 /// The directories the build must not touch.
@@ -297,11 +298,13 @@ fn llvm_prefix(tools: &crate::tools::Tools, prefix: &Path) -> Result<()> {
         linked_copy(&Path::new(DEBIAN_LLVM22).join(part), &prefix.join(part), true)?;
     }
     let resource = prefix.join("lib/clang/22/include");
-    for header in fs::read_dir(tools.llvm22_openmp.join("include"))? {
+    let openmp =
+        tools.of(Llvm::major_version("22")).openmp.clone().context("LLVM 22's omp.h is not located")?;
+    for header in fs::read_dir(openmp.join("include"))? {
         let header = header?.path();
         fs::copy(&header, resource.join(header.file_name().context("no name")?))?;
     }
-    let libomp = fs::canonicalize(tools.llvm22_openmp.join("lib/libomp.so"))?;
+    let libomp = fs::canonicalize(openmp.join("lib/libomp.so"))?;
     fs::copy(&libomp, prefix.join("lib/libomp.so.5"))?;
     std::os::unix::fs::symlink("libomp.so.5", prefix.join("lib/libomp.so"))?;
     Ok(())

@@ -51,7 +51,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, c_target: &OffloadTarge
     let out = workspace.join("target/demo");
     std::fs::create_dir_all(&out)?;
     let x86 = OffloadTarget::x86_64();
-    let clang22 = Toolchain::new(Llvm::V22, tools, dist);
+    let clang22 = Toolchain::new(Llvm::newest(), tools, dist);
     let scene_source = workspace.join("examples/scene.cpp");
     let compile = |exe: &Path, with_project: bool| -> Result<()> {
         let mut c = Command::new(clang22.compiler("scene.cpp"));
@@ -99,7 +99,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, c_target: &OffloadTarge
     let stderr = String::from_utf8_lossy(&stopped.stderr);
     let line = stderr.lines().find(|l| l.starts_with("omptarget-indirect strict: ")).unwrap_or_default();
 
-    let clang19 = Toolchain::llvm19(tools, dist);
+    let clang19 = Toolchain::project_plugins(tools, dist);
     let table_exe = out.join(&c_target.name).join("indirect_calls");
     std::fs::create_dir_all(table_exe.parent().context("no parent")?)?;
     cmd::output(

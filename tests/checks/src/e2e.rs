@@ -44,11 +44,10 @@ pub struct Program {
     /// Linked into the shared library `lib<name>_shared.so` (with its own device image), which
     /// the program links with `-l<name>_shared` and finds through its rpath.
     pub shared_library: &'static [Unit],
-    /// Also run with clang 22 through the stock libomptarget 22 (not: what its per-image tables
-    /// cannot do, see the program's comment).
-    pub on_llvm22: bool,
-    /// Run with clang 19 through libomptarget 16 (not: Fortran, which flang 19 cannot compile).
-    pub on_llvm19: bool,
+    /// Runs only where the project's libomptarget 16 plugins run it ([`Runtime::ProjectPlugins`]):
+    /// what a stock libomptarget's per-image tables cannot do (the entry says why). Programs run
+    /// with every release otherwise, Fortran ones with those whose flang compiles them.
+    pub project_plugins_only: bool,
     /// Compile flags that leave the procedures unnamed (Fortran's `omptarget_indirect` holders):
     /// built so, the program must fail (a negative control). Empty: no such control.
     pub without_naming: &'static [&'static str],
@@ -76,9 +75,9 @@ pub struct Program {
     /// Compile flags added for the GPU targets only.
     pub gpu_flags: &'static [&'static str],
     /// Not [`Program::on_gpus`], but runs on a GPU whose device reads pageable host memory (HMM),
-    /// as `requires unified_shared_memory` needs: built by clang 22 for the GPU bundle's LLVM 22
-    /// part, which runs it on such a GPU only (libomptarget 22 takes the requirement without
-    /// checking it; our LLVM 16 plugins refuse such images).
+    /// as `requires unified_shared_memory` needs: built by the releases with a stock libomptarget
+    /// for their GPU bundle part, which runs it on such a GPU only (libomptarget 22 takes the
+    /// requirement without checking it; our LLVM 16 plugins refuse such images).
     pub on_gpus_with_pageable_memory: bool,
     /// What its x86_64 device image may need that no GPU provides, because the code that needs
     /// it is compiled for x86_64 only (`#if`): [`expect_gpu_linkable`] lets these through.
@@ -86,12 +85,35 @@ pub struct Program {
 }
 
 impl Program {
-    /// Whether it runs with `llvm`'s toolchain ([`Program::on_llvm19`], [`Program::on_llvm22`]).
+    /// What an entry does not say: C units linked directly, needing the map, built for the GPU
+    /// targets, run with every release.
+    pub const DEFAULT: Program = Program {
+        name: "",
+        about: "",
+        units: &[],
+        library: &[],
+        shared_library: &[],
+        project_plugins_only: false,
+        without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
+        needs_map: true,
+        expect_line: None,
+        host_vtables: false,
+        unmodified: false,
+        on_gpus: true,
+        gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
+        x86_64_only_symbols: &[],
+    };
+
+    /// Whether it runs with `llvm`'s toolchain: Fortran needs the release's flang
+    /// ([`Release::flang`]), [`Program::project_plugins_only`] the project's plugins.
+    ///
+    /// [`Release::flang`]: crate::llvm::Release::flang
     pub fn runs_with(&self, llvm: Llvm) -> bool {
-        match llvm {
-            Llvm::V19 => self.on_llvm19,
-            Llvm::V22 => self.on_llvm22,
-        }
+        let fortran = self.units.iter().any(|u| is_fortran(u.source));
+        (!fortran || llvm.flang) && (!self.project_plugins_only || llvm.runs_project_plugins())
     }
 
     /// Whether the GPU bundle runs it with `llvm`'s toolchain on every GPU.
@@ -100,9 +122,10 @@ impl Program {
     }
 
     /// Whether the GPU bundle runs it with `llvm`'s toolchain where the GPU reads pageable host
-    /// memory ([`Program::on_gpus_with_pageable_memory`]; clang 22 only).
+    /// memory ([`Program::on_gpus_with_pageable_memory`]; a stock libomptarget only: ours refuse
+    /// such images).
     pub fn on_pageable_gpus_with(&self, llvm: Llvm) -> bool {
-        llvm == Llvm::V22 && self.on_gpus_with_pageable_memory && self.runs_with(llvm)
+        !llvm.runs_project_plugins() && self.on_gpus_with_pageable_memory && self.runs_with(llvm)
     }
 
     /// Whether [`build_gpu`] builds it for `llvm`'s toolchain: [`Program::on_gpus_with`] or
@@ -180,269 +203,102 @@ pub const PROGRAMS: &[Program] = &[
         name: "forms",
         about: "begin/end block, to(f) indirect, enter(f) indirect (5.2)",
         units: &[unit("forms.c"), Unit { source: "forms_enter.c", flags: &["-fopenmp-version=52"] }],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
-        host_vtables: false,
-        unmodified: false,
-        on_gpus: true,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "reach",
         about: "captured, firstprivate, struct member, mapped array, returned by a device function",
         units: &[unit("reach.c")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
-        host_vtables: false,
-        unmodified: false,
-        on_gpus: true,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "table",
         about: "1024 indirect functions chosen by index, and summed by a teams reduction",
         units: &[unit("table.c")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
-        host_vtables: false,
-        unmodified: false,
-        on_gpus: true,
         // ptxas peaks at 23 GB over 1024 address-taken functions, 0.4 GB over 256.
         gpu_flags: &["-DTABLE_FUNCTIONS_256"],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "requires",
         about: "requires unified_shared_memory, unified_address, dynamic_allocators: unmapped host data",
         units: &[unit("requires.c")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
-        host_vtables: false,
-        unmodified: false,
         // Our LLVM 16 GPU plugins refuse this program's image (no unified shared memory).
         on_gpus: false,
-        gpu_flags: &[],
         on_gpus_with_pageable_memory: true,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "strict",
         about: "what the strict device lets through: mapped data, globals, enter/exit data, a mapper, nowait from two threads",
         units: &[unit("strict.c")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
-        host_vtables: false,
-        unmodified: false,
         // Its other modes touch the host program on purpose ([`strict_stops`]).
         on_gpus: false,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "multi",
         about: "several translation units and a static library",
         units: &[unit("multi_main.c"), unit("multi_unit.c")],
         library: &[unit("multi_lib.c")],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
-        host_vtables: false,
-        unmodified: false,
-        on_gpus: true,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "passthrough",
         about: "device addresses, non-indirect and host-only functions, data, null pass unchanged",
         units: &[unit("passthrough.c")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
-        host_vtables: false,
-        unmodified: false,
-        on_gpus: true,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "devices",
         about: "two devices, each with its own image and map",
         units: &[unit("devices.c")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
         expect_line: Some("device count: 2"),
-        host_vtables: false,
-        unmodified: false,
-        on_gpus: true,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "no_indirect",
         about: "an image with no indirect function",
         units: &[unit("no_indirect.c")],
-        library: &[],
-        shared_library: &[],
         needs_map: false,
-        expect_line: None,
-        host_vtables: false,
-        unmodified: false,
-        on_gpus: true,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "cxx",
         about: "C++ free, static member, namespaced functions",
         units: &[unit("cxx.cpp")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
-        host_vtables: false,
-        unmodified: false,
-        on_gpus: true,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "unmodified",
         about: "no explicit translation (pass plugin): map(to:), arrays, struct members, through device \
                 functions, per team/thread, device addresses, NULL, not indirect",
         units: &[unit("unmodified.c")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
-        host_vtables: false,
         unmodified: true,
-        on_gpus: true,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "unmodified_virtual",
         about:
             "no explicit translation (pass plugin): C++ virtual calls on device-built and mapped host objects",
         units: &[unit("unmodified_virtual.cpp")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
         host_vtables: true,
         unmodified: true,
-        on_gpus: true,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "library_objects",
         about: "no explicit translation (pass plugin): virtual calls on objects a shared library with its own device \
                 image built, of classes it defines",
         units: &[unit("library_objects.cpp")],
-        library: &[],
         shared_library: &[unit("library_objects_lib.cpp")],
-        needs_map: true,
-        expect_line: None,
         host_vtables: true,
         unmodified: true,
         on_gpus: false,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        // libomptarget 22 builds one table per image: the program's image has none of the
+        // A stock libomptarget builds one table per image: the program's image has none of the
         // library's vtables (docs/virtual.md).
-        on_llvm22: false,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        project_plugins_only: true,
+        ..Program::DEFAULT
     },
     Program {
         name: "host_objects",
@@ -450,22 +306,11 @@ pub const PROGRAMS: &[Program] = &[
                 virtual inheritance, thunks, pure virtual bases, array sections in a teams loop, device-built objects \
                 beside them, a virtual member pointer, typeid, two devices)",
         units: &[unit("host_objects.cpp")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
         host_vtables: true,
         unmodified: true,
-        on_gpus: true,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
         // typeid's comparison (type names, strcmp), compiled for x86_64 only.
         x86_64_only_symbols: &["strcmp"],
+        ..Program::DEFAULT
     },
     Program {
         name: "host_scene",
@@ -474,43 +319,24 @@ pub const PROGRAMS: &[Program] = &[
                 device through base pointers and compared with the host's render; a virtual function the device \
                 does not compile traps naming itself",
         units: &[unit("host_scene.cpp"), unit("host_scene_factory.cpp")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
         host_vtables: true,
         unmodified: true,
-        on_gpus: true,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
         frontend: FrontendControl::StrictStop,
         trap_argument: Some("call-host-only"),
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "host_scene_usm",
         about: "frontend plugin: the same scene under requires unified_shared_memory, as vectors of unique_ptrs the \
                 host built, nothing mapped",
         units: &[unit("host_scene_usm.cpp"), Unit { source: "host_scene_factory.cpp", flags: &["-DSCENE_USM"] }],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
         host_vtables: true,
         unmodified: true,
         // Unified shared memory on a GPU needs what the bundle's machines may not have (HMM).
         on_gpus: false,
-        gpu_flags: &[],
         on_gpus_with_pageable_memory: true,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
         frontend: FrontendControl::StrictStop,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "inline_indirect",
@@ -518,21 +344,9 @@ pub const PROGRAMS: &[Program] = &[
                 member functions and implicitly and explicitly instantiated templates in begin declare target \
                 indirect, called through host pointers and pointers to member functions in mapped data",
         units: &[unit("inline_indirect.cpp")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
-        host_vtables: false,
         unmodified: true,
-        on_gpus: true,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
         frontend: FrontendControl::CompileFails,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "loop_cache",
@@ -540,23 +354,11 @@ pub const PROGRAMS: &[Program] = &[
                 alternating, random, mixed with device-built ones, over several sweeps and launches, and function \
                 pointers with runs and skipped nulls",
         units: &[unit("loop_cache.cpp")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
         host_vtables: true,
         unmodified: true,
-        on_gpus: true,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        // Device code constructs objects of every class too: the device has their vtables
-        // without the frontend plugin.
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        // (Device code constructs objects of every class too: the device has their vtables without
+        // the frontend plugin.)
+        ..Program::DEFAULT
     },
     Program {
         name: "dynamic_casts",
@@ -564,22 +366,11 @@ pub const PROGRAMS: &[Program] = &[
                 (downcasts, cross casts, virtual and duplicated bases, private bases, references), against the host's \
                 C++ runtime",
         units: &[unit("dynamic_casts.cpp")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
         host_vtables: true,
         unmodified: true,
         // clang gives GPU device code no RTTI: the casts' type_info arguments are null there.
         on_gpus: false,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        on_llvm19: true,
-        without_naming: &[],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
     Program {
         name: "fortran_procedures",
@@ -588,24 +379,12 @@ pub const PROGRAMS: &[Program] = &[
                 procedure-pointer components in a teams loop, a pointer passed to a device procedure, \
                 c_funptr and c_f_procpointer, two modules",
         units: &[unit("fortran_procedures.F90")],
-        library: &[],
-        shared_library: &[],
-        needs_map: true,
-        expect_line: None,
-        host_vtables: false,
         unmodified: true,
         // flang 22 cannot compile for sm_90 here: without a CUDA installation it knows of it targets
         // PTX ISA 4.2, and it takes no --cuda-path (docs/gpu-bundle.md): device IR only.
         on_gpus: false,
-        gpu_flags: &[],
-        on_gpus_with_pageable_memory: false,
-        on_llvm22: true,
-        // flang 19 cannot compile it (docs/fortran.md).
-        on_llvm19: false,
         without_naming: &["-DWITHOUT_NAMING"],
-        frontend: FrontendControl::NotNeeded,
-        trap_argument: None,
-        x86_64_only_symbols: &[],
+        ..Program::DEFAULT
     },
 ];
 
@@ -646,7 +425,9 @@ pub fn build_as(
     if program.unmodified {
         inputs.extend([toolchain.pass_plugin(), toolchain.dist().clang_config(toolchain.llvm)]);
         inputs.push(toolchain.dist().frontend_plugin(toolchain.llvm));
-        inputs.push(toolchain.dist().flang_config());
+        if let Some(fortran) = Llvm::fortran() {
+            inputs.push(toolchain.dist().flang_config(fortran));
+        }
     }
     if newer_than_all(&exe, &inputs) {
         return Ok(exe);
@@ -843,7 +624,8 @@ fn run_preloaded(
         }
     }
     let trace = exe.with_extension("ld-debug");
-    if toolchain.llvm == Llvm::V22 {
+    let stock = !toolchain.llvm.runs_project_plugins();
+    if stock {
         let _ = std::fs::remove_dir_all(&trace);
         std::fs::create_dir_all(&trace)?;
         c.env("LD_DEBUG", "libs").env("LD_DEBUG_OUTPUT", trace.join("trace"));
@@ -852,7 +634,7 @@ fn run_preloaded(
     let code = out.status.code().unwrap_or(-1);
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
-    if toolchain.llvm == Llvm::V22 {
+    if stock {
         let loaded = initialised_objects(&trace)?;
         let ours = toolchain.dist().lib_dir();
         let foreign: Vec<&String> = loaded
@@ -898,7 +680,7 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
     let target = OffloadTarget::x86_64();
     let exe = build(workspace, toolchain, &target, program)?;
     expect_gpu_linkable(toolchain, &exe, program.x86_64_only_symbols)?;
-    let ours = toolchain.llvm == Llvm::V19;
+    let ours = toolchain.llvm.runs_project_plugins();
     let setups: &[MapSetup] = if program.needs_map && ours {
         &[MapSetup::Indexed, MapSetup::SearchOnly]
     } else {
@@ -1038,7 +820,7 @@ fn expect_pass_on(
         "{} ({setup:?}, {device:?} device) exited with {code}:\n{output}",
         exe.display()
     );
-    if let (Some(line), Llvm::V19) = (program.expect_line, toolchain.llvm) {
+    if let (Some(line), true) = (program.expect_line, toolchain.llvm.runs_project_plugins()) {
         ensure!(output.lines().any(|l| l == line), "{} did not print `{line}`:\n{output}", exe.display());
     }
     Ok(summary.to_string())
@@ -1104,12 +886,7 @@ fn frontend_controls(workspace: &Path, toolchain: &Toolchain, program: &Program)
                 bail!("{}: {what}, it compiled; expected the compile to fail", program.name);
             };
             let err = format!("{err:#}");
-            let (expected, shown) = match toolchain.llvm {
-                Llvm::V22 => {
-                    ("the address is invalid", "clang 22 stops: the indirect entry's address is invalid")
-                }
-                _ => ("Stack dump", "clang 19 crashes"),
-            };
+            let (expected, shown) = toolchain.llvm.inline_indirect_without_frontend;
             ensure!(err.contains(expected), "{}: {what}, the compile failed otherwise:\n{err}", program.name);
             detail.push_str(&format!("; {what}: {shown} (negative control)"));
         }
@@ -1212,8 +989,10 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
     let mut registers = None;
     let mut images = Vec::new();
     let mut vtables = 0;
-    // clang 22's unmodified programs also at -O2 -foffload-lto (the GPU bundle runs both).
-    let lto = |p: &&Program| toolchain.llvm == Llvm::V22 && p.unmodified;
+    // With a stock runtime, the unmodified programs also at -O2 -foffload-lto (its GPU bundle
+    // part runs both).
+    let stock = !toolchain.llvm.runs_project_plugins();
+    let lto = |p: &&Program| stock && p.unmodified;
     let gpu_programs = || PROGRAMS.iter().filter(|p| p.built_for_gpus_with(toolchain.llvm));
     let builds = gpu_programs()
         .map(|p| (p, Build::O2))
@@ -1252,8 +1031,8 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
         if offload_lto > 0 { format!(" (and {offload_lto} at -O2 -foffload-lto)") } else { String::new() },
         names.join(", ")
     );
-    if toolchain.llvm == Llvm::V22 {
-        // The controls link too: stock clang 22 with the same DeviceRTL, no plugin (those that
+    if stock {
+        // The controls link too: stock clang with the same DeviceRTL, no plugin (those that
         // stock clang refuses to compile excepted, as in the GPU bundle).
         let controls: Vec<&str> = PROGRAMS
             .iter()
@@ -1273,7 +1052,7 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
     }
     // Our AMDGPU plugin loads clang 19's images (code object v5); clang 22's (v6) go to libomptarget
     // 22's own plugin.
-    if target.triple == "amdgcn-amd-amdhsa" && toolchain.llvm == Llvm::V19 {
+    if target.triple == "amdgcn-amd-amdhsa" && toolchain.llvm.runs_project_plugins() {
         let reductions = check_amdgpu_images(workspace, tools, &images)?;
         detail.push_str(&format!(
             "; AMDGPU plugin checks: target ID, .kd descriptors and segment sizes, kernel environments \

@@ -105,8 +105,8 @@ impl Part {
     /// The clang release whose images it runs.
     fn compiler(self) -> Llvm {
         match self {
-            Part::Llvm16 => Llvm::V19,
-            Part::Llvm22 => Llvm::V22,
+            Part::Llvm16 => Llvm::major_version("19"),
+            Part::Llvm22 => Llvm::major_version("22"),
         }
     }
 
@@ -117,10 +117,7 @@ impl Part {
 
     /// The LLVM whose own lookup the benchmark's `llvm_lookup` module links.
     fn llvm_lookup(self, tools: &Tools) -> LlvmLookup<'_> {
-        match self {
-            Part::Llvm16 => LlvmLookup::llvm19(tools, BUNDLE_SM),
-            Part::Llvm22 => LlvmLookup::llvm22(tools),
-        }
+        LlvmLookup::of(tools, self.compiler(), BUNDLE_SM)
     }
 
     /// The folders of its end-to-end executables, each with its build and its programs.
@@ -235,11 +232,11 @@ fn copy(from: &Path, to: &Path) -> Result<()> {
 /// that read its bitcode.
 pub struct LlvmLookup<'a> {
     /// `LLVM 19` or `LLVM 22`: how reports name it (`kernels/llvm_lookup.release`).
-    pub release: &'static str,
+    pub release: String,
     /// The DeviceRTL bitcode that defines it.
     pub device_rtl: PathBuf,
     /// What the DeviceRTL belongs to, for the error when it is missing.
-    pub provider: &'static str,
+    pub provider: String,
     llvm_link: &'a Path,
     llvm_extract: &'a Path,
     opt: &'a Path,
@@ -247,29 +244,26 @@ pub struct LlvmLookup<'a> {
 }
 
 impl<'a> LlvmLookup<'a> {
-    /// LLVM 19's, from Debian's DeviceRTL bitcode of an `sm_NN` or a `gfxNNN`.
-    pub fn llvm19(tools: &'a Tools, arch: &str) -> Self {
+    /// `llvm`'s, for an `sm_NN` or a `gfxNNN`: from Debian's DeviceRTL bitcode of that
+    /// architecture, or from the nvptx64 DeviceRTL built from LLVM's source (one bitcode for every
+    /// sm, [`DeviceRtl::FromSource`]).
+    pub fn of(tools: &'a Tools, llvm: Llvm, arch: &str) -> Self {
+        let release = tools.of(llvm);
+        let (device_rtl, provider) = match &release.device_rtl {
+            None => (tools.llvm_device_rtl(arch), format!("Debian package libomp-{}-dev", llvm.major)),
+            Some(built) => (
+                built.join("nvptx64-nvidia-cuda/libomptarget-nvptx.bc"),
+                format!("scripts/fetch-llvm{}-devicertl.sh", llvm.major),
+            ),
+        };
         LlvmLookup {
-            release: "LLVM 19",
-            device_rtl: tools.llvm_device_rtl(arch),
-            provider: "Debian package libomp-19-dev",
-            llvm_link: &tools.llvm_link,
-            llvm_extract: &tools.llvm_extract,
-            opt: &tools.opt,
-            llc: &tools.llc,
-        }
-    }
-
-    /// LLVM 22's, from the nvptx64 DeviceRTL built from LLVM's source (one bitcode for every sm).
-    pub fn llvm22(tools: &'a Tools) -> Self {
-        LlvmLookup {
-            release: "LLVM 22",
-            device_rtl: tools.llvm22_devicertl.join("nvptx64-nvidia-cuda/libomptarget-nvptx.bc"),
-            provider: "scripts/fetch-llvm22-devicertl.sh",
-            llvm_link: &tools.llvm_link22,
-            llvm_extract: &tools.llvm_extract22,
-            opt: &tools.opt22,
-            llc: &tools.llc22,
+            release: format!("LLVM {}", llvm.major),
+            device_rtl,
+            provider,
+            llvm_link: &release.llvm_link,
+            llvm_extract: &release.llvm_extract,
+            opt: &release.opt,
+            llc: &release.llc,
         }
     }
 
@@ -299,7 +293,7 @@ impl<'a> LlvmLookup<'a> {
 
 /// LLVM 19's lookup for an `sm_NN` or a `gfxNNN` ([`LlvmLookup::bitcode`]).
 pub fn llvm_lookup_bitcode(tools: &Tools, arch: &str, work: &Path) -> Result<PathBuf> {
-    LlvmLookup::llvm19(tools, arch).bitcode(arch, work)
+    LlvmLookup::of(tools, Llvm::oldest(), arch).bitcode(arch, work)
 }
 
 /// The kernel modules: the gpu-kernels crate's bitcode linked with our device runtime's (as
@@ -387,8 +381,7 @@ const PROBE_IMAGES: [(&str, Option<&str>); 2] = [("probe", None), ("probe_second
 /// runs it.
 fn array_bench(workspace: &Path, toolchain: &Toolchain, dir: &Path) -> Result<()> {
     let target = OffloadTarget::nvptx(BUNDLE_SM);
-    let work =
-        workspace.join("target/device/gpu-array-bench").join(format!("llvm{}", toolchain.llvm.major()));
+    let work = workspace.join("target/device/gpu-array-bench").join(format!("llvm{}", toolchain.llvm.major));
     fs::create_dir_all(&work)?;
     let sources = workspace.join("tests/bench");
     let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| {
@@ -439,7 +432,7 @@ fn probe_image(
     let work = workspace.join("target/device/gpu-probes").join(name);
     fs::create_dir_all(&work)?;
     let exe = work.join("probe");
-    let toolchain = Toolchain::llvm19(tools, dist);
+    let toolchain = Toolchain::project_plugins(tools, dist);
     cmd::output(
         Command::new(&tools.clang)
             .args(toolchain.offload_args(&target))

@@ -9,6 +9,7 @@ use object::read::elf::{FileHeader, SectionTable, Sym, SymbolTable};
 use object::Endianness;
 
 use crate::cmd;
+use crate::llvm::Llvm;
 use crate::tools::Tools;
 
 pub use omptarget_indirect_abi::{
@@ -231,17 +232,22 @@ pub fn undefined_symbols(data: &[u8]) -> Result<std::collections::BTreeSet<Strin
 pub struct GpuProvided(std::collections::BTreeSet<String>);
 
 impl GpuProvided {
-    /// Reads the DeviceRTL's and libdevice's symbol tables with `llvm-nm-22`.
+    /// Reads the symbol tables of the newest release's DeviceRTL and of libdevice with that
+    /// release's `llvm-nm`.
     pub fn read(tools: &Tools) -> Result<GpuProvided> {
+        let newest = tools.of(Llvm::newest());
+        let llvm_nm = newest.llvm_nm.as_deref().context("the newest release's llvm-nm is not listed")?;
+        let device_rtl =
+            newest.device_rtl.as_deref().context("the newest release has no DeviceRTL built from source")?;
         let defined = |bitcode: &Path| -> Result<Vec<String>> {
             let listing = cmd::stdout(
-                Command::new(&tools.llvm_nm22).args(["--defined-only", "--just-symbol-name"]).arg(bitcode),
+                Command::new(llvm_nm).args(["--defined-only", "--just-symbol-name"]).arg(bitcode),
             )?;
             Ok(listing.lines().map(str::to_string).collect())
         };
         let mut names: std::collections::BTreeSet<String> =
             ["malloc", "free", "vprintf", "__assertfail"].iter().map(|s| s.to_string()).collect();
-        names.extend(defined(&tools.llvm22_devicertl.join("nvptx64-nvidia-cuda/libomptarget-nvptx.bc"))?);
+        names.extend(defined(&device_rtl.join("nvptx64-nvidia-cuda/libomptarget-nvptx.bc"))?);
         for name in defined(&tools.cuda.join("nvvm/libdevice/libdevice.10.bc"))? {
             if let Some(c_name) = name.strip_prefix("__nv_") {
                 names.insert(c_name.to_string());

@@ -9,9 +9,9 @@ use anyhow::{ensure, Context, Result};
 
 use crate::cmd;
 use crate::dist::Dist;
-use crate::llvm::{Llvm, FLANG_CONFIG_FILE};
+use crate::llvm::Llvm;
 use crate::requirements;
-use harness::install::{archive, install, uninstall, version};
+use packaging::install::{archive, install, uninstall, version};
 
 /// The install test of `scripts/test.sh`: installs into a fresh prefix (twice: the second over
 /// the first), moves the prefix elsewhere, and builds `tests/install/consumer.c` outside the
@@ -88,9 +88,11 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
     )?;
     ways.push(run_consumer(&exe, Some((&plugins, llvm16)), "pkg-config")?);
 
-    // clang 19 with the configuration file, and clang 22 with its own (which also links).
-    ways.push(build_with_config(tools, &prefix, &project, Llvm::V19, "clang-19 --config")?);
-    ways.push(build_with_config(tools, &prefix, &project, Llvm::V22, "clang-22 --config")?);
+    // Each release's clang with its configuration file (which also links, LLVM 20+).
+    for llvm in Llvm::all() {
+        let what = format!("clang-{} --config", llvm.major);
+        ways.push(build_with_config(tools, &prefix, &project, llvm, &what)?);
+    }
     ways.extend(fortran_consumers(workspace, tools, &prefix, base)?);
 
     // The release archive, unpacked on a clean path.
@@ -114,7 +116,7 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
             .arg("SHA256SUMS")
             .current_dir(&tree),
     )?;
-    ways.push(build_with_config(tools, &tree, &project, Llvm::V19, "the unpacked release archive")?);
+    ways.push(build_with_config(tools, &tree, &project, Llvm::oldest(), "the unpacked release archive")?);
 
     let removed = uninstall(&prefix)?;
     ensure!(!prefix.exists(), "{} still exists after uninstall", prefix.display());
@@ -177,24 +179,25 @@ fn build_with_config(
 ) -> Result<String> {
     let exe = project.join(format!("consumer-{}", what.replace([' ', '-'], "_")));
     let config = tree.join("share/omptarget-indirect").join(llvm.clang_config_file());
-    let mut c = Command::new(if llvm == Llvm::V19 { &tools.clang } else { &tools.clang22 });
+    let release = tools.of(llvm);
+    let mut c = Command::new(&release.clang);
     c.arg(format!("--config={}", config.display()))
         .args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", "-Wall", "-Werror"])
         .arg(format!("-I{}", tree.join("include").display()));
     let plugins = tree.join("lib/omptarget-indirect");
-    let runtime = match llvm {
-        Llvm::V19 => {
+    let runtime = match &release.openmp {
+        None => {
             c.arg(project.join("consumer.c"))
                 .arg(format!("-L{}", tools.llvm16_lib.display()))
                 .arg(format!("-L{}", tree.join("lib").display()))
                 .arg("-lomptarget-indirect");
             Some((plugins.as_path(), tools.llvm16_lib.as_path()))
         }
-        Llvm::V22 => {
+        Some(openmp) => {
             c.arg("-isystem")
-                .arg(tools.llvm22_openmp.join("include"))
+                .arg(openmp.join("include"))
                 .arg(project.join("consumer.c"))
-                .arg(format!("-L{}", tools.llvm22_openmp.join("lib").display()));
+                .arg(format!("-L{}", openmp.join("lib").display()));
             None
         }
     };
@@ -215,11 +218,14 @@ fn fortran_consumers(
     for file in ["consumer.F90", "CMakeLists.txt"] {
         fs::copy(workspace.join("tests/install/fortran").join(file), project.join(file))?;
     }
-    let libomp = tools.llvm22_openmp.join("lib");
+    let fortran = Llvm::fortran().context("no release's flang compiles the programs")?;
+    let release = tools.of(fortran);
+    let flang = release.flang.as_deref().context("flang is not located")?;
+    let libomp = release.openmp.as_ref().context("no omp.h of the release with flang")?.join("lib");
     let build = cmake_build(
         &project,
         &[
-            format!("-DCMAKE_Fortran_COMPILER={}", tools.flang22.display()),
+            format!("-DCMAKE_Fortran_COMPILER={}", flang.display()),
             format!("-DCMAKE_PREFIX_PATH={}", prefix.display()),
             format!("-DLIBOMP_DIR={}", libomp.display()),
         ],
@@ -227,10 +233,10 @@ fn fortran_consumers(
     let mut ways = vec![run_consumer(&build.join("consumer"), None, "CMake find_package (Fortran)")?];
     let exe = project.join("consumer-config");
     cmd::output(
-        Command::new(&tools.flang22)
+        Command::new(flang)
             .arg(format!(
                 "--config={}",
-                prefix.join("share/omptarget-indirect").join(FLANG_CONFIG_FILE).display()
+                prefix.join("share/omptarget-indirect").join(fortran.flang_config_file()).display()
             ))
             .args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu"])
             .arg(project.join("consumer.F90"))
@@ -239,7 +245,7 @@ fn fortran_consumers(
             .arg(&exe)
             .current_dir(&project),
     )?;
-    ways.push(run_consumer(&exe, None, "flang-22 --config")?);
+    ways.push(run_consumer(&exe, None, &format!("flang-{} --config", fortran.major))?);
     Ok(ways)
 }
 

@@ -28,4 +28,4 @@ pub mod strict_bench;
 pub mod translation_bench;
 pub mod virtual_bench;
 
-use harness::{cmd, device_build, dist, llvm, offload, png, requirements, toolchain, tools};
+use packaging::{cmd, device_build, dist, llvm, offload, png, requirements, toolchain, tools};

@@ -29,7 +29,7 @@ const BOUND_US: f64 = 50.0;
 pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     let out = workspace.join("target/bench/strict-cost");
     std::fs::create_dir_all(&out)?;
-    let toolchain = Toolchain::llvm19(tools, dist);
+    let toolchain = Toolchain::project_plugins(tools, dist);
     let target = OffloadTarget::x86_64();
     let mut csv =
         String::from("user_libraries,segments,loose_us,strict_us,extra_us,ratio,ratio_min,ratio_max\n");

@@ -45,7 +45,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     let out = workspace.join("target/bench/translation-cost");
     std::fs::create_dir_all(&out)?;
     let target = OffloadTarget::x86_64();
-    let toolchain = Toolchain::llvm19(tools, dist);
+    let toolchain = Toolchain::project_plugins(tools, dist);
     let compile = |source: &str, object: &str, extra: Vec<std::ffi::OsString>| -> Result<PathBuf> {
         let path = out.join(object);
         cmd::output(

@@ -136,7 +136,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     let out = workspace.join("target/bench/virtual-cost");
     std::fs::create_dir_all(&out)?;
     let target = OffloadTarget::x86_64();
-    let toolchain = Toolchain::llvm19(tools, dist);
+    let toolchain = Toolchain::project_plugins(tools, dist);
     let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| {
         compile_object(&toolchain, &target, &out.join(object), &sources.join(source), plugin, defines)
     };

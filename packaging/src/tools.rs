@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::llvm::{DeviceRtl, Llvm, Runtime};
 use crate::requirements;
 
 /// Paths of every tool used by `cargo xtask build` and `cargo xtask test`.
@@ -47,35 +48,83 @@ pub struct Tools {
     /// LLVM 16's `libomptarget.so.16` and `libomp.so.5` with their unversioned links, and no
     /// plugins (`scripts/fetch-llvm16-runtime.sh`): what programs link against and run with.
     pub llvm16_lib: PathBuf,
-    /// `clang-22`, for the LLVM 22 toolchain.
-    pub clang22: PathBuf,
-    /// `clang++-22`.
-    pub clangxx22: PathBuf,
-    /// `flang` of LLVM 22: compiles the Fortran programs and the `omptarget_indirect` module.
-    pub flang22: PathBuf,
-    /// `opt` of LLVM 22: verifies the IR clang 22 writes.
-    pub opt22: PathBuf,
-    /// `llvm-link`, `llvm-extract` and `llc` of LLVM 22: the GPU bundle's kernels linked with
-    /// LLVM 22's own lookup (its DeviceRTL's bitcode, which LLVM 19's tools cannot read).
-    pub llvm_link22: PathBuf,
-    /// `llvm-extract` of LLVM 22.
-    pub llvm_extract22: PathBuf,
-    /// `llc` of LLVM 22.
-    pub llc22: PathBuf,
-    /// `llvm-nm` of LLVM 22 (reads LLVM 22's bitcode).
-    pub llvm_nm22: PathBuf,
-    /// LLVM 22's stock `libomptarget.so.22.1` (Debian's liboffload-22).
-    pub libomptarget22: PathBuf,
-    /// `target/tools/llvm22`: `include/omp.h` of LLVM 22 and `lib/libomp.so` (libomp-22-dev's,
-    /// which conflicts with libomp-19-dev as a package).
-    pub llvm22_openmp: PathBuf,
-    /// `target/tools/llvm22-devicertl/lib`: LLVM 22's GPU DeviceRTL, one directory per triple
-    /// (`libomptarget-{nvptx,amdgpu}.bc`, `libompdevice.a`), built from LLVM's source by
-    /// `scripts/fetch-llvm22-devicertl.sh` because Debian ships none.
-    pub llvm22_devicertl: PathBuf,
+    /// The tools and runtime of each release, in [`Llvm::all`]'s order ([`Tools::of`]).
+    releases: Vec<ReleaseTools>,
+}
+
+/// The programs and runtime files of one LLVM release, from the requirements its [`Release`]
+/// record names (`clang-NN`, ...).
+///
+/// [`Release`]: crate::llvm::Release
+pub struct ReleaseTools {
+    /// `clang-NN`.
+    pub clang: PathBuf,
+    /// `clang++-NN`.
+    pub clangxx: PathBuf,
+    /// `opt-NN`: reads (and verifies) the IR this clang writes.
+    pub opt: PathBuf,
+    /// `llc-NN`.
+    pub llc: PathBuf,
+    /// `llvm-link-NN`.
+    pub llvm_link: PathBuf,
+    /// `llvm-extract-NN`.
+    pub llvm_extract: PathBuf,
+    /// `flang-NN`, where the release's flang compiles the programs ([`Release::flang`]).
+    ///
+    /// [`Release::flang`]: crate::llvm::Release::flang
+    pub flang: Option<PathBuf>,
+    /// `llvm-nm-NN`, where listed.
+    pub llvm_nm: Option<PathBuf>,
+    /// The libomptarget its programs link and run with: LLVM 16's (`libomptarget.so.16`) or the
+    /// release's stock one.
+    pub libomptarget: PathBuf,
+    /// The directory holding the release's `include/omp.h` and `lib/libomp.so` when its
+    /// runtime is stock (`target/tools/llvm22`), else `None` (Debian's libomp-NN-dev).
+    pub openmp: Option<PathBuf>,
+    /// The directory of its GPU DeviceRTL built from source, one subdirectory per triple
+    /// (`target/tools/llvm22-devicertl/lib`), else `None` (Debian's).
+    pub device_rtl: Option<PathBuf>,
+}
+
+impl ReleaseTools {
+    fn locate(llvm: Llvm, found: &requirements::Located) -> ReleaseTools {
+        // Every name here is one of `llvm.requirements()`, which the preflight found.
+        let tool = |name: &str| found.path(&llvm.requirement(name));
+        let optional = |name: &str| found.get(&llvm.requirement(name));
+        let (libomptarget, openmp) = match llvm.runtime {
+            Runtime::ProjectPlugins => (found.path("libomptarget-16"), None),
+            // <dir>/include/omp.h
+            Runtime::Stock { library, openmp, .. } => {
+                (found.path(library), found.path(openmp).ancestors().nth(2).map(Path::to_path_buf))
+            }
+        };
+        let device_rtl = match llvm.device_rtl {
+            DeviceRtl::Debian => None,
+            // <dir>/lib/nvptx64-nvidia-cuda/libomptarget-nvptx.bc
+            DeviceRtl::FromSource { nvptx } => found.path(nvptx).ancestors().nth(2).map(Path::to_path_buf),
+        };
+        ReleaseTools {
+            clang: tool("clang"),
+            clangxx: tool("clang++"),
+            opt: tool("opt"),
+            llc: tool("llc"),
+            llvm_link: tool("llvm-link"),
+            llvm_extract: tool("llvm-extract"),
+            flang: if llvm.flang { Some(tool("flang")) } else { None },
+            llvm_nm: optional("llvm-nm"),
+            libomptarget,
+            openmp,
+            device_rtl,
+        }
+    }
 }
 
 impl Tools {
+    /// The tools and runtime of `llvm`.
+    pub fn of(&self, llvm: Llvm) -> &ReleaseTools {
+        &self.releases[Llvm::all().position(|l| l == llvm).expect("a supported release")]
+    }
+
     /// Runs the preflight over `scripts/requirements.txt` (failing with one line per missing
     /// requirement and its package), then takes every tool's path from it.
     pub fn locate(root: &Path) -> Result<Tools> {
@@ -106,19 +155,7 @@ impl Tools {
             rocm_device_libs: dir_of("rocm-device-libs", 1),
             // target/tools/llvm16/lib/libomptarget.so.16
             llvm16_lib: dir_of("libomptarget-16", 1),
-            clang22: path("clang-22"),
-            clangxx22: path("clang++-22"),
-            flang22: path("flang-22"),
-            opt22: path("opt-22"),
-            llvm_link22: path("llvm-link-22"),
-            llvm_extract22: path("llvm-extract-22"),
-            llc22: path("llc-22"),
-            llvm_nm22: path("llvm-nm-22"),
-            libomptarget22: path("libomptarget-22"),
-            // target/tools/llvm22/include/omp.h
-            llvm22_openmp: dir_of("llvm22-omp-h", 2),
-            // target/tools/llvm22-devicertl/lib/nvptx64-nvidia-cuda/libomptarget-nvptx.bc
-            llvm22_devicertl: dir_of("llvm22-devicertl-nvptx", 2),
+            releases: Llvm::all().map(|llvm| ReleaseTools::locate(llvm, &found)).collect(),
         })
     }
 

@@ -1,18 +1,21 @@
-//! The two toolchains the project supports and tests, and how each compiles, links and runs an
-//! OpenMP program against the project's device library:
+//! The toolchain of each supported release ([`Llvm`]), and how it compiles, links and runs an
+//! OpenMP program against the project's device library, as its release record says:
 //!
-//! - LLVM 19: clang 19, linked and run against LLVM 16's libomptarget, which loads this project's
-//!   plugins (`target/dist/lib/libomptarget.rtl.*.so`); they install the function-pointer map.
-//! - LLVM 22: clang 22 and Debian's stock libomptarget 22, which loads no plugin from outside
-//!   and fills its own table in `__omp_rtl_device_environment`, where the device library finds it.
+//! - [`Runtime::ProjectPlugins`] (clang 19): linked and run against LLVM 16's libomptarget, which
+//!   loads this project's plugins (`target/dist/lib/libomptarget.rtl.*.so`); they install the
+//!   function-pointer map.
+//! - [`Runtime::Stock`] (clang 22): the release's stock libomptarget, which loads no plugin from
+//!   outside and fills its own table in `__omp_rtl_device_environment`, where the device library
+//!   finds it.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::dist::Dist;
 pub use crate::llvm::Llvm;
-use crate::offload::{OffloadTarget, LLVM19_LIB};
-use crate::tools::Tools;
+use crate::llvm::{DeviceRtl, Runtime};
+use crate::offload::OffloadTarget;
+use crate::tools::{ReleaseTools, Tools};
 
 /// The flag that gives each nvptx64 device compile the DeviceRTL bitcode to link (a device-LTO
 /// compile links none, and clang calls the flag unused there).
@@ -32,15 +35,28 @@ impl<'a> Toolchain<'a> {
         Toolchain { llvm, tools, dist }
     }
 
-    /// clang 19 with LLVM 16's libomptarget and the project's plugins.
-    pub fn llvm19(tools: &'a Tools, dist: &'a Dist) -> Self {
-        Toolchain::new(Llvm::V19, tools, dist)
+    /// The toolchain whose programs run through the project's libomptarget 16 plugins
+    /// ([`Runtime::ProjectPlugins`]): the benchmarks' and the plugins' own checks'.
+    pub fn project_plugins(tools: &'a Tools, dist: &'a Dist) -> Self {
+        let llvm =
+            Llvm::all().find(|l| l.runs_project_plugins()).expect("a release runs the project's plugins");
+        Toolchain::new(llvm, tools, dist)
     }
 
-    /// The tools located for it (and the LLVM 19 tools every toolchain shares: the packager,
-    /// `opt`, `llvm-ar`).
+    /// Every supported release's toolchain, oldest first.
+    pub fn all(tools: &'a Tools, dist: &'a Dist) -> impl Iterator<Item = Toolchain<'a>> {
+        Llvm::all().map(move |llvm| Toolchain::new(llvm, tools, dist))
+    }
+
+    /// The tools located for every release (and those every toolchain shares: the packager,
+    /// `llvm-ar`).
     pub fn tools(&self) -> &'a Tools {
         self.tools
+    }
+
+    /// The programs and runtime of its own release.
+    pub fn release(&self) -> &'a ReleaseTools {
+        self.tools.of(self.llvm)
     }
 
     /// The dist tree it links against.
@@ -49,45 +65,47 @@ impl<'a> Toolchain<'a> {
     }
 
     /// For reports: the compiler and the runtime programs run with.
-    pub fn describe(&self) -> &'static str {
-        match self.llvm {
-            Llvm::V19 => "clang 19 through libomptarget 16 and the project's plugin",
-            Llvm::V22 => "clang 22 through its stock libomptarget 22 (no plugin of the project)",
+    pub fn describe(&self) -> String {
+        let major = self.llvm.major;
+        match self.llvm.runtime {
+            Runtime::ProjectPlugins => {
+                format!("clang {major} through libomptarget 16 and the project's plugin")
+            }
+            Runtime::Stock { .. } => {
+                format!("clang {major} through its stock libomptarget {major} (no plugin of the project)")
+            }
         }
     }
 
     /// The C or C++ driver for `source`.
     pub fn compiler(&self, source: &str) -> &'a Path {
+        let release = self.release();
         if is_fortran(source) {
-            // Programs in Fortran run with LLVM 22 only (docs/fortran.md).
-            return &self.tools.flang22;
+            // Programs in Fortran run with releases whose flang compiles them (docs/fortran.md).
+            let fortran = Llvm::fortran().expect("a release whose flang compiles the programs");
+            let flang = if self.llvm.flang { release } else { self.tools.of(fortran) };
+            return flang.flang.as_deref().expect("a release with flang has it located");
         }
-        let cxx = source.ends_with(".cpp");
-        match (self.llvm, cxx) {
-            (Llvm::V19, false) => &self.tools.clang,
-            (Llvm::V19, true) => &self.tools.clangxx,
-            (Llvm::V22, false) => &self.tools.clang22,
-            (Llvm::V22, true) => &self.tools.clangxx22,
+        if source.ends_with(".cpp") {
+            &release.clangxx
+        } else {
+            &release.clang
         }
     }
 
     /// `opt` of the same release, which reads the IR this clang writes.
     pub fn opt(&self) -> &'a Path {
-        match self.llvm {
-            Llvm::V19 => &self.tools.opt,
-            Llvm::V22 => &self.tools.opt22,
-        }
+        &self.release().opt
     }
 
     /// The flags that compile and link OpenMP code for `target` (before the program's own flags).
     ///
-    /// LLVM 22: LLVM 22's `omp.h` comes from `target/tools/llvm22`. Debian ships no GPU DeviceRTL
-    /// for it: nvptx64 links the one `scripts/fetch-llvm22-devicertl.sh` builds from LLVM's source
-    /// (its bitcode into each device compile; [`Toolchain::device_link_args`] gives the device
-    /// link its `libompdevice.a`); amdgcn is compiled `-nogpulib`: clang 22 emits code object v6,
-    /// whose ROCm device libraries (`oclc_abi_version_600`) Debian 12 lacks, and the flag also
-    /// drops the DeviceRTL, which [`Toolchain::device_link_args`] then links by name
-    /// (`docs/llvm22-gpu.md`).
+    /// A stock runtime's `omp.h` comes from its own directory (`target/tools/llvm22`). A DeviceRTL
+    /// built from source ([`DeviceRtl::FromSource`], LLVM 22): nvptx64 links its bitcode into each
+    /// device compile ([`Toolchain::device_link_args`] gives the device link its
+    /// `libompdevice.a`); amdgcn is compiled `-nogpulib`: clang 22 emits code object v6, whose ROCm
+    /// device libraries (`oclc_abi_version_600`) Debian 12 lacks, and the flag also drops the
+    /// DeviceRTL, which [`Toolchain::device_link_args`] then links by name (`docs/llvm22-gpu.md`).
     pub fn offload_args(&self, target: &OffloadTarget) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec!["-fopenmp".into()];
         match target.triple {
@@ -98,23 +116,21 @@ impl<'a> Toolchain<'a> {
             "amdgcn-amd-amdhsa" => args.push(format!("--offload-arch={}", target.arch).into()),
             triple => args.push(format!("-fopenmp-targets={triple}").into()),
         }
-        match (self.llvm, target.triple) {
-            (Llvm::V19, "nvptx64-nvidia-cuda") => {
-                args.push(format!("{NVPTX_DEVICE_RTL_FLAG}{LLVM19_LIB}").into())
-            }
-            (Llvm::V19, "amdgcn-amd-amdhsa") => {
+        let release = self.release();
+        match (&release.device_rtl, target.triple) {
+            (None, "nvptx64-nvidia-cuda") => args.push(prefixed(NVPTX_DEVICE_RTL_FLAG, &self.debian_lib())),
+            (None, "amdgcn-amd-amdhsa") => {
                 args.push(prefixed("--rocm-device-lib-path=", &self.tools.rocm_device_libs))
             }
-            (Llvm::V19, _) => {}
-            (Llvm::V22, "nvptx64-nvidia-cuda") => {
-                args.push(prefixed(NVPTX_DEVICE_RTL_FLAG, &self.tools.llvm22_devicertl.join(target.triple)))
+            (Some(built), "nvptx64-nvidia-cuda") => {
+                args.push(prefixed(NVPTX_DEVICE_RTL_FLAG, &built.join(target.triple)))
             }
-            (Llvm::V22, "amdgcn-amd-amdhsa") => args.push("-nogpulib".into()),
-            (Llvm::V22, _) => {}
+            (Some(_), "amdgcn-amd-amdhsa") => args.push("-nogpulib".into()),
+            _ => {}
         }
-        if self.llvm == Llvm::V22 {
+        if let Some(openmp) = &release.openmp {
             args.push("-isystem".into());
-            args.push(self.tools.llvm22_openmp.join("include").into());
+            args.push(openmp.join("include").into());
         }
         args
     }
@@ -123,13 +139,11 @@ impl<'a> Toolchain<'a> {
     /// linker wrapper finds LLVM 22's `libompdevice.a` (a compile with `-c` would call the flag
     /// unused), and for amdgcn, whose `-nogpulib` leaves it out, the library itself.
     pub fn device_link_args(&self, target: &OffloadTarget) -> Vec<OsString> {
-        let search = || {
-            vec!["-Xoffload-linker".into(), prefixed("-L", &self.tools.llvm22_devicertl.join(target.triple))]
-        };
-        match (self.llvm, target.triple) {
-            (Llvm::V22, "nvptx64-nvidia-cuda") => search(),
-            (Llvm::V22, "amdgcn-amd-amdhsa") => {
-                let mut args = search();
+        let Some(built) = &self.release().device_rtl else { return Vec::new() };
+        let mut args = vec!["-Xoffload-linker".into(), prefixed("-L", &built.join(target.triple))];
+        match target.triple {
+            "nvptx64-nvidia-cuda" => args,
+            "amdgcn-amd-amdhsa" => {
                 args.extend(["-Xoffload-linker".into(), "-lompdevice".into()]);
                 args
             }
@@ -147,7 +161,9 @@ impl<'a> Toolchain<'a> {
     /// configuration file for Fortran.
     pub fn pass_plugin_args_for(&self, source: &str) -> Vec<OsString> {
         if is_fortran(source) {
-            vec![prefixed("--config=", &self.dist.flang_config())]
+            let fortran =
+                if self.llvm.flang { self.llvm } else { Llvm::fortran().expect("a release with flang") };
+            vec![prefixed("--config=", &self.dist.flang_config(fortran))]
         } else {
             self.pass_plugin_args()
         }
@@ -169,10 +185,16 @@ impl<'a> Toolchain<'a> {
                 let a = a.to_string_lossy();
                 !a.starts_with("--cuda-path=") && !a.starts_with(NVPTX_DEVICE_RTL_FLAG)
             });
-            if self.llvm == Llvm::V22 && target.triple == "nvptx64-nvidia-cuda" && args.len() < before {
+            if self.llvm.device_rtl != DeviceRtl::Debian
+                && target.triple == "nvptx64-nvidia-cuda"
+                && args.len() < before
+            {
                 args.push("-nogpulib".into());
             }
-            args.push(prefixed("-I", &self.dist.fortran_module_dir()));
+            args.push(prefixed(
+                "-I",
+                &self.dist.fortran_module_dir(Llvm::fortran().expect("a release with flang")),
+            ));
             if target.triple == "nvptx64-nvidia-cuda" {
                 // flang 22 finds no CUDA to pick a PTX version from and takes 4.2, which sm_90
                 // refuses (clang takes its default, 7.8).
@@ -194,7 +216,7 @@ impl<'a> Toolchain<'a> {
     /// its rpath) given on the command line.
     pub fn link_args_without_config(&self) -> Vec<OsString> {
         let mut args = self.link_args();
-        if self.llvm == Llvm::V22 {
+        if self.llvm.needs_register() {
             args.push("-lomptarget-indirect-register".into());
             args.push(prefixed("-Wl,-rpath,", &self.dist.lib_dir()));
         }
@@ -215,65 +237,71 @@ impl<'a> Toolchain<'a> {
     }
 
     /// The link flags of a link that passes [`Toolchain::pass_plugin_args`] too: clang 22's
-    /// configuration file links the device library itself, and naming the archive twice would
-    /// put its device code in the image twice (duplicate symbols); clang 19's cannot.
+    /// configuration file links the device library itself ([`Release::config_links`]), and
+    /// naming the archive twice would put its device code in the image twice (duplicate
+    /// symbols); clang 19's cannot.
+    ///
+    /// [`Release::config_links`]: crate::llvm::Release::config_links
     pub fn link_args_with_config(&self) -> Vec<OsString> {
-        match self.llvm {
-            Llvm::V19 => self.link_args(),
-            Llvm::V22 => self.runtime_link_args(),
+        if self.llvm.config_links {
+            self.runtime_link_args()
+        } else {
+            self.link_args()
         }
     }
 
-    /// Where libomptarget (16) or libomp (22's link) is found.
+    /// Where libomptarget (16) or a stock runtime's libomp is found.
     pub fn runtime_link_args(&self) -> Vec<OsString> {
-        let runtime = match self.llvm {
-            Llvm::V19 => self.tools.llvm16_lib.clone(),
-            Llvm::V22 => self.tools.llvm22_openmp.join("lib"),
+        let runtime = match &self.release().openmp {
+            None => self.tools.llvm16_lib.clone(),
+            Some(openmp) => openmp.join("lib"),
         };
         vec![prefixed("-L", &runtime)]
     }
 
-    /// The environment a program needs to run: LLVM 19, our plugin directory first, then LLVM 16's
-    /// runtime (which holds no plugin of its own); LLVM 22, nothing but mandatory offload (the
-    /// libraries are installed, and no directory of ours is on the path).
+    /// The environment a program needs to run: with the project's plugins, our plugin directory
+    /// first, then LLVM 16's runtime (which holds no plugin of its own); with a stock runtime,
+    /// nothing but mandatory offload (the libraries are installed, and no directory of ours is on
+    /// the path).
     pub fn run_env(&self) -> Vec<(&'static str, OsString)> {
         let mandatory = ("OMP_TARGET_OFFLOAD", OsString::from("MANDATORY"));
-        match self.llvm {
-            Llvm::V19 => {
+        match self.llvm.runtime {
+            Runtime::ProjectPlugins => {
                 let mut path = OsString::from(self.dist.lib_dir());
                 path.push(":");
                 path.push(&self.tools.llvm16_lib);
                 vec![("LD_LIBRARY_PATH", path), mandatory]
             }
-            Llvm::V22 => vec![mandatory],
+            Runtime::Stock { .. } => vec![mandatory],
         }
     }
 
     /// The libomptarget an executable must depend on (`DT_NEEDED`): clang 19 silently links its
     /// own `libomptarget.so.19.1` when `-L` finds nothing.
     pub fn libomptarget_soname(&self) -> &'static str {
-        match self.llvm {
-            Llvm::V19 => "libomptarget.so.16",
-            Llvm::V22 => "libomptarget.so.22.1",
+        match self.llvm.runtime {
+            Runtime::ProjectPlugins => "libomptarget.so.16",
+            Runtime::Stock { soname, .. } => soname,
         }
     }
 
     /// The libomptarget file, for rebuilding what was linked against an older one.
     pub fn libomptarget(&self) -> PathBuf {
-        match self.llvm {
-            Llvm::V19 => self.tools.llvm16_lib.join("libomptarget.so.16"),
-            Llvm::V22 => self.tools.libomptarget22.clone(),
-        }
+        self.release().libomptarget.clone()
     }
 
-    /// Where the end-to-end programs of `target` are built: `target/tests/e2e/<target>` for
-    /// LLVM 19, `target/tests/e2e-llvm22/<target>` for LLVM 22.
+    /// Where the end-to-end programs of `target` are built: `target/tests/<e2e tree>/<target>`
+    /// ([`Release::e2e_tree`]).
+    ///
+    /// [`Release::e2e_tree`]: crate::llvm::Release::e2e_tree
     pub fn e2e_dir(&self, workspace: &Path, target: &OffloadTarget) -> PathBuf {
-        let tree = match self.llvm {
-            Llvm::V19 => "e2e".to_string(),
-            llvm => format!("e2e-llvm{}", llvm.major()),
-        };
-        workspace.join("target/tests").join(tree).join(&target.name)
+        workspace.join("target/tests").join(self.llvm.e2e_tree).join(&target.name)
+    }
+
+    /// Debian's `lib/` of this release (its per-architecture DeviceRTL bitcode: clang 19 does not
+    /// find it for nvptx by itself).
+    fn debian_lib(&self) -> PathBuf {
+        self.release().clang.ancestors().nth(2).map(|p| p.join("lib")).unwrap_or_default()
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 
 /// The list, as committed: the same file `scripts/setup.sh` reads.
-const LIST: &str = include_str!("../../../scripts/requirements.txt");
+const LIST: &str = include_str!("../../scripts/requirements.txt");
 
 /// One line of the list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +77,11 @@ pub struct Located {
 }
 
 impl Located {
+    /// The path of the requirement `name`, or `None` when the list has no such line.
+    pub fn get(&self, name: &str) -> Option<PathBuf> {
+        self.found.iter().find(|(r, _)| r.name == name).map(|(_, p)| p.clone())
+    }
+
     /// The path of the requirement `name`. Panics when `name` is not in the list: that is a
     /// programming error the unit test catches, not a machine's state.
     pub fn path(&self, name: &str) -> PathBuf {
@@ -117,10 +122,8 @@ pub fn program(name: &str) -> PathBuf {
         .into_iter()
         .find(|r| r.name == name)
         .unwrap_or_else(|| panic!("`{name}` is not in scripts/requirements.txt"));
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("tests/harness lies in the workspace");
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(1).expect("packaging/ lies in the workspace");
     requirement.find(root).unwrap_or_else(|| PathBuf::from(requirement.location))
 }
 
@@ -130,7 +133,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn workspace() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
+        Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(1).unwrap().to_path_buf()
     }
 
     /// Every file under `dir` (not `target/`, not hidden) whose name ends with `suffix`.
@@ -335,7 +338,7 @@ mod tests {
         let mut unlisted = Vec::new();
         let mut seen = 0;
         for file in &sources {
-            if file.ends_with("tests/harness/src/requirements.rs") {
+            if file.ends_with("packaging/src/requirements.rs") {
                 continue;
             }
             for program in rust_programs(&std::fs::read_to_string(file).unwrap()) {

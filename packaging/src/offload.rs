@@ -26,6 +26,15 @@ impl OffloadTarget {
         OffloadTarget { name: gfx.to_string(), triple: "amdgcn-amd-amdhsa", arch: gfx.to_string() }
     }
 
+    /// The target of an `sm_NN` or a `gfxNNN`.
+    pub fn of_arch(arch: &str) -> Self {
+        if arch.starts_with("gfx") {
+            OffloadTarget::amdgcn(arch)
+        } else {
+            OffloadTarget::nvptx(arch)
+        }
+    }
+
     /// The host-offload "device".
     pub fn x86_64() -> Self {
         OffloadTarget { name: "x86_64".to_string(), triple: "x86_64-pc-linux-gnu", arch: String::new() }

@@ -76,7 +76,7 @@ pub fn install(workspace: &Path, dist: &Dist, root: &Path) -> Result<Vec<PathBuf
     let parts = &dist.parts;
     let mut files: Vec<(PathBuf, Vec<u8>)> = vec![copy(dist.fat_lib(), "lib/libomptarget-indirect.a")?];
     for &llvm in &parts.releases {
-        files.push(copy(dist.pass_plugin(llvm), &format!("lib/{}", llvm.pass_plugin_file()))?);
+        files.push(copy(dist.pass_plugin(llvm), &format!("lib/{}", llvm.pass_plugin_file))?);
         let frontend = parts.frontend.contains(&llvm);
         if frontend {
             files.push(copy(dist.frontend_plugin(llvm), &format!("lib/{}", llvm.frontend_plugin_file()))?);
@@ -91,18 +91,18 @@ pub fn install(workspace: &Path, dist: &Dist, root: &Path) -> Result<Vec<PathBuf
             files.push(copy(dist.lib_dir().join(name), &format!("lib/omptarget-indirect/{name}"))?);
         }
     }
-    if parts.fortran {
+    if let Some(fortran) = parts.fortran {
         files.push((
-            PathBuf::from("share/omptarget-indirect").join(crate::llvm::FLANG_CONFIG_FILE),
-            crate::llvm::flang_config().into_bytes(),
+            PathBuf::from("share/omptarget-indirect").join(fortran.flang_config_file()),
+            fortran.flang_config().into_bytes(),
         ));
         files.push(copy(
             workspace.join(crate::dist::FORTRAN_MODULE_SOURCE),
             "include/omptarget-indirect/omptarget_indirect.f90",
         )?);
         files.push(copy(
-            dist.fortran_module_dir().join("omptarget_indirect.mod"),
-            &format!("{}/omptarget_indirect.mod", crate::llvm::FORTRAN_MODULE_DIR),
+            dist.fortran_module_dir(fortran).join("omptarget_indirect.mod"),
+            &format!("{}/omptarget_indirect.mod", fortran.fortran_module_dir()),
         )?);
     }
     files.push(copy(dist.strict_lib(), &format!("lib/{}", crate::dist::STRICT.2))?);
@@ -147,17 +147,13 @@ pub fn install(workspace: &Path, dist: &Dist, root: &Path) -> Result<Vec<PathBuf
 /// What the pkg-config file gives, for the oldest release the tree holds: (clang's major, Cflags
 /// after the include directory, Libs after the library directory).
 fn pkg_config_flags(parts: &crate::dist::Parts) -> (&'static str, String, &'static str) {
-    let llvm = parts.releases.first().copied().unwrap_or(Llvm::V19);
+    let llvm = parts.releases.first().copied().unwrap_or_else(Llvm::oldest);
     let mut cflags = String::new();
     if parts.frontend.contains(&llvm) {
         cflags = format!("-fplugin=${{libdir}}/{} ", llvm.frontend_plugin_file());
     }
-    cflags.push_str(&format!("-Xarch_device -fpass-plugin=${{libdir}}/{}", llvm.pass_plugin_file()));
-    let libs = match llvm {
-        Llvm::V19 => "-lomptarget-indirect",
-        Llvm::V22 => "-lomptarget-indirect -lomptarget-indirect-register -Wl,-rpath,${libdir}",
-    };
-    (llvm.major(), cflags, libs)
+    cflags.push_str(&format!("-Xarch_device -fpass-plugin=${{libdir}}/{}", llvm.pass_plugin_file));
+    (llvm.major, cflags, llvm.pkg_config_libs())
 }
 
 /// Removes exactly what the manifest under `root` lists, then the directories that emptied
@@ -257,9 +253,9 @@ mod tests {
         assert!(cflags.contains("frontend-llvm19.so") && cflags.contains("-pass.so"), "{cflags}");
         assert_eq!(libs, "-lomptarget-indirect");
         let only22 = crate::dist::Parts {
-            releases: vec![Llvm::V22],
+            releases: vec![Llvm::major_version("22")],
             frontend: vec![],
-            fortran: false,
+            fortran: None,
             libomptarget16_plugins: false,
         };
         let (major, cflags, libs) = pkg_config_flags(&only22);
@@ -270,7 +266,7 @@ mod tests {
 
     #[test]
     fn the_workspace_version_is_read() {
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap();
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(1).unwrap();
         let (major, minor, patch, text) = version(workspace).unwrap();
         assert_eq!(format!("{major}.{minor}.{patch}"), text);
         assert_eq!(text, env!("CARGO_PKG_VERSION"));

@@ -34,8 +34,9 @@ pub struct Parts {
     pub releases: Vec<Llvm>,
     /// The releases whose frontend plugin it holds (their clang development headers were found).
     pub frontend: Vec<Llvm>,
-    /// flang 22's `omptarget_indirect` module file and configuration file.
-    pub fortran: bool,
+    /// The release whose flang's `omptarget_indirect` module file and configuration file it
+    /// holds ([`Llvm::fortran`]), if any.
+    pub fortran: Option<Llvm>,
     /// The libomptarget 16 plugins (for clang 19 programs).
     pub libomptarget16_plugins: bool,
 }
@@ -44,16 +45,16 @@ impl Parts {
     /// Everything: what `cargo xtask build` makes from Debian's LLVM 19 and 22.
     pub fn all() -> Parts {
         Parts {
-            releases: Llvm::ALL.to_vec(),
-            frontend: Llvm::ALL.to_vec(),
-            fortran: true,
+            releases: Llvm::all().collect(),
+            frontend: Llvm::all().collect(),
+            fortran: Llvm::fortran(),
             libomptarget16_plugins: true,
         }
     }
 
-    /// Whether it holds the registration library (libomptarget 22's vtables).
+    /// Whether it holds the registration library (the vtables of a stock libomptarget's table).
     pub fn register(&self) -> bool {
-        self.releases.contains(&Llvm::V22)
+        self.releases.iter().any(|llvm| llvm.needs_register())
     }
 }
 
@@ -93,7 +94,7 @@ impl Dist {
 
     /// The pass plugin for clang of `llvm` (`-Xarch_device -fpass-plugin=`).
     pub fn pass_plugin(&self, llvm: Llvm) -> PathBuf {
-        self.lib_dir().join(llvm.pass_plugin_file())
+        self.lib_dir().join(llvm.pass_plugin_file)
     }
 
     /// The frontend plugin for clang of `llvm` (`-fplugin=`).
@@ -107,14 +108,16 @@ impl Dist {
         self.root.join("share/omptarget-indirect").join(llvm.clang_config_file())
     }
 
-    /// flang 22's configuration file.
-    pub fn flang_config(&self) -> PathBuf {
-        self.root.join("share/omptarget-indirect").join(crate::llvm::FLANG_CONFIG_FILE)
+    /// The flang configuration file of `llvm` ([`Release::flang`]).
+    ///
+    /// [`Release::flang`]: crate::llvm::Release::flang
+    pub fn flang_config(&self, llvm: Llvm) -> PathBuf {
+        self.root.join("share/omptarget-indirect").join(llvm.flang_config_file())
     }
 
-    /// Where `omptarget_indirect.mod` (flang 22) is.
-    pub fn fortran_module_dir(&self) -> PathBuf {
-        self.root.join(crate::llvm::FORTRAN_MODULE_DIR)
+    /// Where `omptarget_indirect.mod` of `llvm`'s flang is.
+    pub fn fortran_module_dir(&self, llvm: Llvm) -> PathBuf {
+        self.root.join(llvm.fortran_module_dir())
     }
 
     /// `device/x86_64/`.
