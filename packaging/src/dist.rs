@@ -155,6 +155,26 @@ pub struct Archs {
     pub gfxs: Vec<String>,
 }
 
+impl Archs {
+    /// Rejects names that are not of the `sm_NN` form, or AMDGPU processors the plugin's table
+    /// does not know, before any work starts.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        for sm in &self.sms {
+            let digits = sm.strip_prefix("sm_").unwrap_or("");
+            if digits.len() < 2 || !digits.chars().all(|c| c.is_ascii_digit()) {
+                anyhow::bail!("--sm {sm}: expected a name like sm_90");
+            }
+        }
+        for gfx in &self.gfxs {
+            if amdgpu_hsa::code_object::mach_of_processor(gfx).is_none() {
+                let known: Vec<&str> = amdgpu_hsa::code_object::processors().collect();
+                anyhow::bail!("--gfx {gfx}: unknown AMDGPU processor (known: {})", known.join(", "));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Default for Archs {
     fn default() -> Self {
         Archs {

@@ -1,8 +1,9 @@
-//! What the project's build driver (`xtask`) and its tests share about this checkout: the tools
-//! of `scripts/requirements.txt` and their preflight, the toolchains (clang 19 with libomptarget
-//! 16, clang 22 with libomptarget 22) and offload targets, the dist tree's layout and its install
-//! prefix, device builds of workspace crates, running commands with their output in errors, and
-//! PNG files (the demo's picture, the GPU bench's plot).
+//! What builds and installs the product, shared by the build driver (`xtask`) and the checks
+//! (`tests/checks`): the supported LLVM releases, one record each ([`llvm::RELEASES`]), the
+//! tools of `scripts/requirements.txt` and their preflight, each release's toolchain and the
+//! offload targets, the dist tree's layout, its configuration files and its install prefix,
+//! device builds of workspace crates, running commands with their output in errors, and PNG files
+//! (the demo's picture, the GPU bench's plot). Nothing here tests: `tests/` does.
 #![deny(missing_docs)]
 
 pub mod cmd;

@@ -23,7 +23,6 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 
-use checks::images;
 use omptarget_indirect_abi::DEVICE_ENVIRONMENT;
 use packaging::device_build::DeviceBuild;
 
@@ -77,22 +76,6 @@ impl std::fmt::Display for Skipped {
     }
 }
 
-/// Rejects names that are not of the `sm_NN` / `gfxNNN` form before any work starts.
-pub fn validate(archs: &Archs) -> Result<()> {
-    for sm in &archs.sms {
-        let digits = sm.strip_prefix("sm_").unwrap_or("");
-        if digits.len() < 2 || !digits.chars().all(|c| c.is_ascii_digit()) {
-            bail!("--sm {sm}: expected a name like sm_90");
-        }
-    }
-    for gfx in &archs.gfxs {
-        if images::amdgpu_mach(gfx).is_none() {
-            bail!("--gfx {gfx}: unknown AMDGPU processor (known: {})", images::known_gfxs());
-        }
-    }
-    Ok(())
-}
-
 /// Builds everything `Archs` asks for from Debian's LLVM 19 and 22 and writes `target/dist`.
 /// Prints the time of each part.
 pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
@@ -109,7 +92,7 @@ pub fn build_from(
     archs: &Archs,
     root: &Path,
 ) -> Result<(Dist, Vec<Skipped>)> {
-    validate(archs)?;
+    archs.validate()?;
     ensure!(!inputs.llvms.is_empty(), "no LLVM to build for");
     let started = Instant::now();
     let mut skipped = Vec::new();

@@ -222,7 +222,7 @@ fn parse_archs(args: &[String]) -> Result<Archs> {
     if !gfxs.is_empty() {
         archs.gfxs = gfxs.into_iter().filter(|s| s != "none").collect();
     }
-    build::validate(&archs)?;
+    archs.validate()?;
     Ok(archs)
 }
 

@@ -3,7 +3,7 @@
 //! implicit arguments) and the AQL kernel dispatch packet. The backend only copies the results
 //! into kernarg memory and the queue.
 
-use plugin_core::{PluginError, Result};
+use crate::error::{HsaError, Result};
 
 use crate::sys::{self, KernelDispatchPacket, Signal};
 
@@ -107,7 +107,7 @@ pub fn kernarg_segment(
     let explicit = args.len() * 8;
     let size = segment_size as usize;
     if size < explicit {
-        return Err(PluginError::InvalidArgument(format!(
+        return Err(HsaError::InvalidLaunch(format!(
             "{} arguments ({explicit} bytes) for a kernel whose argument segment has {size} bytes",
             args.len()
         )));
@@ -151,16 +151,17 @@ pub fn dispatch_packet(
     let workgroup_size = u16::try_from(geometry.threads)
         .ok()
         .filter(|&t| t > 0)
-        .ok_or_else(|| PluginError::InvalidArgument(format!("{} threads per workgroup", geometry.threads)))?;
+        .ok_or_else(|| HsaError::InvalidLaunch(format!("{} threads per workgroup", geometry.threads)))?;
     let grid_size = geometry.blocks.checked_mul(geometry.threads).filter(|&g| g > 0).ok_or_else(|| {
-        PluginError::InvalidArgument(format!(
+        HsaError::InvalidLaunch(format!(
             "{} workgroups of {} work-items do not fit a 32-bit grid",
             geometry.blocks, geometry.threads
         ))
     })?;
-    let group_segment_size = kernel.group_size.checked_add(geometry.dynamic_lds).ok_or_else(|| {
-        PluginError::InvalidArgument(format!("{} bytes of dynamic LDS", geometry.dynamic_lds))
-    })?;
+    let group_segment_size = kernel
+        .group_size
+        .checked_add(geometry.dynamic_lds)
+        .ok_or_else(|| HsaError::InvalidLaunch(format!("{} bytes of dynamic LDS", geometry.dynamic_lds)))?;
     let private_segment_size =
         if kernel.dynamic_callstack { kernel.private_size.max(stack_size) } else { kernel.private_size };
     Ok(KernelDispatchPacket {

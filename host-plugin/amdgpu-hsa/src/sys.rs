@@ -217,7 +217,7 @@ pub type IterateCallback<T> = unsafe extern "C" fn(T, *mut c_void) -> Status;
 /// `hsa_queue_create`'s error callback.
 pub type QueueErrorCallback = unsafe extern "C" fn(Status, *mut Queue, *mut c_void);
 
-plugin_core::vendor_functions! {
+vendor_library::vendor_functions! {
     /// The HSA functions this plugin calls, resolved from `libhsa-runtime64.so.1` (signatures
     /// from `hsa.h` / `hsa_ext_amd.h`); the library stays loaded while this lives.
     pub struct Functions {

@@ -1,5 +1,5 @@
 //! `libomptarget.rtl.amdgpu.so`: the AMDGPU plugin over the ROCm HSA runtime, loaded at run time
-//! (`amdgpu_hsa::sys`, [`hsa`]); without it, or without a GPU agent, the plugin reports 0 devices.
+//! (`amdgpu_hsa::sys`, `amdgpu_hsa::runtime`); without it, or without a GPU agent, the plugin reports 0 devices.
 //!
 //! Devices are the GPU agents. Device memory comes from each agent's coarse-grained global pool,
 //! kernel arguments and copy staging from the host's kernarg and fine-grained pools; copies are
@@ -14,20 +14,18 @@
 //! docs/plugins.md ("What has run where").
 #![deny(missing_docs)]
 
-pub mod hsa;
-
-use std::ffi::c_void;
+pub use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use amdgpu_hsa::code_object::{self, TargetId};
 use amdgpu_hsa::dispatch::{self, Geometry, KernelSegments};
+use amdgpu_hsa::runtime::{self as hsa, Runtime};
 use amdgpu_hsa::sys::{self as hsa_sys, Agent, Executable, MemoryPool, Signal};
-use hsa::Runtime;
 use plugin_core::environment::DeviceLimits;
 use plugin_core::image::DeviceImage;
 use plugin_core::rtl_interface::AllocKind;
-use plugin_core::vendor_library::symbol_name;
+use plugin_core::symbol_name;
 use plugin_core::{Backend, DeviceInfo, DeviceSymbol, Launch, PluginError, Result};
 
 /// Threads per workgroup without a `thread_limit` (LLVM's AMDGPU `GV_Default_WG_Size`).
@@ -201,7 +199,7 @@ impl Amdgpu {
                 Err(err) => {
                     // SAFETY: created above, nothing submitted.
                     let _ = unsafe { self.hsa.destroy_queue(queue) };
-                    return Err(err);
+                    return Err(err.into());
                 }
             };
             *slot = Some(GpuQueue { queue, error, completion });
@@ -368,7 +366,7 @@ impl Backend for Amdgpu {
     fn unload_image(&self, _device: i32, image: LoadedImage) -> Result<()> {
         // SAFETY: the core unloads under the device's launch gate after withdrawing the image's
         // kernel handles and globals, so none of its kernels runs or can be launched.
-        unsafe { self.hsa.destroy_executable(image.executable) }
+        Ok(unsafe { self.hsa.destroy_executable(image.executable) }?)
     }
 
     fn kernel(&self, image: &LoadedImage, kernel: &str) -> Result<Option<Kernel>> {
@@ -399,18 +397,18 @@ impl Backend for Amdgpu {
         match kind {
             // Host memory every GPU can access, as LLVM's plugin gives both kinds.
             AllocKind::Host | AllocKind::Shared => {
-                self.hsa.allocate(self.host()?.fine_grained, size, &self.gpu_agents)
+                Ok(self.hsa.allocate(self.host()?.fine_grained, size, &self.gpu_agents)?)
             }
             AllocKind::Device => {
                 let gpu = &self.gpus[device as usize];
-                self.hsa.allocate(gpu.device_pool, size, &[gpu.agent])
+                Ok(self.hsa.allocate(gpu.device_pool, size, &[gpu.agent])?)
             }
         }
     }
 
     fn free(&self, _device: i32, ptr: u64, _kind: AllocKind) -> Result<()> {
         // SAFETY: libomptarget frees only what `alloc` returned, once.
-        unsafe { self.hsa.free(ptr) }
+        Ok(unsafe { self.hsa.free(ptr) }?)
     }
 
     fn write(&self, _device: i32, dst: u64, src: &[u8]) -> Result<()> {
@@ -473,7 +471,7 @@ impl Backend for Amdgpu {
         });
         // SAFETY: the dispatch completed (or never started); nothing reads the arguments now.
         let freed = unsafe { self.hsa.free(kernargs) };
-        result.and(freed)
+        result.and(freed.map_err(PluginError::from))
     }
 }
 

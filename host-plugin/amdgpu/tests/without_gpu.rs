@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
+use amdgpu_hsa::runtime::{Runtime, LIBRARY};
 use amdgpu_hsa::sys::Functions;
-use omptarget_rtl_amdgpu::hsa::{Runtime, LIBRARY};
 use plugin_test_support::{assert_no_devices, Api, OffloadImage};
 
 fn has_amd_gpu_driver() -> bool {

@@ -1,5 +1,6 @@
 //! The plugin's error type: every failure of a `__tgt_rtl_*` call, with its cause in words.
 
+use std::ffi::CString;
 use std::fmt;
 
 /// A failed plugin operation. Reported on stderr when `LIBOMPTARGET_INFO` is set, then turned
@@ -40,4 +41,17 @@ impl fmt::Display for PluginError {
     }
 }
 
-impl std::error::Error for PluginError {}
+/// A vendor layer's error (the CUDA driver's, the HSA runtime's, each in its own crate): the
+/// backend failed, in that layer's words. (`PluginError` itself is therefore no
+/// `std::error::Error`: the two impls would overlap.)
+impl<E: std::error::Error> From<E> for PluginError {
+    fn from(error: E) -> Self {
+        PluginError::Backend(error.to_string())
+    }
+}
+
+/// `name` as the C string a vendor symbol lookup (`cuModuleGetGlobal`,
+/// `hsa_executable_get_symbol_by_name`, ...) takes; a name with a NUL is an invalid argument.
+pub fn symbol_name(name: &str) -> Result<CString> {
+    CString::new(name).map_err(|_| PluginError::InvalidArgument(format!("symbol name {name:?} contains NUL")))
+}

@@ -2,8 +2,8 @@
 //! `plugins-nextgen/common`: the C ABI types, OffloadBinary and offload-entry parsing, the
 //! function-pointer map, the generic plugin/device state, and the `__tgt_rtl_*` exports
 //! ([`export_plugin!`]); for the GPU backends also what LLVM's DeviceRTL expects from a plugin
-//! ([`environment`]) and run-time loading of the vendor runtime ([`vendor_functions!`]). A backend
-//! crate implements [`Backend`] and invokes the macro.
+//! ([`environment`]). A backend crate implements [`Backend`] over its vendor crate (which stands
+//! alone, with its own errors) and invokes the macro.
 #![deny(missing_docs)]
 
 pub mod backend;
@@ -19,7 +19,6 @@ pub mod plugin;
 pub mod registry;
 pub mod rtl_interface;
 pub mod switches;
-pub mod vendor_library;
 pub mod vtables;
 
 // Layouts shared with the device are copied as the host's bytes: the devices (NVPTX, AMDGPU,
@@ -27,5 +26,5 @@ pub mod vtables;
 const _: () = assert!(cfg!(target_endian = "little"));
 
 pub use backend::{Backend, DeviceInfo, DeviceSymbol, Launch, LaunchParams};
-pub use error::{PluginError, Result};
+pub use error::{symbol_name, PluginError, Result};
 pub use plugin::Plugin;

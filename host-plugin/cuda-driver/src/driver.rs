@@ -1,11 +1,10 @@
 //! The driver's calls as methods of [`Driver`] that each return a [`Result`]: status codes and
-//! out-pointers stay here, callers see values and `PluginError`s. A machine without the driver
+//! out-pointers stay here, callers see values and [`DriverError`]s. A machine without the driver
 //! gets an error from [`Driver::load`], never a crash.
 
 use std::ffi::{c_char, c_void, CStr};
 
-use plugin_core::vendor_library::OpenError;
-use plugin_core::{PluginError, Result};
+use crate::error::{DriverError, Result};
 
 use crate::sys::{
     CuDevice, CuDevicePtr, CuHandle, CuResult, Driver, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NO_DEVICE,
@@ -15,13 +14,8 @@ use crate::sys::{
 impl Driver {
     /// Loads `libcuda.so.1` (or `library`) and resolves every function, then calls `cuInit`.
     pub fn load(library: &CStr) -> Result<Driver> {
-        let driver = Driver::open(library).map_err(|e| {
-            let library = library.to_string_lossy();
-            PluginError::Backend(match e {
-                OpenError::NotFound(_) => format!("cannot load {library} (no NVIDIA driver on this machine)"),
-                OpenError::MissingFunction(symbol) => format!("{library} lacks {symbol} (driver too old)"),
-            })
-        })?;
+        let driver = Driver::open(library)
+            .map_err(|cause| DriverError::Load { library: library.to_string_lossy().into_owned(), cause })?;
         // SAFETY: resolved function, flags must be 0.
         driver.check("cuInit", unsafe { (driver.init)(0) })?;
         Ok(driver)
@@ -37,11 +31,11 @@ impl Driver {
         format!("CUresult {code}")
     }
 
-    fn check(&self, call: &str, code: CuResult) -> Result<()> {
+    fn check(&self, call: &'static str, code: CuResult) -> Result<()> {
         if code == CUDA_SUCCESS {
             Ok(())
         } else {
-            Err(PluginError::Backend(format!("{call} failed: {}", self.error_name(code))))
+            Err(DriverError::Call { call, status: self.error_name(code) })
         }
     }
 

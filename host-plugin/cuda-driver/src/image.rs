@@ -1,7 +1,7 @@
 //! Which CUDA images this plugin accepts: cubins (ELF, `EM_CUDA`) for a compatible SM, and PTX
 //! text, which the driver compiles for the device at load time.
 
-use plugin_core::{PluginError, Result};
+use crate::error::NotACudaImage;
 
 /// `EM_CUDA`.
 const EM_CUDA: u16 = 190;
@@ -25,7 +25,7 @@ pub enum CudaImage {
 }
 
 /// Classifies `bytes`, or says why they are not a CUDA image.
-pub fn classify(bytes: &[u8]) -> Result<CudaImage> {
+pub fn classify(bytes: &[u8]) -> Result<CudaImage, NotACudaImage> {
     if bytes.starts_with(b"\x7fELF") {
         use object::read::elf::FileHeader as _;
         let e = object::LittleEndian;
@@ -33,17 +33,17 @@ pub fn classify(bytes: &[u8]) -> Result<CudaImage> {
             (bytes.len() >= 6 && bytes[4] == object::elf::ELFCLASS64 && bytes[5] == object::elf::ELFDATA2LSB)
                 .then(|| object::elf::FileHeader64::<object::LittleEndian>::parse(bytes).ok())
                 .flatten()
-                .ok_or_else(|| PluginError::InvalidImage("not a 64-bit little-endian ELF file".into()))?;
+                .ok_or_else(|| NotACudaImage("not a 64-bit little-endian ELF file".into()))?;
         let machine = header.e_machine(e);
         if machine != EM_CUDA {
-            return Err(PluginError::InvalidImage(format!("ELF machine {machine}, not EM_CUDA ({EM_CUDA})")));
+            return Err(NotACudaImage(format!("ELF machine {machine}, not EM_CUDA ({EM_CUDA})")));
         }
         let flags = header.e_flags(e);
         let sm = match header.e_ident.abi_version {
             ABI_VERSION_CUDA_V1 => flags & 0xff,
             ABI_VERSION_CUDA_V2 => (flags >> 8) & 0xff,
             other => {
-                return Err(PluginError::InvalidImage(format!(
+                return Err(NotACudaImage(format!(
                     "cubin with CUDA ELF ABI version {other}; known: {ABI_VERSION_CUDA_V1} and {ABI_VERSION_CUDA_V2}"
                 )))
             }
@@ -55,7 +55,7 @@ pub fn classify(bytes: &[u8]) -> Result<CudaImage> {
     if text.lines().any(|l| l.trim_start().starts_with(".version")) && text.contains(".target") {
         return Ok(CudaImage::Ptx);
     }
-    Err(PluginError::InvalidImage("neither a cubin (ELF, EM_CUDA) nor PTX text".into()))
+    Err(NotACudaImage("neither a cubin (ELF, EM_CUDA) nor PTX text".into()))
 }
 
 /// Whether a cubin built for `image_sm` runs on a device of compute capability `device_sm`

@@ -4,7 +4,7 @@
 
 use std::ffi::CStr;
 
-use plugin_core::Result;
+use crate::error::Result;
 
 use crate::sys::{CuDevicePtr, CuHandle};
 use crate::Driver;

@@ -51,7 +51,7 @@ pub mod attr {
     pub const COMPUTE_CAPABILITY_MINOR: i32 = 76;
 }
 
-plugin_core::vendor_functions! {
+vendor_library::vendor_functions! {
     /// The driver functions, resolved from `libcuda.so.1`; the library stays loaded while this
     /// lives (the plugin's whole lifetime).
     pub struct Driver {

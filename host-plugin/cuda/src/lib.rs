@@ -15,7 +15,7 @@ use cuda_driver::{attr, CuDevice, CuHandle, Driver};
 use plugin_core::environment::DeviceLimits;
 use plugin_core::image::DeviceImage;
 use plugin_core::rtl_interface::AllocKind;
-use plugin_core::vendor_library::symbol_name;
+use plugin_core::symbol_name;
 use plugin_core::{Backend, DeviceInfo, DeviceSymbol, Launch, PluginError, Result};
 
 /// Threads per block without a `thread_limit` (LLVM's NVPTX `GV_Default_WG_Size`).
@@ -165,7 +165,7 @@ impl Backend for Cuda {
     fn unload_image(&self, device: i32, module: Module) -> Result<()> {
         self.enter(device)?;
         // SAFETY: a `Module` owns its loaded handle; the core unloads each module once.
-        unsafe { self.driver.unload_module(module.handle as CuHandle) }
+        Ok(unsafe { self.driver.unload_module(module.handle as CuHandle) }?)
     }
 
     fn kernel(&self, module: &Module, kernel: &str) -> Result<Option<Kernel>> {
@@ -196,17 +196,17 @@ impl Backend for Cuda {
         self.enter(device)?;
         let size = size.max(1);
         match kind {
-            AllocKind::Device => self.driver.alloc(size),
-            AllocKind::Host => self.driver.alloc_host(size),
-            AllocKind::Shared => self.driver.alloc_managed(size),
+            AllocKind::Device => Ok(self.driver.alloc(size)?),
+            AllocKind::Host => Ok(self.driver.alloc_host(size)?),
+            AllocKind::Shared => Ok(self.driver.alloc_managed(size)?),
         }
     }
 
     fn free(&self, device: i32, ptr: u64, kind: AllocKind) -> Result<()> {
         self.enter(device)?;
         match kind {
-            AllocKind::Device | AllocKind::Shared => self.driver.free(ptr),
-            AllocKind::Host => self.driver.free_host(ptr),
+            AllocKind::Device | AllocKind::Shared => Ok(self.driver.free(ptr)?),
+            AllocKind::Host => Ok(self.driver.free_host(ptr)?),
         }
     }
 
@@ -215,7 +215,7 @@ impl Backend for Cuda {
             return Ok(());
         }
         self.enter(device)?;
-        self.driver.write(dst, src)
+        Ok(self.driver.write(dst, src)?)
     }
 
     fn read(&self, device: i32, dst: &mut [u8], src: u64) -> Result<()> {
@@ -223,7 +223,7 @@ impl Backend for Cuda {
             return Ok(());
         }
         self.enter(device)?;
-        self.driver.read(dst, src)
+        Ok(self.driver.read(dst, src)?)
     }
 
     fn launch(&self, device: i32, kernel: &Kernel, launch: &Launch<'_>) -> Result<()> {
@@ -241,7 +241,7 @@ impl Backend for Cuda {
                 &mut params,
             )
         }?;
-        self.driver.synchronize()
+        Ok(self.driver.synchronize()?)
     }
 }
 
@@ -250,7 +250,7 @@ impl Cuda {
     /// run to find leaks).
     pub fn memory_info(&self, device: i32) -> Result<(usize, usize)> {
         self.enter(device)?;
-        self.driver.mem_info()
+        Ok(self.driver.mem_info()?)
     }
 }
 

@@ -1,17 +1,11 @@
 //! Vendor runtimes (`libcuda.so.1`, `libhsa-runtime64.so.1`) loaded at run time, after LLVM's
-//! `dynamic_cuda` / `dynamic_hsa`: a backend declares exactly the functions it calls with
-//! [`vendor_functions!`](crate::vendor_functions), and every one is resolved when the library is opened, so a missing
-//! library or symbol is an error at start-up, never a crash later.
+//! `dynamic_cuda` / `dynamic_hsa`: a vendor crate declares exactly the functions it calls with
+//! [`vendor_functions!`], and every one is resolved when the library is opened, so a missing
+//! library or symbol is an error at start-up, never a crash later. It knows nothing of the
+//! plugins: the vendor crates (`cuda-driver`, `amdgpu-hsa`) stand on it alone, the cudarc way.
+#![deny(missing_docs)]
 
-use std::ffi::{c_void, CStr, CString};
-
-use crate::{PluginError, Result};
-
-/// `name` as the C string a vendor symbol lookup (`cuModuleGetGlobal`,
-/// `hsa_executable_get_symbol_by_name`, ...) takes; a name with a NUL is an invalid argument.
-pub fn symbol_name(name: &str) -> Result<CString> {
-    CString::new(name).map_err(|_| PluginError::InvalidArgument(format!("symbol name {name:?} contains NUL")))
-}
+use std::ffi::{c_void, CStr};
 
 /// Why a vendor library could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +15,17 @@ pub enum OpenError {
     /// The library lacks this function (it is too old, or not the expected library).
     MissingFunction(&'static str),
 }
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::NotFound(why) => write!(f, "cannot load it: {why}"),
+            OpenError::MissingFunction(symbol) => write!(f, "it lacks {symbol}"),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
 
 /// A `dlopen`ed library, closed on drop. Functions resolved from it must not outlive it.
 #[derive(Debug)]
@@ -79,7 +84,7 @@ macro_rules! vendor_functions {
     }) => {
         $(#[$meta])*
         $vis struct $name {
-            _library: $crate::vendor_library::VendorLibrary,
+            _library: $crate::VendorLibrary,
             $(
                 #[doc = concat!("`", $symbol, "`.")]
                 pub $field: unsafe extern "C" fn($($arg),*) -> $ret,
@@ -90,13 +95,13 @@ macro_rules! vendor_functions {
             /// Opens `library` and resolves every function.
             $vis fn open(
                 library: &::std::ffi::CStr,
-            ) -> ::std::result::Result<$name, $crate::vendor_library::OpenError> {
-                let lib = $crate::vendor_library::VendorLibrary::open(library)?;
+            ) -> ::std::result::Result<$name, $crate::OpenError> {
+                let lib = $crate::VendorLibrary::open(library)?;
                 Ok($name {
                     $($field: {
                         let f = lib.symbol(concat!($symbol, "\0"));
                         if f.is_null() {
-                            return Err($crate::vendor_library::OpenError::MissingFunction($symbol));
+                            return Err($crate::OpenError::MissingFunction($symbol));
                         }
                         // SAFETY: the library exports this symbol with this C signature (the
                         // vendor header's declaration, copied in the table).

@@ -1,13 +1,11 @@
-//! The HSA runtime as `Result`-returning calls over `amdgpu_hsa::sys::Functions`: status codes become
-//! [`PluginError`]s with the runtime's own description, out-parameters become return values.
+//! The HSA runtime as `Result`-returning calls over [`sys::Functions`]: status codes become
+//! [`HsaError`]s with the runtime's own description, out-parameters become return values.
 //! Handles stay plain `Copy` values; the backend owns what it creates and destroys it.
 
 use std::ffi::{c_char, c_void, CStr};
 
-use plugin_core::vendor_library::OpenError;
-use plugin_core::{PluginError, Result};
-
-use amdgpu_hsa::sys::{self, Agent, Executable, ExecutableSymbol, Isa, MemoryPool, Signal, Status};
+use crate::error::{HsaError, Result};
+use crate::sys::{self, Agent, Executable, ExecutableSymbol, Isa, MemoryPool, Signal, Status};
 
 /// The library LLVM's AMDGPU plugin loads.
 pub const LIBRARY: &CStr = c"libhsa-runtime64.so.1";
@@ -28,25 +26,20 @@ impl Runtime {
     /// Loads `library`, resolves every function, and calls `hsa_init`. Without the library, or
     /// without a GPU driver (`/dev/kfd`), this is an error and nothing stays loaded.
     pub fn load(library: &CStr) -> Result<Runtime> {
-        let f = sys::Functions::open(library).map_err(|e| {
-            let library = library.to_string_lossy();
-            PluginError::Backend(match e {
-                OpenError::NotFound(why) => format!("cannot load {library} (no ROCm HSA runtime): {why}"),
-                OpenError::MissingFunction(symbol) => format!("{library} lacks {symbol} (runtime too old)"),
-            })
-        })?;
+        let f = sys::Functions::open(library)
+            .map_err(|cause| HsaError::Load { library: library.to_string_lossy().into_owned(), cause })?;
         // SAFETY: resolved function without arguments.
         let status = unsafe { (f.init)() };
         if status != sys::STATUS_SUCCESS {
-            return Err(PluginError::Backend(format!("hsa_init failed: {}", describe(&f, status))));
+            return Err(HsaError::Call { call: "hsa_init", status: describe(&f, status) });
         }
         Ok(Runtime { f })
     }
 
-    fn check(&self, call: &str, status: Status) -> Result<()> {
+    fn check(&self, call: &'static str, status: Status) -> Result<()> {
         match status {
             sys::STATUS_SUCCESS | sys::STATUS_INFO_BREAK => Ok(()),
-            _ => Err(PluginError::Backend(format!("{call} failed: {}", describe(&self.f, status)))),
+            _ => Err(HsaError::Call { call, status: describe(&self.f, status) }),
         }
     }
 
@@ -310,9 +303,7 @@ impl Runtime {
                 (self.f.executable_validate)(executable, &mut invalid)
             })?;
             if invalid != 0 {
-                return Err(PluginError::InvalidImage(format!(
-                    "the loaded HSA executable does not validate ({invalid})"
-                )));
+                return Err(HsaError::InvalidExecutable(invalid));
             }
             Ok(())
         });
