@@ -246,7 +246,7 @@ pub struct LlvmLookup<'a> {
 impl<'a> LlvmLookup<'a> {
     /// `llvm`'s, for an `sm_NN` or a `gfxNNN`: from Debian's DeviceRTL bitcode of that
     /// architecture, or from the nvptx64 DeviceRTL built from LLVM's source (one bitcode for every
-    /// sm, [`DeviceRtl::FromSource`]).
+    /// sm, [`DeviceRtl::FromSource`](crate::llvm::DeviceRtl::FromSource)).
     pub fn of(tools: &'a Tools, llvm: Llvm, arch: &str) -> Self {
         let release = tools.of(llvm);
         let (device_rtl, provider) = match &release.device_rtl {

@@ -1,0 +1,184 @@
+//! Compiling and linking an end-to-end program with a toolchain, for a target, as a [`Build`]
+//! says, rebuilt only when an input changed; and taking a device image out of an executable.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{ensure, Result};
+
+use super::programs::{Build, Program, Unit};
+use crate::cmd;
+use crate::offload::OffloadTarget;
+use crate::toolchain::{module_dir_args, Llvm, Toolchain, NVPTX_DEVICE_RTL_FLAG};
+
+/// Builds `program` at `-O2` for `target` with `toolchain` and returns the executable.
+pub fn build(
+    workspace: &Path,
+    toolchain: &Toolchain,
+    target: &OffloadTarget,
+    program: &Program,
+) -> Result<PathBuf> {
+    build_as(workspace, toolchain, target, program, Build::O2)
+}
+
+/// Builds `program` as `how` says for `target` with `toolchain` and returns the executable.
+pub fn build_as(
+    workspace: &Path,
+    toolchain: &Toolchain,
+    target: &OffloadTarget,
+    program: &Program,
+    how: Build,
+) -> Result<PathBuf> {
+    let sources = workspace.join("tests/e2e");
+    let out = toolchain.e2e_dir(workspace, target).join(program.name).join(how.dir());
+    let exe = out.join(program.name);
+    // Rebuild only when an input changed (ptxas and the GPU links take most of the suite's time).
+    let mut inputs: Vec<PathBuf> = program
+        .units
+        .iter()
+        .chain(program.library)
+        .chain(program.shared_library)
+        .map(|u| sources.join(u.source))
+        .collect();
+    inputs.extend(
+        ["check.h", "indirect_check.h", "device_copy.h", "library_objects.h", "host_scene.h"]
+            .map(|h| sources.join(h)),
+    );
+    inputs.extend([toolchain.dist().fat_lib(), toolchain.libomptarget()]);
+    if program.unmodified {
+        inputs.extend([toolchain.pass_plugin(), toolchain.dist().clang_config(toolchain.llvm)]);
+        inputs.push(toolchain.dist().frontend_plugin(toolchain.llvm));
+        if let Some(fortran) = Llvm::fortran() {
+            inputs.push(toolchain.dist().flang_config(fortran));
+        }
+    }
+    if newer_than_all(&exe, &inputs) {
+        return Ok(exe);
+    }
+    std::fs::create_dir_all(&out)?;
+    let with_plugin = program.unmodified && how != Build::WithoutPassPlugin;
+    let pass_plugin_only = how == Build::WithoutFrontendPlugin;
+    // Each unit's flags: its language's offload flags and configuration file.
+    let flags_for = |source: &str| -> Vec<OsString> {
+        let mut flags: Vec<OsString> = toolchain.offload_args_for(target, source);
+        if how == Build::OffloadLto {
+            // Device LTO links the DeviceRTL at the link (libompdevice.a), not per compile: clang
+            // 22 warns that the bitcode path is unused.
+            flags.retain(|f| !f.to_string_lossy().starts_with(NVPTX_DEVICE_RTL_FLAG));
+        }
+        flags.extend(how.flags().iter().map(OsString::from));
+        if target.triple != OffloadTarget::x86_64().triple {
+            flags.extend(program.gpu_flags.iter().map(OsString::from));
+        }
+        if how == Build::WithoutNaming {
+            flags.extend(program.without_naming.iter().map(OsString::from));
+        }
+        if pass_plugin_only {
+            flags.extend(toolchain.pass_plugin_only_args());
+        } else if with_plugin {
+            flags.extend(toolchain.pass_plugin_args_for(source));
+        }
+        flags
+    };
+    // Position-independent code for a shared library's units only (the GPU builds take no -fPIC).
+    let compile_as = |u: &Unit, pic: bool| -> Result<PathBuf> {
+        let object = out.join(format!("{}.o", u.source));
+        cmd::output(
+            Command::new(toolchain.compiler(u.source))
+                .args(flags_for(u.source))
+                .args(module_dir_args(u.source, &out))
+                .args(["-Wall", "-Werror", "-c"])
+                .args(pic.then_some("-fPIC"))
+                .args(u.flags)
+                .arg(sources.join(u.source))
+                .arg("-o")
+                .arg(&object),
+        )?;
+        Ok(object)
+    };
+    let compile = |u: &Unit| compile_as(u, false);
+    let mut link_args = if pass_plugin_only {
+        toolchain.link_args_without_config()
+    } else if with_plugin {
+        toolchain.link_args_with_config()
+    } else {
+        toolchain.link_args()
+    };
+    link_args.extend(toolchain.device_link_args(target));
+    let objects = program.units.iter().map(compile).collect::<Result<Vec<_>>>()?;
+    let mut link = Command::new(toolchain.compiler(program.units[0].source));
+    link.args(flags_for(program.units[0].source)).args(&objects);
+    if !program.library.is_empty() {
+        let archive = out.join(format!("lib{}.a", program.name));
+        let _ = std::fs::remove_file(&archive);
+        let members = program.library.iter().map(compile).collect::<Result<Vec<_>>>()?;
+        cmd::output(Command::new(&toolchain.tools().llvm_ar).arg("rcs").arg(&archive).args(&members))?;
+        link.arg("-L").arg(&out).arg(format!("-l{}", program.name));
+    }
+    if !program.shared_library.is_empty() {
+        let name = format!("{}_shared", program.name);
+        let members =
+            program.shared_library.iter().map(|u| compile_as(u, true)).collect::<Result<Vec<_>>>()?;
+        cmd::output(
+            Command::new(toolchain.compiler(program.shared_library[0].source))
+                .args(flags_for(program.shared_library[0].source))
+                .arg("-shared")
+                .args(&members)
+                .args(&link_args)
+                .arg("-o")
+                .arg(out.join(format!("lib{name}.so"))),
+        )?;
+        link.arg("-L").arg(&out).arg(format!("-l{name}")).arg(format!("-Wl,-rpath,{}", out.display()));
+    }
+    cmd::output(link.args(&link_args).arg("-o").arg(&exe))?;
+    check_needs(&exe, toolchain.libomptarget_soname())?;
+    Ok(exe)
+}
+
+/// Whether `output` exists and was written after every one of `inputs`.
+fn newer_than_all(output: &Path, inputs: &[PathBuf]) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let Some(built) = modified(output) else { return false };
+    inputs.iter().all(|i| modified(i).is_some_and(|t| t < built))
+}
+
+/// `exe` depends on the shared library `soname`: clang 19 silently links its own
+/// `libomptarget.so.19.1` when `-L<llvm16>` finds nothing.
+fn check_needs(exe: &Path, soname: &str) -> Result<()> {
+    use object::read::elf::{Dyn, ElfFile64, FileHeader};
+    let data = cmd::read(exe)?;
+    let elf = ElfFile64::<object::Endianness>::parse(&*data)?;
+    let endian = elf.endian();
+    let sections = elf.elf_header().sections(endian, &*data)?;
+    let mut needed = Vec::new();
+    if let Some((dynamic, index)) = sections.dynamic(endian, &*data)? {
+        let strings = sections.strings(endian, &*data, index)?;
+        for entry in dynamic {
+            if entry.tag32(endian) == Some(object::elf::DT_NEEDED) {
+                needed.push(String::from_utf8_lossy(entry.string(endian, strings)?).into_owned());
+            }
+        }
+    }
+    ensure!(
+        needed.iter().any(|n| n == soname),
+        "{} does not link {soname} (NEEDED: {})",
+        exe.display(),
+        needed.join(", ")
+    );
+    Ok(())
+}
+
+/// Writes the device image for `target` embedded in `program` to `dir` and returns its path.
+pub fn extract_image(
+    tools: &crate::tools::Tools,
+    program: &Path,
+    target: &OffloadTarget,
+    dir: &Path,
+) -> Result<PathBuf> {
+    let image = dir.join(format!("image.{}", target.name));
+    let _ = std::fs::remove_file(&image);
+    cmd::output(Command::new(&tools.packager).arg(program).arg(target.image_selector(&image)))?;
+    ensure!(image.is_file(), "{} holds no {} image", program.display(), target.name);
+    Ok(image)
+}

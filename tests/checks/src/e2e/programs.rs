@@ -1,0 +1,374 @@
+//! The end-to-end programs: one entry each, written over [`Program::DEFAULT`] so that an entry
+//! shows only what is particular to it, and how each is built ([`Build`]).
+
+use crate::llvm::Llvm;
+use crate::toolchain::is_fortran;
+
+/// One translation unit and the flags only it needs.
+pub struct Unit {
+    /// Path under `tests/e2e/`.
+    pub source: &'static str,
+    /// Extra compile flags for this unit.
+    pub flags: &'static [&'static str],
+}
+
+const fn unit(source: &'static str) -> Unit {
+    Unit { source, flags: &[] }
+}
+
+/// A test program: units linked directly, and units archived into a static library first.
+pub struct Program {
+    /// Name of the executable; the program prints `<name>: N checks, 0 failed` when it passes.
+    pub name: &'static str,
+    /// What it shows, for reports.
+    pub about: &'static str,
+    /// Compiled and linked in this order (the first one's language picks the linker driver).
+    pub units: &'static [Unit],
+    /// Archived into `lib<name>.a` and linked with `-l<name>`.
+    pub library: &'static [Unit],
+    /// Linked into the shared library `lib<name>_shared.so` (with its own device image), which
+    /// the program links with `-l<name>_shared` and finds through its rpath.
+    pub shared_library: &'static [Unit],
+    /// Runs only where the project's libomptarget 16 plugins run it ([`Runtime::ProjectPlugins`](crate::llvm::Runtime::ProjectPlugins)):
+    /// what a stock libomptarget's per-image tables cannot do (the entry says why). Programs run
+    /// with every release otherwise, Fortran ones with those whose flang compiles them.
+    pub project_plugins_only: bool,
+    /// Compile flags that leave the procedures unnamed (Fortran's `omptarget_indirect` holders):
+    /// built so, the program must fail (a negative control). Empty: no such control.
+    pub without_naming: &'static [&'static str],
+    /// Needs the frontend plugin (inline indirect functions, vtables of classes only the host
+    /// constructs): what a build without it must do (the negative control).
+    pub frontend: FrontendControl,
+    /// An argument that makes device code call a virtual function the device does not compile:
+    /// the run must stop with the stub's line naming it.
+    pub trap_argument: Option<&'static str>,
+    /// Whether it must fail with the map disabled (the negative control): programs whose
+    /// pointers all reach the device untranslated.
+    pub needs_map: bool,
+    /// A line its output must hold on our x86_64 plugin (2 devices), beside the summary.
+    pub expect_line: Option<&'static str>,
+    /// Calls virtual functions of host-built objects: it must fail with the vtables left out of
+    /// the map (`OMPTARGET_INDIRECT_VTABLES=0`, both toolchains), and be stopped on the strict
+    /// device.
+    pub host_vtables: bool,
+    /// Written without any explicit translation: compiled with the pass plugin, and it must fail
+    /// when compiled without it.
+    pub unmodified: bool,
+    /// Built for the GPU targets and run by the GPU bundle (not: programs that need what only the
+    /// x86_64 device gives).
+    pub on_gpus: bool,
+    /// Compile flags added for the GPU targets only.
+    pub gpu_flags: &'static [&'static str],
+    /// Not [`Program::on_gpus`], but runs on a GPU whose device reads pageable host memory (HMM),
+    /// as `requires unified_shared_memory` needs: built by the releases with a stock libomptarget
+    /// for their GPU bundle part, which runs it on such a GPU only (libomptarget 22 takes the
+    /// requirement without checking it; our LLVM 16 plugins refuse such images).
+    pub on_gpus_with_pageable_memory: bool,
+    /// What its x86_64 device image may need that no GPU provides, because the code that needs
+    /// it is compiled for x86_64 only (`#if`): [`expect_gpu_linkable`](super::expect_gpu_linkable) lets these through.
+    pub x86_64_only_symbols: &'static [&'static str],
+}
+
+impl Program {
+    /// What an entry does not say: C units linked directly, needing the map, built for the GPU
+    /// targets, run with every release.
+    pub const DEFAULT: Program = Program {
+        name: "",
+        about: "",
+        units: &[],
+        library: &[],
+        shared_library: &[],
+        project_plugins_only: false,
+        without_naming: &[],
+        frontend: FrontendControl::NotNeeded,
+        trap_argument: None,
+        needs_map: true,
+        expect_line: None,
+        host_vtables: false,
+        unmodified: false,
+        on_gpus: true,
+        gpu_flags: &[],
+        on_gpus_with_pageable_memory: false,
+        x86_64_only_symbols: &[],
+    };
+
+    /// Whether it runs with `llvm`'s toolchain: Fortran needs the release's flang
+    /// ([`Release::flang`]), [`Program::project_plugins_only`] the project's plugins.
+    ///
+    /// [`Release::flang`]: crate::llvm::Release::flang
+    pub fn runs_with(&self, llvm: Llvm) -> bool {
+        let fortran = self.units.iter().any(|u| is_fortran(u.source));
+        (!fortran || llvm.flang) && (!self.project_plugins_only || llvm.runs_project_plugins())
+    }
+
+    /// Whether the GPU bundle runs it with `llvm`'s toolchain on every GPU.
+    pub fn on_gpus_with(&self, llvm: Llvm) -> bool {
+        self.on_gpus && self.runs_with(llvm)
+    }
+
+    /// Whether the GPU bundle runs it with `llvm`'s toolchain where the GPU reads pageable host
+    /// memory ([`Program::on_gpus_with_pageable_memory`]; a stock libomptarget only: ours refuse
+    /// such images).
+    pub fn on_pageable_gpus_with(&self, llvm: Llvm) -> bool {
+        !llvm.runs_project_plugins() && self.on_gpus_with_pageable_memory && self.runs_with(llvm)
+    }
+
+    /// Whether [`build_gpu`](super::build_gpu) builds it for `llvm`'s toolchain: [`Program::on_gpus_with`] or
+    /// [`Program::on_pageable_gpus_with`].
+    pub fn built_for_gpus_with(&self, llvm: Llvm) -> bool {
+        self.on_gpus_with(llvm) || self.on_pageable_gpus_with(llvm)
+    }
+
+    /// Whether it is a GPU negative control with `llvm`'s toolchain: an unmodified program of
+    /// [`Program::on_gpus_with`] that stock clang compiles (built without the pass plugin, it
+    /// must fault on a GPU).
+    pub fn stock_control_on_gpus_with(&self, llvm: Llvm) -> bool {
+        self.on_gpus_with(llvm) && self.unmodified && self.frontend != FrontendControl::CompileFails
+    }
+}
+
+/// What a program that needs the frontend plugin does when built without it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrontendControl {
+    /// It does not need it.
+    NotNeeded,
+    /// The compile fails: clang 22 reports the indirect entry's address invalid, clang 19 crashes.
+    CompileFails,
+    /// It builds, fails its checks on the loose device, and the strict device stops it at the
+    /// first host vtable read or host function call.
+    StrictStop,
+}
+
+/// How a program is compiled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Build {
+    /// `-O2`: every program, and the only build for GPU targets and the bundle.
+    O2,
+    /// `-O0`.
+    O0,
+    /// `-O2 -foffload-lto`: device code linked and optimised as one module by
+    /// clang-linker-wrapper, which loads no pass plugin: the rewrite happens before, per file.
+    OffloadLto,
+    /// `-O2` without the pass plugin: the negative control of an unmodified program.
+    WithoutPassPlugin,
+    /// `-O2` with the pass plugin and the program's [`Program::without_naming`] flags.
+    WithoutNaming,
+    /// `-O2` with the pass plugin alone (loaded directly, no configuration file): the negative
+    /// control of a program that needs the frontend plugin.
+    WithoutFrontendPlugin,
+}
+
+impl Build {
+    pub(super) fn flags(self) -> &'static [&'static str] {
+        match self {
+            Build::O2 | Build::WithoutPassPlugin | Build::WithoutNaming | Build::WithoutFrontendPlugin => {
+                &["-O2"]
+            }
+            Build::O0 => &["-O0"],
+            Build::OffloadLto => &["-O2", "-foffload-lto"],
+        }
+    }
+
+    /// Subdirectory of the program's build directory (the `-O2` build has none).
+    pub(super) fn dir(self) -> &'static str {
+        match self {
+            Build::O2 => "",
+            Build::O0 => "O0",
+            Build::OffloadLto => "offload-lto",
+            Build::WithoutPassPlugin => "without-pass-plugin",
+            Build::WithoutNaming => "without-naming",
+            Build::WithoutFrontendPlugin => "without-frontend-plugin",
+        }
+    }
+}
+
+/// Every program, in the order of the end-to-end issue's list.
+pub const PROGRAMS: &[Program] = &[
+    Program {
+        name: "forms",
+        about: "begin/end block, to(f) indirect, enter(f) indirect (5.2)",
+        units: &[unit("forms.c"), Unit { source: "forms_enter.c", flags: &["-fopenmp-version=52"] }],
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "reach",
+        about: "captured, firstprivate, struct member, mapped array, returned by a device function",
+        units: &[unit("reach.c")],
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "table",
+        about: "1024 indirect functions chosen by index, and summed by a teams reduction",
+        units: &[unit("table.c")],
+        // ptxas peaks at 23 GB over 1024 address-taken functions, 0.4 GB over 256.
+        gpu_flags: &["-DTABLE_FUNCTIONS_256"],
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "requires",
+        about: "requires unified_shared_memory, unified_address, dynamic_allocators: unmapped host data",
+        units: &[unit("requires.c")],
+        // Our LLVM 16 GPU plugins refuse this program's image (no unified shared memory).
+        on_gpus: false,
+        on_gpus_with_pageable_memory: true,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "strict",
+        about: "what the strict device lets through: mapped data, globals, enter/exit data, a mapper, nowait from two threads",
+        units: &[unit("strict.c")],
+        // Its other modes touch the host program on purpose ([`strict_stops`]).
+        on_gpus: false,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "multi",
+        about: "several translation units and a static library",
+        units: &[unit("multi_main.c"), unit("multi_unit.c")],
+        library: &[unit("multi_lib.c")],
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "passthrough",
+        about: "device addresses, non-indirect and host-only functions, data, null pass unchanged",
+        units: &[unit("passthrough.c")],
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "devices",
+        about: "two devices, each with its own image and map",
+        units: &[unit("devices.c")],
+        expect_line: Some("device count: 2"),
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "no_indirect",
+        about: "an image with no indirect function",
+        units: &[unit("no_indirect.c")],
+        needs_map: false,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "cxx",
+        about: "C++ free, static member, namespaced functions",
+        units: &[unit("cxx.cpp")],
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "unmodified",
+        about: "no explicit translation (pass plugin): map(to:), arrays, struct members, through device \
+                functions, per team/thread, device addresses, NULL, not indirect",
+        units: &[unit("unmodified.c")],
+        unmodified: true,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "unmodified_virtual",
+        about:
+            "no explicit translation (pass plugin): C++ virtual calls on device-built and mapped host objects",
+        units: &[unit("unmodified_virtual.cpp")],
+        host_vtables: true,
+        unmodified: true,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "library_objects",
+        about: "no explicit translation (pass plugin): virtual calls on objects a shared library with its own device \
+                image built, of classes it defines",
+        units: &[unit("library_objects.cpp")],
+        shared_library: &[unit("library_objects_lib.cpp")],
+        host_vtables: true,
+        unmodified: true,
+        on_gpus: false,
+        // A stock libomptarget builds one table per image: the program's image has none of the
+        // library's vtables (docs/virtual.md).
+        project_plugins_only: true,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "host_objects",
+        about: "no explicit translation (pass plugin): virtual calls on host-built mapped objects (single, multiple and \
+                virtual inheritance, thunks, pure virtual bases, array sections in a teams loop, device-built objects \
+                beside them, a virtual member pointer, typeid, two devices)",
+        units: &[unit("host_objects.cpp")],
+        host_vtables: true,
+        unmodified: true,
+        // typeid's comparison (type names, strcmp), compiled for x86_64 only.
+        x86_64_only_symbols: &["strcmp"],
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "host_scene",
+        about: "frontend plugin: a polymorphic scene (multiple inheritance, virtual destructors, texture function \
+                pointers) placement-new'ed by a factory in another unit into a mapped byte arena, rendered on the \
+                device through base pointers and compared with the host's render; a virtual function the device \
+                does not compile traps naming itself",
+        units: &[unit("host_scene.cpp"), unit("host_scene_factory.cpp")],
+        host_vtables: true,
+        unmodified: true,
+        frontend: FrontendControl::StrictStop,
+        trap_argument: Some("call-host-only"),
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "host_scene_usm",
+        about: "frontend plugin: the same scene under requires unified_shared_memory, as vectors of unique_ptrs the \
+                host built, nothing mapped",
+        units: &[unit("host_scene_usm.cpp"), Unit { source: "host_scene_factory.cpp", flags: &["-DSCENE_USM"] }],
+        host_vtables: true,
+        unmodified: true,
+        // Unified shared memory on a GPU needs what the bundle's machines may not have (HMM).
+        on_gpus: false,
+        on_gpus_with_pageable_memory: true,
+        frontend: FrontendControl::StrictStop,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "inline_indirect",
+        about: "frontend plugin: inline, static inline, namespace, extern \"C\", in-class static and non-static \
+                member functions and implicitly and explicitly instantiated templates in begin declare target \
+                indirect, called through host pointers and pointers to member functions in mapped data",
+        units: &[unit("inline_indirect.cpp")],
+        unmodified: true,
+        frontend: FrontendControl::CompileFails,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "loop_cache",
+        about: "loop cache (pass plugin): virtual calls in loops over host-built objects of one class, grouped, \
+                alternating, random, mixed with device-built ones, over several sweeps and launches, and function \
+                pointers with runs and skipped nulls",
+        units: &[unit("loop_cache.cpp")],
+        host_vtables: true,
+        unmodified: true,
+        // (Device code constructs objects of every class too: the device has their vtables without
+        // the frontend plugin.)
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "dynamic_casts",
+        about: "no explicit translation (pass plugin): dynamic_cast on host-built mapped and device-built objects \
+                (downcasts, cross casts, virtual and duplicated bases, private bases, references), against the host's \
+                C++ runtime",
+        units: &[unit("dynamic_casts.cpp")],
+        host_vtables: true,
+        unmodified: true,
+        // clang gives GPU device code no RTTI: the casts' type_info arguments are null there.
+        on_gpus: false,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "fortran_procedures",
+        about: "Fortran, no explicit translation (flang 22, pass plugin, procedures named through the \
+                omptarget_indirect module): procedure pointer variables, an array of derived types with \
+                procedure-pointer components in a teams loop, a pointer passed to a device procedure, \
+                c_funptr and c_f_procpointer, two modules",
+        units: &[unit("fortran_procedures.F90")],
+        unmodified: true,
+        // flang 22 cannot compile for sm_90 here: without a CUDA installation it knows of it targets
+        // PTX ISA 4.2, and it takes no --cuda-path (docs/gpu-bundle.md): device IR only.
+        on_gpus: false,
+        without_naming: &["-DWITHOUT_NAMING"],
+        ..Program::DEFAULT
+    },
+];

@@ -1,0 +1,447 @@
+//! Running the end-to-end programs on the x86_64 device, loose and strict, with each map setup,
+//! and their negative controls (without the map, without the vtables, without the pass or the
+//! frontend plugin).
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{bail, ensure, Context, Result};
+
+use super::compile::{build, build_as, extract_image};
+use super::programs::{Build, FrontendControl, Program, PROGRAMS};
+use crate::cmd;
+use crate::images;
+use crate::offload::OffloadTarget;
+use crate::toolchain::{is_fortran, Toolchain};
+
+/// How our plugin installs the map in a run, set through its environment switches (LLVM 19;
+/// libomptarget 22 installs its own table, always).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapSetup {
+    /// The default: table and hash index.
+    Indexed,
+    /// `OMPTARGET_INDIRECT_INDEX=0`: the table alone, binary-searched on the device.
+    SearchOnly,
+    /// `OMPTARGET_INDIRECT_MAP=0`: nothing installed (the negative control).
+    None,
+    /// `OMPTARGET_INDIRECT_VTABLES=0`: functions paired, vtables not (the negative control of
+    /// virtual calls on host-built objects).
+    NoVtables,
+}
+
+/// Runs an x86_64 build with the map installed as `setup` says. Returns (exit code, stdout and
+/// stderr). With LLVM 22 it also proves, from the dynamic loader's trace (`LD_DEBUG=libs`), that
+/// the run used libomptarget 22 and loaded no library of the project's dist tree: the stock
+/// runtime and the device library did the work alone.
+pub fn run(toolchain: &Toolchain, exe: &Path, setup: MapSetup) -> Result<(i32, String)> {
+    run_with(toolchain, exe, &[], setup, false, Device::Loose)
+}
+
+/// How forgiving the x86_64 device is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Device {
+    /// Plain host offload: device code may touch the host program (as no GPU lets it).
+    Loose,
+    /// Under `LD_PRELOAD=libomptarget-indirect-strict.so`: the host program is unreachable while
+    /// device code runs, as on a GPU.
+    Strict,
+}
+
+/// [`run`] with `args`, with `LIBOMPTARGET_INFO=1` where `info`, on the `device` given.
+pub fn run_with(
+    toolchain: &Toolchain,
+    exe: &Path,
+    args: &[&str],
+    setup: MapSetup,
+    info: bool,
+    device: Device,
+) -> Result<(i32, String)> {
+    let strict_lib = (device == Device::Strict).then(|| toolchain.dist().strict_lib());
+    run_preloaded(toolchain, exe, args, setup, info, strict_lib.as_deref())
+}
+
+/// [`run_with`] with `preload` (a strict-mode library, wherever it lies) as the only
+/// `LD_PRELOAD`, or none.
+fn run_preloaded(
+    toolchain: &Toolchain,
+    exe: &Path,
+    args: &[&str],
+    setup: MapSetup,
+    info: bool,
+    preload: Option<&Path>,
+) -> Result<(i32, String)> {
+    let mut c = Command::new(exe);
+    c.args(args).env_remove("LD_LIBRARY_PATH").envs(toolchain.run_env()).env_remove("LIBOMPTARGET_INFO");
+    c.env_remove("LD_PRELOAD");
+    if let Some(preload) = preload {
+        c.env("LD_PRELOAD", preload);
+    }
+    if info {
+        c.env("LIBOMPTARGET_INFO", "1");
+    }
+    c.env_remove("OMPTARGET_INDIRECT_MAP").env_remove("OMPTARGET_INDIRECT_INDEX");
+    match setup {
+        MapSetup::Indexed => {}
+        MapSetup::SearchOnly => {
+            c.env("OMPTARGET_INDIRECT_INDEX", "0");
+        }
+        MapSetup::None => {
+            c.env("OMPTARGET_INDIRECT_MAP", "0");
+        }
+        MapSetup::NoVtables => {
+            c.env("OMPTARGET_INDIRECT_VTABLES", "0");
+        }
+    }
+    let trace = exe.with_extension("ld-debug");
+    let stock = !toolchain.llvm.runs_project_plugins();
+    if stock {
+        let _ = std::fs::remove_dir_all(&trace);
+        std::fs::create_dir_all(&trace)?;
+        c.env("LD_DEBUG", "libs").env("LD_DEBUG_OUTPUT", trace.join("trace"));
+    }
+    let out = c.output().with_context(|| format!("cannot run {}", exe.display()))?;
+    let code = out.status.code().unwrap_or(-1);
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    if stock {
+        let loaded = initialised_objects(&trace)?;
+        let ours = toolchain.dist().lib_dir();
+        let foreign: Vec<&String> = loaded
+            .iter()
+            .filter(|o| {
+                let o = Path::new(o);
+                let allowed = [toolchain.dist().strict_lib(), toolchain.dist().register_lib()];
+                (o.starts_with(&ours) && !allowed.iter().any(|a| a == o))
+                    || o.to_string_lossy().contains("libomptarget.rtl.")
+            })
+            .collect();
+        ensure!(foreign.is_empty(), "{} loaded plugins with libomptarget 22: {foreign:?}", exe.display());
+        let runtime = toolchain.libomptarget_soname();
+        ensure!(
+            loaded.iter().any(|o| o.ends_with(&format!("/{runtime}"))),
+            "{} did not load {runtime}; it loaded {loaded:?}",
+            exe.display()
+        );
+    }
+    Ok((code, text))
+}
+
+/// The objects whose initialisers the dynamic loader ran (`calling init: <path>` lines of the
+/// `LD_DEBUG=libs` trace files in `trace`): every library of the run, `dlopen`ed ones included.
+fn initialised_objects(trace: &Path) -> Result<Vec<String>> {
+    let mut objects = Vec::new();
+    for file in std::fs::read_dir(trace)? {
+        let text = std::fs::read_to_string(file?.path())?;
+        objects.extend(
+            text.lines().filter_map(|l| l.split_once("calling init: ")).map(|(_, o)| o.trim().to_string()),
+        );
+    }
+    ensure!(!objects.is_empty(), "no LD_DEBUG trace in {}", trace.display());
+    Ok(objects)
+}
+
+/// Builds and runs `program` on x86_64 host offload with `toolchain`. With our plugin (LLVM 19)
+/// a program that needs the map runs again with the table alone (the device's binary search
+/// instead of the index: same results expected), then with the map disabled, which must fail.
+/// An unmodified program is also built and run at `-O0` and with `-foffload-lto`, and built
+/// without the pass plugin, which must fail.
+pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) -> Result<String> {
+    let target = OffloadTarget::x86_64();
+    let exe = build(workspace, toolchain, &target, program)?;
+    expect_gpu_linkable(toolchain, &exe, program.x86_64_only_symbols)?;
+    let ours = toolchain.llvm.runs_project_plugins();
+    let setups: &[MapSetup] = if program.needs_map && ours {
+        &[MapSetup::Indexed, MapSetup::SearchOnly]
+    } else {
+        &[MapSetup::Indexed]
+    };
+    let mut detail = String::new();
+    for &setup in setups {
+        let summary = expect_pass(toolchain, &exe, program, setup)?;
+        if detail.is_empty() {
+            detail = summary;
+        } else {
+            detail.push_str("; the same without the hash index");
+        }
+    }
+    expect_pass_on(toolchain, &exe, program, MapSetup::Indexed, Device::Strict)?;
+    detail.push_str("; the same on the strict device");
+    if program.unmodified {
+        // flang has no -foffload-lto.
+        let fortran = program.units.iter().any(|u| is_fortran(u.source));
+        let builds: &[Build] = if fortran { &[Build::O0] } else { &[Build::O0, Build::OffloadLto] };
+        for &how in builds {
+            let exe = build_as(workspace, toolchain, &target, program, how)?;
+            expect_pass(toolchain, &exe, program, MapSetup::Indexed)?;
+        }
+        detail.push_str(if fortran {
+            "; the same at -O0"
+        } else {
+            "; the same at -O0 and with -foffload-lto"
+        });
+        // Without the configuration file a program that needs the frontend plugin does not
+        // compile: its own control below shows that.
+        if program.frontend != FrontendControl::CompileFails {
+            let control = build_as(workspace, toolchain, &target, program, Build::WithoutPassPlugin)?;
+            let failed =
+                expect_failure(toolchain, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
+            detail.push_str(&format!("; compiled without the pass plugin: {failed} checks fail"));
+            let stopped = expect_strict_stop(
+                toolchain,
+                &control,
+                MapSetup::Indexed,
+                "compiled without the pass plugin",
+            )?;
+            detail.push_str(&format!(", and the strict device stops it at the {stopped}"));
+            detail.push_str(" (negative controls)");
+        }
+    }
+    detail.push_str(&frontend_controls(workspace, toolchain, program)?);
+    if !program.without_naming.is_empty() {
+        let control = build_as(workspace, toolchain, &target, program, Build::WithoutNaming)?;
+        let what = "compiled without naming its procedures";
+        let failed = expect_failure(toolchain, &control, MapSetup::Indexed, what)?;
+        let stopped = expect_strict_stop(toolchain, &control, MapSetup::Indexed, what)?;
+        detail.push_str(&format!(
+            "; {what}: {failed} checks fail, and the strict device stops it at the {stopped} (negative control)"
+        ));
+    }
+    if program.host_vtables {
+        let what = "with OMPTARGET_INDIRECT_VTABLES=0";
+        let failed = expect_failure(toolchain, &exe, MapSetup::NoVtables, what)?;
+        let stopped = expect_strict_stop(toolchain, &exe, MapSetup::NoVtables, what)?;
+        detail.push_str(&format!(
+            "; without the vtables in the map: {failed} checks fail, and the strict device stops it at the {stopped} \
+             (negative controls)"
+        ));
+    }
+    if program.needs_map && ours {
+        let failed = expect_failure(toolchain, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
+        detail.push_str(&format!("; without the map: {failed} checks fail"));
+        let stopped = expect_strict_stop(toolchain, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
+        detail.push_str(&format!(", and the strict device stops it at the {stopped}"));
+        detail.push_str(" (negative controls)");
+        detail.push_str(&format!("; {}", check_diagnostics(toolchain, &exe, program)?));
+    }
+    if !ours {
+        detail.push_str(&format!(
+            "; loaded {}, and of target/dist at most {}",
+            toolchain.libomptarget_soname(),
+            crate::dist::REGISTER.2
+        ));
+    }
+    Ok(detail)
+}
+
+/// What our plugins print around a passing run of `exe` (LLVM 19): nothing by default (the CUDA
+/// and AMDGPU plugins, which find no device here, included); with `LIBOMPTARGET_INFO=1` the
+/// summary of the map the x86_64 plugin installed, and the GPU plugins' reasons for having no
+/// device; with `OMPTARGET_INDIRECT_MAP=0`, its notice once.
+fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<String> {
+    let ours = |text: &str| -> Vec<String> {
+        text.lines().filter(|l| l.starts_with("omptarget-indirect (")).map(str::to_string).collect()
+    };
+    let (_, quiet) = run_with(toolchain, exe, &[], MapSetup::Indexed, false, Device::Loose)?;
+    ensure!(ours(&quiet).is_empty(), "{}: a passing run printed {:?}", exe.display(), ours(&quiet));
+    let (code, informed) = run_with(toolchain, exe, &[], MapSetup::Indexed, true, Device::Loose)?;
+    let lines = ours(&informed);
+    ensure!(code == 0, "{} with LIBOMPTARGET_INFO=1 exited with {code}", exe.display());
+    let summary = lines
+        .iter()
+        .find(|l| {
+            l.starts_with("omptarget-indirect (x86_64) info: device 0: ")
+                && l.contains(" indirect functions, ")
+                && l.contains(" vtables (")
+        })
+        .with_context(|| {
+            format!("{} printed no map summary with LIBOMPTARGET_INFO=1: {lines:?}", program.name)
+        })?;
+    ensure!(
+        lines.iter().all(|l| !l.contains(") error: ")),
+        "{}: error lines in a passing run: {lines:?}",
+        program.name
+    );
+    let (_, unmapped) = run_with(toolchain, exe, &[], MapSetup::None, false, Device::Loose)?;
+    let notices =
+        ours(&unmapped).into_iter().filter(|l| l.contains(") notice: OMPTARGET_INDIRECT_MAP=0")).count();
+    ensure!(notices == 1, "{}: {notices} OMPTARGET_INDIRECT_MAP=0 notices, expected 1", program.name);
+    let summary = summary.split(": ").last().unwrap_or(summary);
+    Ok(format!("silent by default; LIBOMPTARGET_INFO=1: `{summary}`; OMPTARGET_INDIRECT_MAP=0: one notice"))
+}
+
+/// Runs `exe` and requires it to pass; returns its summary line.
+fn expect_pass(toolchain: &Toolchain, exe: &Path, program: &Program, setup: MapSetup) -> Result<String> {
+    expect_pass_on(toolchain, exe, program, setup, Device::Loose)
+}
+
+/// [`expect_pass`] on `device`.
+fn expect_pass_on(
+    toolchain: &Toolchain,
+    exe: &Path,
+    program: &Program,
+    setup: MapSetup,
+    device: Device,
+) -> Result<String> {
+    let (code, output) = run_with(toolchain, exe, &[], setup, false, device)?;
+    let summary = output.lines().find(|l| l.starts_with(&format!("{}: ", program.name))).unwrap_or("");
+    ensure!(
+        code == 0 && summary.ends_with(" 0 failed"),
+        "{} ({setup:?}, {device:?} device) exited with {code}:\n{output}",
+        exe.display()
+    );
+    if let (Some(line), true) = (program.expect_line, toolchain.llvm.runs_project_plugins()) {
+        ensure!(output.lines().any(|l| l == line), "{} did not print `{line}`:\n{output}", exe.display());
+    }
+    Ok(summary.to_string())
+}
+
+/// Fails if the x86_64 device image of `exe` needs a symbol that a GPU link would not find
+/// ([`images::GpuProvided`]), `x86_64_only` excepted: the x86_64 device resolves host symbols from the host process, so
+/// without this check its runs hide what only a GPU refuses.
+pub fn expect_gpu_linkable(toolchain: &Toolchain, exe: &Path, x86_64_only: &[&str]) -> Result<()> {
+    let dir = exe.parent().context("no parent")?;
+    let image = extract_image(toolchain.tools(), exe, &OffloadTarget::x86_64(), dir)?;
+    let undefined = images::undefined_symbols(&cmd::read(&image)?)?;
+    let provided = images::GpuProvided::read(toolchain.tools())?;
+    let missing: Vec<&str> =
+        provided.missing(&undefined).into_iter().filter(|s| !x86_64_only.contains(s)).collect();
+    let missing = missing.join(", ");
+    ensure!(
+        missing.is_empty(),
+        "{}: the x86_64 device image needs what no GPU provides (a GPU link would fail): {missing}",
+        image.display()
+    );
+    Ok(())
+}
+
+/// Runs a negative control, which must fail its checks (exit 1, FAIL lines); returns how many
+/// checks failed.
+fn expect_failure(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: &str) -> Result<usize> {
+    let (code, output) = run(toolchain, exe, setup)?;
+    let failed = output.lines().filter(|l| l.starts_with("FAIL ")).count();
+    ensure!(
+        code == 1 && failed > 0,
+        "negative control: {what}, {} exited with {code} and {failed} failed checks; it must fail:\n{output}",
+        exe.display()
+    );
+    Ok(failed)
+}
+
+/// The checks of a program that needs the frontend plugin: built without it, it must fail as
+/// [`Program::frontend`] says; asked to call a virtual function the device does not compile, it
+/// must stop with the stub's line. Returns what they showed, for the report.
+fn frontend_controls(workspace: &Path, toolchain: &Toolchain, program: &Program) -> Result<String> {
+    let target = OffloadTarget::x86_64();
+    let mut detail = String::new();
+    if let Some(argument) = program.trap_argument {
+        let exe = build(workspace, toolchain, &target, program)?;
+        let (code, output) =
+            run_with(toolchain, &exe, &[argument], MapSetup::Indexed, false, Device::Strict)?;
+        let line = output.lines().find(|l| l.contains("is not compiled for the device"));
+        ensure!(
+            code != 0 && line.is_some(),
+            "{} {argument} on the strict device exited with {code}, expected the trap stub's line:\n{output}",
+            exe.display()
+        );
+        let named = line.unwrap_or_default().split_whitespace().nth(1).unwrap_or_default();
+        detail.push_str(&format!("; `{argument}` stops at the stub of {named} (exit {code})"));
+    }
+    let what = "built without the frontend plugin";
+    match program.frontend {
+        FrontendControl::NotNeeded => {}
+        FrontendControl::CompileFails => {
+            let Err(err) = build_as(workspace, toolchain, &target, program, Build::WithoutFrontendPlugin)
+            else {
+                bail!("{}: {what}, it compiled; expected the compile to fail", program.name);
+            };
+            let err = format!("{err:#}");
+            let (expected, shown) = toolchain.llvm.inline_indirect_without_frontend;
+            ensure!(err.contains(expected), "{}: {what}, the compile failed otherwise:\n{err}", program.name);
+            detail.push_str(&format!("; {what}: {shown} (negative control)"));
+        }
+        FrontendControl::StrictStop => {
+            let control = build_as(workspace, toolchain, &target, program, Build::WithoutFrontendPlugin)?;
+            let failed = expect_failure(toolchain, &control, MapSetup::Indexed, what)?;
+            let stopped = expect_strict_stop(toolchain, &control, MapSetup::Indexed, what)?;
+            detail.push_str(&format!(
+                "; {what}: {failed} checks fail, and the strict device stops it at the {stopped} (negative controls)"
+            ));
+        }
+    }
+    Ok(detail)
+}
+
+/// Runs a negative control on the strict device, which must stop it at the first host function
+/// device code calls or host variable it reads: exit status 70 and one line `omptarget-indirect
+/// strict: call of host function `f` ...` (or `read of host variable `v`+0x10 ...`) naming it;
+/// returns what it names ("call of host function `f`").
+fn expect_strict_stop(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: &str) -> Result<String> {
+    let (code, output) = run_with(toolchain, exe, &[], setup, false, Device::Strict)?;
+    let lines: Vec<&str> = output.lines().filter(|l| l.starts_with("omptarget-indirect strict: ")).collect();
+    let [line] = lines[..] else {
+        bail!(
+            "negative control on the strict device: {what}, {} exited with {code} and {} strict lines, expected 1:\n{output}",
+            exe.display(),
+            lines.len()
+        )
+    };
+    ensure!(
+        code == 70 && line.ends_with("on a GPU this faults"),
+        "negative control on the strict device: {what}, {} exited with {code}:\n{output}",
+        exe.display()
+    );
+    // "call of host function `f` at 0x...", "read of host variable `v`+0x10 at 0x...".
+    let touched = line
+        .strip_prefix("omptarget-indirect strict: ")
+        .and_then(|rest| rest.split_once(" at 0x"))
+        .map(|(touched, _)| touched.to_string())
+        .filter(|t| t.contains("of host function `") || t.contains("of host variable `"))
+        .with_context(|| format!("{what}: the strict line names no host function or variable: {line}"))?;
+    Ok(touched)
+}
+
+/// `tests/e2e/strict.c`'s modes that touch the host program from device code (a host global
+/// read and written, a host function called, each through a pointer passed as a value): the
+/// loose x86_64 device lets each through (exit 0), the strict device stops each with its line.
+pub fn strict_stops(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
+    let program = PROGRAMS.iter().find(|p| p.name == "strict").context("no strict program")?;
+    let exe = build(workspace, toolchain, &OffloadTarget::x86_64(), program)?;
+    for (mode, expected) in [
+        ("read", "read of host variable `host_counter`"),
+        ("write", "write to host variable `host_counter`"),
+        ("call", "call of host function `host_only`"),
+        ("relro", "read of host variable `host_relro`"),
+    ] {
+        for device in [Device::Loose, Device::Strict] {
+            let (code, text) = run_with(toolchain, &exe, &[mode], MapSetup::Indexed, false, device)?;
+            let lines: Vec<&str> =
+                text.lines().filter(|l| l.starts_with("omptarget-indirect strict: ")).collect();
+            match device {
+                Device::Loose => ensure!(
+                    code == 0 && text.contains("touched") && lines.is_empty(),
+                    "{mode} on the loose device exited with {code}:\n{text}"
+                ),
+                Device::Strict => ensure!(
+                    code == 70 && lines.len() == 1 && lines[0].contains(expected) && lines[0].contains(" by device code at `__omp_offloading_") && lines[0].ends_with("on a GPU this faults") && !text.contains("touched"),
+                    "{mode} on the strict device exited with {code}, expected 70 and one line with `{expected}`:\n{text}"
+                ),
+            }
+        }
+    }
+    // Under another file name the library still keeps its own code open while it protects the
+    // host program (it finds itself by address; by name it would close itself off and crash in
+    // its own fault handler).
+    let renamed = exe.with_file_name("renamed-strict-mode.so");
+    std::fs::copy(toolchain.dist().strict_lib(), &renamed)?;
+    let (code, text) = run_preloaded(toolchain, &exe, &[], MapSetup::Indexed, false, Some(&renamed))?;
+    ensure!(
+        code == 0 && text.lines().any(|l| l.starts_with("strict: ") && l.ends_with(" 0 failed")),
+        "the strict library renamed to {}: {} exited with {code}:\n{text}",
+        renamed.display(),
+        exe.display()
+    );
+    Ok("the loose device lets device code read, write and call into the host program and read its RELRO; the \
+        strict device stops each with its line (exit 70), naming the symbol and the kernel; the strict library \
+        renamed works the same"
+        .to_string())
+}
