@@ -183,14 +183,16 @@ impl Llvm {
     }
 
     /// Every line of `scripts/requirements.txt` the suite needs for this release: its programs
-    /// (clang, clang++, opt, llc, llvm-link, llvm-extract, and flang where [`Release::flang`]),
+    /// (clang, clang++, opt, llc, llvm-link, llvm-extract, llvm-config, and flang where
+    /// [`Release::flang`]),
     /// its runtime's files and its DeviceRTL built from source. The setup installs them.
     pub fn requirements(self) -> Vec<String> {
-        let mut names: Vec<String> = ["clang", "clang++", "opt", "llc", "llvm-link", "llvm-extract"]
-            .into_iter()
-            .chain(self.flang.then_some("flang"))
-            .map(|tool| self.requirement(tool))
-            .collect();
+        let mut names: Vec<String> =
+            ["clang", "clang++", "opt", "llc", "llvm-link", "llvm-extract", "llvm-config"]
+                .into_iter()
+                .chain(self.flang.then_some("flang"))
+                .map(|tool| self.requirement(tool))
+                .collect();
         match self.runtime {
             Runtime::ProjectPlugins => names.push("libomptarget-16".into()),
             Runtime::Stock { library, openmp, .. } => names.extend([library.into(), openmp.into()]),

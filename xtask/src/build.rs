@@ -24,6 +24,7 @@ use std::time::Instant;
 use anyhow::{bail, ensure, Context, Result};
 
 use omptarget_indirect_abi::DEVICE_ENVIRONMENT;
+use omptarget_indirect_frontend::{compile_command, ClangRelease};
 use packaging::device_build::DeviceBuild;
 
 use crate::cmd;
@@ -224,7 +225,7 @@ pub fn build_from(
     fat_library(oldest, &packager, &dist, &images, &x86.join("device_rtl_host.o"))?;
     let t = Instant::now();
     libraries(workspace, inputs, &dist)?;
-    frontend_plugins(workspace, inputs, &dist)?;
+    frontend_plugins(inputs, &dist)?;
     if let Some(fortran) = dist.parts.fortran {
         let flang = inputs.llvms.iter().find(|l| l.release == fortran).context("no LLVM with flang")?;
         fortran_module(workspace, flang, &dist)?;
@@ -434,15 +435,12 @@ fn libraries(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
     Ok(())
 }
 
-/// The frontend plugin's one source file.
-const FRONTEND_PLUGIN_SOURCE: &str = "compiler/frontend-plugin/omptarget_indirect_frontend.cpp";
-
-/// Compiles the frontend plugin once per LLVM release that has clang's development files, with
-/// that release's clang++ against its clang headers, linked with its `libclang-cpp` and `libLLVM`
-/// (the ones its clang has loaded). Skipped when the plugin was built for the same `llvm-config`
+/// Compiles the frontend plugin once per LLVM release that has clang's development files, as its
+/// crate describes ([`compile_command`]: that release's clang++ against its clang headers, linked
+/// with its `libclang-cpp` and `libLLVM`, the ones its clang has loaded). Skipped when the plugin was built for the same `llvm-config`
 /// after it and the source last changed (the headers change only with the LLVM).
-fn frontend_plugins(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
-    let source = workspace.join(FRONTEND_PLUGIN_SOURCE);
+fn frontend_plugins(inputs: &Inputs, dist: &Dist) -> Result<()> {
+    let source = omptarget_indirect_frontend::source();
     let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
     for llvm in inputs.llvms.iter().filter(|l| dist.parts.frontend.contains(&l.release)) {
         let plugin = dist.frontend_plugin(llvm.release);
@@ -456,24 +454,12 @@ fn frontend_plugins(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()
             continue;
         }
         let fresh = plugin.with_extension("so.new");
-        cmd::output(
-            Command::new(llvm.tool("clang++"))
-                .args(["-shared", "-fPIC", "-std=c++17", "-fno-rtti", "-fno-exceptions", "-O2"])
-                .args([
-                    "-Wall",
-                    "-Wextra",
-                    "-Werror",
-                    "-Wno-unused-parameter",
-                    "-Wno-deprecated-declarations",
-                ])
-                .arg("-isystem")
-                .arg(&llvm.include)
-                .arg(&source)
-                .arg("-o")
-                .arg(&fresh)
-                .arg(format!("-L{}", llvm.lib.display()))
-                .args(["-lclang-cpp", "-lLLVM"]),
-        )?;
+        let release = ClangRelease {
+            clangxx: llvm.tool("clang++"),
+            include: llvm.include.clone(),
+            lib: llvm.lib.clone(),
+        };
+        cmd::output(&mut compile_command(&release, &fresh))?;
         fs::rename(&fresh, &plugin).with_context(|| format!("cannot write {}", plugin.display()))?;
         fs::write(&stamp, llvm.llvm_config.to_string_lossy().as_bytes())?;
     }

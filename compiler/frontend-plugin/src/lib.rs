@@ -1,0 +1,44 @@
+//! The clang frontend plugin (`omptarget_indirect_frontend.cpp`, C++ against clang's own API) and
+//! how it is built: one shared library per clang release, compiled with that release's `clang++`
+//! against its headers and `libclang-cpp`. `cargo xtask build` builds it into the dist tree with
+//! [`compile_command`]; this crate's tests build it the same way and run small sources through
+//! it (remarks and the device IR's vtables), in seconds once built.
+#![deny(missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The plugin's one source file.
+pub fn source() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("omptarget_indirect_frontend.cpp")
+}
+
+/// Where a clang release's development files are (`llvm-config --bindir/--includedir/--libdir`).
+#[derive(Clone, Debug)]
+pub struct ClangRelease {
+    /// Its `clang++`: the plugin is compiled by the clang that will load it.
+    pub clangxx: PathBuf,
+    /// Its include directory (clang's and LLVM's headers).
+    pub include: PathBuf,
+    /// Its library directory (`libclang-cpp.so`, `libLLVM.so`).
+    pub lib: PathBuf,
+}
+
+/// The command that compiles the plugin for `release` into `output` (a shared library): C++17,
+/// no RTTI and no exceptions as clang itself is built, warnings as errors, clang's headers as
+/// system headers (their warnings are not ours), linked against the release's shared
+/// `libclang-cpp` and `libLLVM`, which the clang that loads the plugin already holds.
+pub fn compile_command(release: &ClangRelease, output: &Path) -> Command {
+    let mut command = Command::new(&release.clangxx);
+    command
+        .args(["-shared", "-fPIC", "-std=c++17", "-fno-rtti", "-fno-exceptions", "-O2"])
+        .args(["-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-Wno-deprecated-declarations"])
+        .arg("-isystem")
+        .arg(&release.include)
+        .arg(source())
+        .arg("-o")
+        .arg(output)
+        .arg(format!("-L{}", release.lib.display()))
+        .args(["-lclang-cpp", "-lLLVM"]);
+    command
+}
