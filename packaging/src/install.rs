@@ -28,6 +28,17 @@ use crate::dist::{Dist, PLUGINS};
 use crate::llvm::Llvm;
 use crate::requirements;
 
+/// The templates of `install/` and where each goes in the tree.
+const TEMPLATES: [(&str, &str); 4] = [
+    ("omptarget-indirect.h.in", "include/omptarget-indirect.h"),
+    ("OmptargetIndirectConfig.cmake.in", "lib/cmake/OmptargetIndirect/OmptargetIndirectConfig.cmake"),
+    (
+        "OmptargetIndirectConfigVersion.cmake.in",
+        "lib/cmake/OmptargetIndirect/OmptargetIndirectConfigVersion.cmake",
+    ),
+    ("omptarget-indirect.pc.in", "lib/pkgconfig/omptarget-indirect.pc"),
+];
+
 /// The manifest, relative to the prefix.
 const MANIFEST: &str = "share/omptarget-indirect/install-manifest.txt";
 
@@ -109,20 +120,8 @@ pub fn install(workspace: &Path, dist: &Dist, root: &Path) -> Result<Vec<PathBuf
     if parts.register() {
         files.push(copy(dist.register_lib(), &format!("lib/{}", crate::dist::REGISTER.2))?);
     }
-    let pkg_config = pkg_config_flags(parts);
-    for (name, to) in [
-        ("omptarget-indirect.h.in", "include/omptarget-indirect.h"),
-        ("OmptargetIndirectConfig.cmake.in", "lib/cmake/OmptargetIndirect/OmptargetIndirectConfig.cmake"),
-        (
-            "OmptargetIndirectConfigVersion.cmake.in",
-            "lib/cmake/OmptargetIndirect/OmptargetIndirectConfigVersion.cmake",
-        ),
-        ("omptarget-indirect.pc.in", "lib/pkgconfig/omptarget-indirect.pc"),
-    ] {
-        let text = template(workspace, name)?
-            .replace("@PC_CLANG@", pkg_config.0)
-            .replace("@PC_CFLAGS@", &pkg_config.1)
-            .replace("@PC_LIBS@", pkg_config.2);
+    for (name, to) in TEMPLATES {
+        let text = filled_template(workspace, name, parts)?;
         files.push((PathBuf::from(to), text.into_bytes()));
     }
     let mut installed: Vec<PathBuf> = files.iter().map(|(p, _)| p.clone()).collect();
@@ -154,6 +153,51 @@ fn pkg_config_flags(parts: &crate::dist::Parts) -> (&'static str, String, &'stat
     }
     cflags.push_str(&format!("-Xarch_device -fpass-plugin=${{libdir}}/{}", llvm.pass_plugin_file));
     (llvm.major, cflags, llvm.pkg_config_libs())
+}
+
+/// The template `name` of `install/` filled for a tree holding `parts`: the version, the
+/// pkg-config flags, and what the CMake package says of each release (from the release records).
+fn filled_template(workspace: &Path, name: &str, parts: &crate::dist::Parts) -> Result<String> {
+    let (pc_clang, pc_cflags, pc_libs) = pkg_config_flags(parts);
+    let fortran = Llvm::fortran();
+    Ok(template(workspace, name)?
+        .replace("@PC_CLANG@", pc_clang)
+        .replace("@PC_CFLAGS@", &pc_cflags)
+        .replace("@PC_LIBS@", pc_libs)
+        .replace("@RELEASE_CASES@", &cmake_release_cases())
+        .replace("@RELEASES@", &Llvm::all().map(|l| l.major).collect::<Vec<_>>().join(" or "))
+        .replace("@FORTRAN_MAJOR@", fortran.map_or("", |l| l.major))
+        .replace("@FORTRAN_PASS_PLUGIN@", fortran.map_or("", |l| l.pass_plugin_file))
+        .replace("@FORTRAN_MODULE_DIR@", &fortran.map(Llvm::fortran_module_dir).unwrap_or_default()))
+}
+
+/// The CMake package's `if(major STREQUAL ...) ... elseif(...)` chain, one case per supported
+/// release: its pass plugin, frontend plugin, libraries and link options (what its configuration
+/// file links). Ends open, for the template's `else()`.
+fn cmake_release_cases() -> String {
+    let mut text = String::new();
+    for (i, llvm) in Llvm::all().rev().enumerate() {
+        let (libs, link_options) = if llvm.needs_register() {
+            (
+                "omptarget-indirect;omptarget-indirect-register",
+                "LINKER:-rpath,${_omptarget_indirect_prefix}/lib",
+            )
+        } else {
+            ("omptarget-indirect", "")
+        };
+        text.push_str(&format!(
+            "{keyword}(_omptarget_indirect_major STREQUAL \"{major}\")\n  \
+             set(_omptarget_indirect_pass \"{pass}\")\n  \
+             set(_omptarget_indirect_frontend \"{frontend}\")\n  \
+             set(_omptarget_indirect_libs \"{libs}\")\n  \
+             set(_omptarget_indirect_link_options \"{link_options}\")\n",
+            keyword = if i == 0 { "if" } else { "elseif" },
+            major = llvm.major,
+            pass = llvm.pass_plugin_file,
+            frontend = llvm.frontend_plugin_file(),
+        ));
+    }
+    text
 }
 
 /// Removes exactly what the manifest under `root` lists, then the directories that emptied
@@ -262,6 +306,27 @@ mod tests {
         assert_eq!(major, "22");
         assert!(!cflags.contains("-fplugin") && cflags.contains("pass-llvm22.so"), "{cflags}");
         assert!(libs.contains("-lomptarget-indirect-register"), "{libs}");
+    }
+
+    #[test]
+    fn every_placeholder_of_the_install_templates_is_filled() {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(1).unwrap();
+        for name in TEMPLATES.map(|(name, _)| name) {
+            let text = filled_template(workspace, name, &crate::dist::Parts::all()).unwrap();
+            let left: Vec<&str> =
+                text.split('@').skip(1).step_by(2).filter(|w| !w.contains(char::is_whitespace)).collect();
+            assert!(left.is_empty(), "{name}: unfilled {left:?}");
+        }
+        let cmake =
+            filled_template(workspace, "OmptargetIndirectConfig.cmake.in", &crate::dist::Parts::all())
+                .unwrap();
+        for llvm in Llvm::all() {
+            assert!(
+                cmake.contains(&format!("_omptarget_indirect_major STREQUAL \"{}\")", llvm.major)),
+                "{cmake}"
+            );
+            assert!(cmake.contains(llvm.pass_plugin_file));
+        }
     }
 
     #[test]

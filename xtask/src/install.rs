@@ -13,11 +13,13 @@ use anyhow::{bail, ensure, Context, Result};
 use crate::build::{self, Inputs};
 use crate::cmd;
 use crate::dist::Archs;
-use crate::llvm::LlvmInstall;
+use crate::llvm::{Llvm, LlvmInstall};
 use crate::requirements::on_path;
 
-/// Debian's LLVM prefixes, looked at only when no LLVM is given at all.
-const DEBIAN_LLVMS: &[&str] = &["/usr/lib/llvm-19", "/usr/lib/llvm-22"];
+/// Debian's prefix of each supported LLVM release, looked at only when no LLVM is given at all.
+fn debian_llvms() -> impl Iterator<Item = PathBuf> {
+    Llvm::all().map(|llvm| PathBuf::from(format!("/usr/lib/llvm-{}", llvm.major)))
+}
 
 /// The environment variable that names LLVM install prefixes when `--llvm` is not given.
 const LLVM_VARIABLE: &str = "OMPTARGET_INDIRECT_LLVM";
@@ -101,8 +103,7 @@ fn given_llvms(flags: &[PathBuf]) -> Result<Vec<LlvmInstall>> {
         if let Some(on_path) = on_path("llvm-config") {
             candidates.push(on_path);
         }
-        candidates
-            .extend(DEBIAN_LLVMS.iter().map(PathBuf::from).filter(|p| p.join("bin/llvm-config").is_file()));
+        candidates.extend(debian_llvms().filter(|p| p.join("bin/llvm-config").is_file()));
         for candidate in candidates {
             match LlvmInstall::probe(&candidate) {
                 Ok(llvm) if llvms.iter().any(|l: &LlvmInstall| l.release == llvm.release) => {
@@ -118,8 +119,9 @@ fn given_llvms(flags: &[PathBuf]) -> Result<Vec<LlvmInstall>> {
         }
         ensure!(
             !llvms.is_empty(),
-            "no LLVM 19 or 22 found: give its install prefix with --llvm DIR (or {LLVM_VARIABLE}=DIR, or put \
-             its llvm-config on PATH)"
+            "no LLVM {} found: give its install prefix with --llvm DIR (or {LLVM_VARIABLE}=DIR, or put \
+             its llvm-config on PATH)",
+            Llvm::all().map(|l| l.major).collect::<Vec<_>>().join(" or ")
         );
     }
     llvms.sort_by_key(|l| l.release);
