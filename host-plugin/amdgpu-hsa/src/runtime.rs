@@ -4,6 +4,8 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
+use vendor_library::VendorError;
+
 use crate::error::{HsaError, Result};
 use crate::sys::{self, Agent, Executable, ExecutableSymbol, Isa, MemoryPool, Signal, Status};
 
@@ -26,12 +28,15 @@ impl Runtime {
     /// Loads `library`, resolves every function, and calls `hsa_init`. Without the library, or
     /// without a GPU driver (`/dev/kfd`), this is an error and nothing stays loaded.
     pub fn load(library: &CStr) -> Result<Runtime> {
-        let f = sys::Functions::open(library)
-            .map_err(|cause| HsaError::Load { library: library.to_string_lossy().into_owned(), cause })?;
+        let f = sys::Functions::open(library).map_err(|cause| VendorError::Unusable {
+            library: library.to_string_lossy().into_owned(),
+            runtime: "ROCm HSA runtime",
+            cause,
+        })?;
         // SAFETY: resolved function without arguments.
         let status = unsafe { (f.init)() };
         if status != sys::STATUS_SUCCESS {
-            return Err(HsaError::Call { call: "hsa_init", status: describe(&f, status) });
+            return Err(VendorError::Call { call: "hsa_init", status: describe(&f, status) }.into());
         }
         Ok(Runtime { f })
     }
@@ -39,7 +44,7 @@ impl Runtime {
     fn check(&self, call: &'static str, status: Status) -> Result<()> {
         match status {
             sys::STATUS_SUCCESS | sys::STATUS_INFO_BREAK => Ok(()),
-            _ => Err(HsaError::Call { call, status: describe(&self.f, status) }),
+            _ => Err(VendorError::Call { call, status: describe(&self.f, status) }.into()),
         }
     }
 

@@ -14,8 +14,11 @@ use crate::sys::{
 impl Driver {
     /// Loads `libcuda.so.1` (or `library`) and resolves every function, then calls `cuInit`.
     pub fn load(library: &CStr) -> Result<Driver> {
-        let driver = Driver::open(library)
-            .map_err(|cause| DriverError::Load { library: library.to_string_lossy().into_owned(), cause })?;
+        let driver = Driver::open(library).map_err(|cause| DriverError::Unusable {
+            library: library.to_string_lossy().into_owned(),
+            runtime: "NVIDIA driver",
+            cause,
+        })?;
         // SAFETY: resolved function, flags must be 0.
         driver.check("cuInit", unsafe { (driver.init)(0) })?;
         Ok(driver)

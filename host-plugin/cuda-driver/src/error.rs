@@ -4,45 +4,11 @@
 
 use std::fmt;
 
-use vendor_library::OpenError;
-
-/// A failed driver operation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DriverError {
-    /// The driver library cannot be used: it is missing, or lacks a function.
-    Load {
-        /// The library asked for (`libcuda.so.1`).
-        library: String,
-        /// Why.
-        cause: OpenError,
-    },
-    /// A call returned an error status.
-    Call {
-        /// The driver function (`cuModuleLoadData`).
-        call: &'static str,
-        /// The driver's name for the status (`CUDA_ERROR_INVALID_PTX`).
-        status: String,
-    },
-}
+/// A failed driver operation: the driver cannot be used, or a call returned an error status.
+pub type DriverError = vendor_library::VendorError;
 
 /// Result of a driver operation.
 pub type Result<T> = std::result::Result<T, DriverError>;
-
-impl fmt::Display for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DriverError::Load { library, cause: OpenError::NotFound(_) } => {
-                write!(f, "cannot load {library} (no NVIDIA driver on this machine)")
-            }
-            DriverError::Load { library, cause: OpenError::MissingFunction(symbol) } => {
-                write!(f, "{library} lacks {symbol} (driver too old)")
-            }
-            DriverError::Call { call, status } => write!(f, "{call} failed: {status}"),
-        }
-    }
-}
-
-impl std::error::Error for DriverError {}
 
 /// Why bytes are not a CUDA image this layer knows ([`crate::image::classify`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,6 +27,43 @@ impl std::fmt::Display for OpenError {
 
 impl std::error::Error for OpenError {}
 
+/// A vendor runtime's failure, as its layer reports it (the CUDA driver's, the HSA runtime's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VendorError {
+    /// The library cannot be used: it is missing, or lacks a function.
+    Unusable {
+        /// The library asked for (`libcuda.so.1`).
+        library: String,
+        /// What it is, for the message (`NVIDIA driver`).
+        runtime: &'static str,
+        /// Why.
+        cause: OpenError,
+    },
+    /// A call returned an error status.
+    Call {
+        /// The vendor function (`cuModuleLoadData`).
+        call: &'static str,
+        /// The runtime's own name or description of the status.
+        status: String,
+    },
+}
+
+impl std::fmt::Display for VendorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VendorError::Unusable { library, runtime, cause: OpenError::NotFound(why) } => {
+                write!(f, "cannot load {library} (no {runtime} on this machine): {why}")
+            }
+            VendorError::Unusable { library, runtime, cause: OpenError::MissingFunction(symbol) } => {
+                write!(f, "{library} lacks {symbol} ({runtime} too old)")
+            }
+            VendorError::Call { call, status } => write!(f, "{call} failed: {status}"),
+        }
+    }
+}
+
+impl std::error::Error for VendorError {}
+
 /// A `dlopen`ed library, closed on drop. Functions resolved from it must not outlive it.
 #[derive(Debug)]
 pub struct VendorLibrary {
