@@ -1,14 +1,13 @@
 //! The external tools the build and the checks use, located once, up front.
 //!
-//! LLVM 19 tools come from Debian's `clang-19 clang-tools-19 llvm-19 lld-19` packages; the CUDA
-//! 11.8 tools from Debian's `nvidia-cuda-toolkit`, unpacked under `target/tools/cuda` by
-//! `scripts/fetch-cuda-tools.sh`; LLVM 16's offload runtime, unpacked under `target/tools/llvm16`
-//! by `scripts/fetch-llvm16-runtime.sh`; clang 22 and its libomptarget from Debian's `clang-22
-//! llvm-22-dev liboffload-22-dev`, with LLVM 22's `omp.h` (and a `libomp.so` link) unpacked under
-//! `target/tools/llvm22` by `scripts/fetch-llvm22-openmp.sh`, and LLVM 22's GPU DeviceRTL, built
-//! from LLVM's source under `target/tools/llvm22-devicertl` by `scripts/fetch-llvm22-devicertl.sh`.
-//! All of them are lines of `scripts/requirements.txt`, which
-//! `scripts/setup.sh` installs from and [`Tools::locate`] checks first.
+//! Two kinds: the tools that build what every release shares (the device images, the fat
+//! library, the GPU bundle's kernels: LLVM 19's, the oldest release, which every newer LLVM reads;
+//! the CUDA 11.8 tools unpacked under `target/tools/cuda` by `scripts/fetch-cuda-tools.sh`; LLVM
+//! 16's offload runtime under `target/tools/llvm16`), and each supported release's own
+//! ([`ReleaseTools`], [`Tools::of`]), named by its record (`Llvm::requirements`): its clang, opt,
+//! flang, its runtime's files and its DeviceRTL built from source. All of them are lines of
+//! `scripts/requirements.txt`, which `scripts/setup.sh` installs from and [`Tools::locate`]
+//! checks first.
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +16,8 @@ use anyhow::Result;
 use crate::llvm::{DeviceRtl, Llvm, Runtime};
 use crate::requirements;
 
-/// Paths of every tool used by `cargo xtask build` and `cargo xtask test`.
+/// Paths of every tool used by `cargo xtask build` and `cargo xtask test`: the shared ones
+/// (LLVM 19's, named here) and each release's ([`Tools::of`]).
 pub struct Tools {
     /// `clang-19`: compiles and links OpenMP programs, embeds offload objects.
     pub clang: PathBuf,
