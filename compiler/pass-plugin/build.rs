@@ -31,6 +31,11 @@ fn main() {
         "{} is LLVM {version}, but this build is for LLVM {major}",
         llvm_config.display()
     );
+    // LLVM 22's plugin API (version 2) added a field to PassPluginLibraryInfo (src/lib.rs).
+    println!("cargo:rustc-check-cfg=cfg(pass_plugin_api_2)");
+    if major.parse::<u32>().expect("a numeric major version") >= 22 {
+        println!("cargo:rustc-cfg=pass_plugin_api_2");
+    }
     let mut shim = cc::Build::new();
     shim.cpp(true)
         .file("src/shim.cpp")

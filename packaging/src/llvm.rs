@@ -19,8 +19,14 @@ pub enum Runtime {
         /// Its soname, which executables must depend on.
         soname: &'static str,
         /// The requirement of the release's `omp.h`, under a directory with `include/` and
-        /// `lib/libomp.so` (a release's libomp package conflicts with another's).
-        openmp: &'static str,
+        /// `lib/libomp.so` (a release's libomp package conflicts with another's), when its clang
+        /// does not find them itself (Debian 12's clang 22; a release in a root of its own has its
+        /// own).
+        openmp: Option<&'static str>,
+        /// Whether it fills its table of indirect functions for the x86_64 host-offload device
+        /// too (LLVM 22+: libomptarget does it for every device; LLVM 18-21: only the GPU plugins
+        /// do, so the x86_64 device has no table and the end-to-end programs cannot run there).
+        fills_x86_64_table: bool,
     },
 }
 
@@ -37,6 +43,9 @@ pub enum DeviceRtl {
         /// The requirement of its nvptx64 bitcode, `<dir>/lib/nvptx64-nvidia-cuda/...`.
         nvptx: &'static str,
     },
+    /// None yet (Debian sid ships none for 21 or 23, and none is built from source): GPU
+    /// compiles are device IR only (`-nogpulib`), no GPU image is linked.
+    None,
 }
 
 /// What the project knows of one LLVM release.
@@ -44,6 +53,11 @@ pub enum DeviceRtl {
 pub struct Release {
     /// The major version, as in `clang-22`.
     pub major: &'static str,
+    /// The requirement of the `enter` program of the root it lives in, when its packages need
+    /// another C library than the machine's (Debian sid's LLVM 21 and 23,
+    /// `scripts/sid-llvm-root.sh`): its programs are wrappers that run in the root, and the
+    /// executables it links run through `enter`. `None`: Debian 12's own packages.
+    pub root: Option<&'static str>,
     /// The offload runtime its programs run with.
     pub runtime: Runtime,
     /// Its GPU DeviceRTL.
@@ -61,6 +75,10 @@ pub struct Release {
     pub gpu_check_archs: &'static [&'static str],
     /// Where its end-to-end programs are built, under `target/tests`.
     pub e2e_tree: &'static str,
+    /// Whether its stock clang inserts LLVM's own lookup (`__llvm_omp_indirect_call_lookup`)
+    /// before virtual calls in device code (LLVM 23): the pass plugin makes those calls the
+    /// project's translation, and stock kernels keep indirect calls the project folds.
+    pub inserts_own_lookup: bool,
     /// What its clang prints when it compiles inline functions of `begin declare target indirect`
     /// without the frontend plugin, and what that means: (text to find, words for reports).
     pub inline_indirect_without_frontend: (&'static str, &'static str),
@@ -68,9 +86,10 @@ pub struct Release {
 
 /// Every supported release, oldest first. The oldest writes the shared device images and the fat
 /// library (LLVM reads bitcode and offload binaries of older releases, never newer).
-pub const RELEASES: [Release; 2] = [
+pub const RELEASES: [Release; 4] = [
     Release {
         major: "19",
+        root: None,
         runtime: Runtime::ProjectPlugins,
         device_rtl: DeviceRtl::Debian,
         pass_plugin_file: "libomptarget-indirect-pass.so",
@@ -78,14 +97,35 @@ pub const RELEASES: [Release; 2] = [
         config_links: false,
         gpu_check_archs: &["sm_90", "gfx90a"],
         e2e_tree: "e2e",
+        inserts_own_lookup: false,
         inline_indirect_without_frontend: ("Stack dump", "clang 19 crashes"),
     },
     Release {
+        major: "21",
+        root: Some("sid-llvm21-enter"),
+        runtime: Runtime::Stock {
+            library: "libomptarget-21",
+            soname: "libomptarget.so.21.1",
+            openmp: None,
+            fills_x86_64_table: false,
+        },
+        device_rtl: DeviceRtl::None,
+        pass_plugin_file: "libomptarget-indirect-pass-llvm21.so",
+        flang: false,
+        config_links: true,
+        gpu_check_archs: &[],
+        e2e_tree: "e2e-llvm21",
+        inserts_own_lookup: false,
+        inline_indirect_without_frontend: ("Stack dump", "clang 21 crashes"),
+    },
+    Release {
         major: "22",
+        root: None,
         runtime: Runtime::Stock {
             library: "libomptarget-22",
             soname: "libomptarget.so.22.1",
-            openmp: "llvm22-omp-h",
+            openmp: Some("llvm22-omp-h"),
+            fills_x86_64_table: true,
         },
         device_rtl: DeviceRtl::FromSource { nvptx: "llvm22-devicertl-nvptx" },
         pass_plugin_file: "libomptarget-indirect-pass-llvm22.so",
@@ -93,9 +133,33 @@ pub const RELEASES: [Release; 2] = [
         config_links: true,
         gpu_check_archs: &["sm_90", "gfx90a", "gfx942"],
         e2e_tree: "e2e-llvm22",
+        inserts_own_lookup: false,
         inline_indirect_without_frontend: (
             "the address is invalid",
             "clang 22 stops: the indirect entry's address is invalid",
+        ),
+    },
+    Release {
+        major: "23",
+        root: Some("sid-llvm23-enter"),
+        runtime: Runtime::Stock {
+            library: "libomptarget-23",
+            soname: "libomptarget.so.23.1",
+            openmp: None,
+            fills_x86_64_table: true,
+        },
+        device_rtl: DeviceRtl::None,
+        pass_plugin_file: "libomptarget-indirect-pass-llvm23.so",
+        // flang 23 is in its root, but the Fortran programs and module stay with flang 22 until
+        // they are tried with it.
+        flang: false,
+        config_links: true,
+        gpu_check_archs: &[],
+        e2e_tree: "e2e-llvm23",
+        inserts_own_lookup: true,
+        inline_indirect_without_frontend: (
+            "the address is invalid",
+            "clang 23 stops: the indirect entry's address is invalid",
         ),
     },
 ];
@@ -127,11 +191,6 @@ impl Llvm {
     /// library, the GPU bundle's kernels).
     pub fn oldest() -> Llvm {
         Llvm(0)
-    }
-
-    /// The newest release: the demo's and the corpus's toolchain.
-    pub fn newest() -> Llvm {
-        Llvm(RELEASES.len() - 1)
     }
 
     /// The release of major version `major`, if supported.
@@ -195,11 +254,15 @@ impl Llvm {
                 .collect();
         match self.runtime {
             Runtime::ProjectPlugins => names.push("libomptarget-16".into()),
-            Runtime::Stock { library, openmp, .. } => names.extend([library.into(), openmp.into()]),
+            Runtime::Stock { library, openmp, .. } => {
+                names.push(library.into());
+                names.extend(openmp.map(String::from));
+            }
         }
         if let DeviceRtl::FromSource { nvptx } = self.device_rtl {
             names.push(nvptx.into());
         }
+        names.extend(self.root.map(String::from));
         names
     }
 
@@ -211,6 +274,25 @@ impl Llvm {
     /// Whether its programs run with the project's libomptarget 16 plugins.
     pub fn runs_project_plugins(self) -> bool {
         self.runtime == Runtime::ProjectPlugins
+    }
+
+    /// Whether the end-to-end programs run on the x86_64 device with it: its runtime gives that
+    /// device a table ([`Runtime::Stock::fills_x86_64_table`]).
+    pub fn runs_on_x86_64(self) -> bool {
+        match self.runtime {
+            Runtime::ProjectPlugins => true,
+            Runtime::Stock { fills_x86_64_table, .. } => fills_x86_64_table,
+        }
+    }
+
+    /// The newest release with everything (a GPU DeviceRTL and a table on the x86_64 device):
+    /// the demo's, the stock-parity corpus's, and the one whose DeviceRTL says what a GPU link
+    /// provides.
+    pub fn newest_complete() -> Llvm {
+        Llvm::all()
+            .filter(|l| l.device_rtl != DeviceRtl::None && l.runs_on_x86_64())
+            .next_back()
+            .expect("a release with a DeviceRTL and an x86_64 table")
     }
 
     /// Whether the dist tree needs `libomptarget-indirect-register.so` for it (a stock runtime).

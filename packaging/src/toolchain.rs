@@ -93,6 +93,12 @@ impl<'a> Toolchain<'a> {
         }
     }
 
+    /// The offload packager that reads what this clang links: LLVM 19's, or the release's own
+    /// where LLVM 19's cannot read its offload binaries.
+    pub fn packager(&self) -> &'a Path {
+        self.release().packager.as_deref().unwrap_or(&self.tools.packager)
+    }
+
     /// `opt` of the same release, which reads the IR this clang writes.
     pub fn opt(&self) -> &'a Path {
         &self.release().opt
@@ -117,15 +123,21 @@ impl<'a> Toolchain<'a> {
             triple => args.push(format!("-fopenmp-targets={triple}").into()),
         }
         let release = self.release();
-        match (&release.device_rtl, target.triple) {
-            (None, "nvptx64-nvidia-cuda") => args.push(prefixed(NVPTX_DEVICE_RTL_FLAG, &self.debian_lib())),
-            (None, "amdgcn-amd-amdhsa") => {
+        let gpu = target.triple != OffloadTarget::x86_64().triple;
+        match (self.llvm.device_rtl, &release.device_rtl, target.triple) {
+            (DeviceRtl::Debian, _, "nvptx64-nvidia-cuda") => {
+                args.push(prefixed(NVPTX_DEVICE_RTL_FLAG, &self.debian_lib()))
+            }
+            (DeviceRtl::Debian, _, "amdgcn-amd-amdhsa") => {
                 args.push(prefixed("--rocm-device-lib-path=", &self.tools.rocm_device_libs))
             }
-            (Some(built), "nvptx64-nvidia-cuda") => {
+            (DeviceRtl::FromSource { .. }, Some(built), "nvptx64-nvidia-cuda") => {
                 args.push(prefixed(NVPTX_DEVICE_RTL_FLAG, &built.join(target.triple)))
             }
-            (Some(_), "amdgcn-amd-amdhsa") => args.push("-nogpulib".into()),
+            // No DeviceRTL to link: device IR only.
+            (DeviceRtl::FromSource { .. }, _, "amdgcn-amd-amdhsa") | (DeviceRtl::None, _, _) if gpu => {
+                args.push("-nogpulib".into())
+            }
             _ => {}
         }
         if let Some(openmp) = &release.openmp {
@@ -250,13 +262,14 @@ impl<'a> Toolchain<'a> {
         }
     }
 
-    /// Where libomptarget (16) or a stock runtime's libomp is found.
+    /// Where libomptarget (16) or a stock runtime's libomp is found, when its clang does not
+    /// find it itself.
     pub fn runtime_link_args(&self) -> Vec<OsString> {
-        let runtime = match &self.release().openmp {
-            None => self.tools.llvm16_lib.clone(),
-            Some(openmp) => openmp.join("lib"),
+        let runtime = match (self.llvm.runtime, &self.release().openmp) {
+            (Runtime::ProjectPlugins, _) => Some(self.tools.llvm16_lib.clone()),
+            (Runtime::Stock { .. }, openmp) => openmp.as_ref().map(|openmp| openmp.join("lib")),
         };
-        vec![prefixed("-L", &runtime)]
+        runtime.map(|runtime| prefixed("-L", &runtime)).into_iter().collect()
     }
 
     /// The environment a program needs to run: with the project's plugins, our plugin directory
@@ -296,6 +309,14 @@ impl<'a> Toolchain<'a> {
     /// [`Release::e2e_tree`]: crate::llvm::Release::e2e_tree
     pub fn e2e_dir(&self, workspace: &Path, target: &OffloadTarget) -> PathBuf {
         workspace.join("target/tests").join(self.llvm.e2e_tree).join(&target.name)
+    }
+
+    /// The command that runs `exe`, an executable this toolchain linked: through the root's
+    /// `enter` when the release lives in a root of its own ([`Release::root`]).
+    ///
+    /// [`Release::root`]: crate::llvm::Release::root
+    pub fn run_command(&self, exe: &Path) -> std::process::Command {
+        self.release().run_command(exe)
     }
 
     /// Debian's `lib/` of this release (its per-architecture DeviceRTL bitcode: clang 19 does not

@@ -75,6 +75,14 @@ pub struct ReleaseTools {
     pub flang: Option<PathBuf>,
     /// `llvm-nm-NN`, where listed.
     pub llvm_nm: Option<PathBuf>,
+    /// `clang-offload-packager-NN`, where listed: LLVM 19's cannot read the offload binaries of
+    /// LLVM 23 (a newer version of the format).
+    pub packager: Option<PathBuf>,
+    llvm_config: PathBuf,
+    /// The root's `enter`, which runs an executable this release linked ([`Release::root`]).
+    ///
+    /// [`Release::root`]: crate::llvm::Release::root
+    pub enter: Option<PathBuf>,
     /// The libomptarget its programs link and run with: LLVM 16's (`libomptarget.so.16`) or the
     /// release's stock one.
     pub libomptarget: PathBuf,
@@ -87,6 +95,24 @@ pub struct ReleaseTools {
 }
 
 impl ReleaseTools {
+    /// Its `llvm-config` (`llvm-config-NN` of the requirements).
+    pub fn llvm_config(&self) -> &Path {
+        &self.llvm_config
+    }
+
+    /// The command that runs `exe`, an executable this release linked: through the root's
+    /// `enter` when the release lives in a root of its own.
+    pub fn run_command(&self, exe: &Path) -> std::process::Command {
+        match &self.enter {
+            Some(enter) => {
+                let mut command = std::process::Command::new(enter);
+                command.arg(exe);
+                command
+            }
+            None => std::process::Command::new(exe),
+        }
+    }
+
     fn locate(llvm: Llvm, found: &requirements::Located) -> ReleaseTools {
         // Every name here is one of `llvm.requirements()`, which the preflight found.
         let tool = |name: &str| found.path(&llvm.requirement(name));
@@ -94,12 +120,13 @@ impl ReleaseTools {
         let (libomptarget, openmp) = match llvm.runtime {
             Runtime::ProjectPlugins => (found.path("libomptarget-16"), None),
             // <dir>/include/omp.h
-            Runtime::Stock { library, openmp, .. } => {
-                (found.path(library), found.path(openmp).ancestors().nth(2).map(Path::to_path_buf))
-            }
+            Runtime::Stock { library, openmp, .. } => (
+                found.path(library),
+                openmp.and_then(|openmp| found.path(openmp).ancestors().nth(2).map(Path::to_path_buf)),
+            ),
         };
         let device_rtl = match llvm.device_rtl {
-            DeviceRtl::Debian => None,
+            DeviceRtl::Debian | DeviceRtl::None => None,
             // <dir>/lib/nvptx64-nvidia-cuda/libomptarget-nvptx.bc
             DeviceRtl::FromSource { nvptx } => found.path(nvptx).ancestors().nth(2).map(Path::to_path_buf),
         };
@@ -112,6 +139,9 @@ impl ReleaseTools {
             llvm_extract: tool("llvm-extract"),
             flang: if llvm.flang { Some(tool("flang")) } else { None },
             llvm_nm: optional("llvm-nm"),
+            packager: optional("clang-offload-packager"),
+            llvm_config: tool("llvm-config"),
+            enter: llvm.root.map(|enter| found.path(enter)),
             libomptarget,
             openmp,
             device_rtl,

@@ -398,10 +398,9 @@ fn libraries(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
             .current_dir(workspace)
             .args(["build", "--quiet", "--release", "-p", PASS_PLUGIN.0, "--no-default-features"])
             .args(["--features", &llvm.release.pass_plugin_feature()])
-            .env("CARGO_TARGET_DIR", &dir);
-        if inputs.cargo_target.is_some() {
-            build.env("OMPTARGET_INDIRECT_LLVM_CONFIG", &llvm.llvm_config);
-        }
+            .env("CARGO_TARGET_DIR", &dir)
+            // The LLVM given, wherever it is (a release in a root of its own: its wrapper).
+            .env("OMPTARGET_INDIRECT_LLVM_CONFIG", &llvm.llvm_config);
         cmd::status(&mut build)?;
         installs.push((dir.join("release").join(PASS_PLUGIN.1), llvm.release.pass_plugin_file));
     }

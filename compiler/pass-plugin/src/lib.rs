@@ -18,6 +18,7 @@ pub mod dynamic_casts;
 pub mod fortran;
 pub mod host_only;
 pub mod llvm;
+pub mod llvm_lookups;
 pub mod loop_cache;
 pub mod pass;
 pub mod remarks;
@@ -45,8 +46,8 @@ pub struct PassPluginLibraryInfo {
     pub plugin_version: *const c_char,
     /// `void (*)(llvm::PassBuilder &)`: registers the pass with the pipeline.
     pub register_pass_builder_callbacks: unsafe extern "C" fn(*mut c_void),
-    /// `PreCodeGenCallback` (API version 2): none, the back end runs as usual.
-    #[cfg(feature = "llvm22")]
+    /// `PreCodeGenCallback` (API version 2, LLVM 22+): none, the back end runs as usual.
+    #[cfg(pass_plugin_api_2)]
     pub pre_code_gen_callback: Option<unsafe extern "C" fn()>,
 }
 
@@ -66,7 +67,7 @@ pub extern "C" fn llvmGetPassPluginInfo() -> PassPluginLibraryInfo {
         plugin_name: c"omptarget-indirect".as_ptr(),
         plugin_version: concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast(),
         register_pass_builder_callbacks: omptarget_indirect_register_callbacks,
-        #[cfg(feature = "llvm22")]
+        #[cfg(pass_plugin_api_2)]
         pre_code_gen_callback: None,
     }
 }

@@ -63,6 +63,9 @@ pub struct Summary {
     /// Translations of function pointers in loops that now look up only a key in the table's
     /// range ([`crate::loop_cache`]).
     pub guarded: usize,
+    /// Calls of clang's `__llvm_omp_indirect_call_lookup` that now call the project's translation
+    /// ([`crate::llvm_lookups`]).
+    pub adopted: usize,
     /// Host module: indirect offload entries added for Fortran procedures named through the
     /// `omptarget_indirect` module ([`crate::fortran`]).
     pub fortran_entries: usize,
@@ -79,6 +82,11 @@ pub(crate) enum Key {
 
 /// The metadata kind on the translations of vtable pointers, which the loop cache caches.
 pub const VTABLE_TRANSLATION: &str = "omptarget-indirect.vtable";
+
+/// The metadata kind on clang's own lookups of vtable pointers once they are the project's
+/// translations ([`crate::llvm_lookups`]): clang says it is a vtable pointer, so the slots read
+/// through it hold device addresses, with or without TBAA.
+pub const CLANG_VTABLE_LOOKUP: &str = "omptarget-indirect.clang-vtable";
 
 /// The metadata kind the loop cache (`src/shim.cpp`) puts on the translations it cached.
 pub const CACHED_TRANSLATION: &str = "omptarget-indirect.cached";
@@ -102,6 +110,7 @@ impl Summary {
         self.translated > 0
             || self.folded > 0
             || self.declared
+            || self.adopted > 0
             || self.vtable_loads > 0
             || self.vtable_words > 0
             || self.host_only_stubs > 0
@@ -182,13 +191,7 @@ impl Pass<'_> {
             }
             if key == Key::VtablePointer {
                 // What the loop cache looks for (crate::loop_cache).
-                let kind = LLVMGetMDKindIDInContext(
-                    self.context,
-                    VTABLE_TRANSLATION.as_ptr().cast(),
-                    VTABLE_TRANSLATION.len() as u32,
-                );
-                let empty = LLVMMDNodeInContext2(self.context, std::ptr::null_mut(), 0);
-                LLVMSetMetadata(call, kind, LLVMMetadataAsValue(self.context, empty));
+                self.mark(call, VTABLE_TRANSLATION);
             }
             let translated = if address_space == 0 {
                 call
@@ -229,6 +232,16 @@ impl Pass<'_> {
                     });
                 }
             }
+        }
+    }
+
+    /// Puts an empty metadata node of kind `kind` on `inst`.
+    pub(crate) unsafe fn mark(&self, inst: LLVMValueRef, kind: &str) {
+        // SAFETY: a metadata kind and node of the module's context set on its instruction.
+        unsafe {
+            let kind = LLVMGetMDKindIDInContext(self.context, kind.as_ptr().cast(), kind.len() as u32);
+            let empty = LLVMMDNodeInContext2(self.context, std::ptr::null_mut(), 0);
+            LLVMSetMetadata(inst, kind, LLVMMetadataAsValue(self.context, empty));
         }
     }
 

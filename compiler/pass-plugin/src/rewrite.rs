@@ -96,6 +96,7 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
             pass.stub_host_only_virtuals();
         }
         if phase == Phase::PipelineStart {
+            pass.adopt_llvm_lookups();
             pass.export_vtable_words();
             pass.route_dynamic_casts();
         }

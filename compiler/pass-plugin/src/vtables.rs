@@ -34,7 +34,7 @@ use crate::llvm::target::{LLVMABISizeOfType, LLVMGetModuleDataLayout};
 use crate::llvm::{LLVMLinkage, LLVMTypeKind, LLVMVisibility};
 use crate::pass::{
     device_global_of, has_metadata, instructions, is_key_in_range_only, is_translation, is_translation_call,
-    keep, picks_only, users, value_name_bytes, Key, Pass, Phase, VTABLE_TRANSLATION,
+    keep, picks_only, users, value_name_bytes, Key, Pass, Phase, CLANG_VTABLE_LOOKUP, VTABLE_TRANSLATION,
 };
 use crate::remarks::Kind;
 
@@ -200,7 +200,7 @@ unsafe fn translates_vtable_loads(value: LLVMValueRef) -> bool {
             // loads) has since replaced the load it translated: an object built in the same
             // function, its vtable's address stored, then loaded.
             let optimized = LLVMIsALoadInst(translated).is_null() && has_metadata(call, VTABLE_TRANSLATION);
-            optimized || tagged_vtable_load(context, translated)
+            optimized || has_metadata(call, CLANG_VTABLE_LOOKUP) || tagged_vtable_load(context, translated)
         };
         // The loop cache's miss path answers a key outside the table's range with the key itself
         // (a device vtable).

@@ -667,3 +667,30 @@ attributes #0 = {{ nounwind willreturn nosync nofree memory(none) }}
     // A second run (a module optimized twice) leaves the cached translation as it is.
     assert_eq!(module.rewrite(Phase::OptimizerLast).cached, 0);
 }
+
+/// clang 23's own lookup before a virtual call and a function-pointer call becomes the
+/// project's translation: one lookup per call, none left of LLVM's, and the call it feeds is not
+/// translated again.
+#[test]
+fn clang_23_lookups_are_answered_by_the_translation() {
+    let module = Module::parse(&format!(
+        r#"declare ptr @__llvm_omp_indirect_call_lookup(ptr)
+define i32 @kernel(ptr %object, ptr %fp) {{
+  %vtable = load ptr, ptr %object
+  %device_vtable = call ptr @__llvm_omp_indirect_call_lookup(ptr %vtable)
+  %slot = load ptr, ptr %device_vtable
+  %r = call i32 %slot(ptr %object)
+  %device_fp = call ptr @__llvm_omp_indirect_call_lookup(ptr %fp)
+  %s = call i32 %device_fp(i32 %r)
+  ret i32 %s
+}}
+{DEVICE_FLAG}"#
+    ));
+    let summary = module.rewrite(Phase::PipelineStart);
+    assert_eq!(summary.adopted, 2, "{}", module.text());
+    let text = module.text();
+    let body = text.split("define i32 @kernel").nth(1).unwrap();
+    assert!(!body.contains("@__llvm_omp_indirect_call_lookup("), "{text}");
+    assert_eq!(body.matches("call ptr @__kmpc_target_translate_fptr(").count(), 2, "{text}");
+    assert_eq!(summary.translated, 0, "{text}");
+}

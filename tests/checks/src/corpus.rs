@@ -42,7 +42,7 @@ enum Build {
 
 /// Builds and checks the corpus (module documentation); returns the summary for the report.
 pub fn check(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<String> {
-    let toolchain = Toolchain::new(Llvm::newest(), tools, dist);
+    let toolchain = Toolchain::new(Llvm::newest_complete(), tools, dist);
     let targets = [OffloadTarget::x86_64(), OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")];
     let out = workspace.join("target/tests/corpus");
     let mut table = String::from("| program |");
@@ -132,7 +132,7 @@ fn build(
 /// The size of `exe`'s device image for `target`.
 fn image_bytes(tools: &Tools, exe: &Path, target: &OffloadTarget) -> Result<u64> {
     let dir = exe.parent().context("no parent")?;
-    let image = extract_image(tools, exe, target, dir)?;
+    let image = extract_image(&tools.packager, exe, target, dir)?;
     let bytes = std::fs::metadata(&image)?.len();
     std::fs::rename(&image, exe.with_extension(format!("image.{}", target.name)))?;
     Ok(bytes)

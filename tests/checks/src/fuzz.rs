@@ -137,7 +137,7 @@ fn seed(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<[Vec
             let image = dir.join(format!("{tree}-{}.so", program.name));
             // clang 19's packager may not read a newer OffloadBinary: those seeds are skipped.
             if let Ok(extracted) =
-                e2e::extract_image(tools, &exe, &x86_target, exe.parent().context("no parent")?)
+                e2e::extract_image(&tools.packager, &exe, &x86_target, exe.parent().context("no parent")?)
             {
                 fs::copy(&extracted, &image)?;
                 x86.push(image);

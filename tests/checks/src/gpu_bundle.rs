@@ -443,7 +443,7 @@ fn probe_image(
             .arg("-o")
             .arg(&exe),
     )?;
-    let image = e2e::extract_image(tools, &exe, &target, &work)?;
+    let image = e2e::extract_image(&tools.packager, &exe, &target, &work)?;
     let data = cmd::read(&image)?;
     let names = images::offload_symbols(&data)?;
     ensure!(

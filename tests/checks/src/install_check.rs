@@ -88,8 +88,9 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
     )?;
     ways.push(run_consumer(&exe, Some((&plugins, llvm16)), "pkg-config")?);
 
-    // Each release's clang with its configuration file (which also links, LLVM 20+).
-    for llvm in Llvm::all() {
+    // Each release's clang with its configuration file (which also links, LLVM 20+), where its
+    // runtime gives the x86_64 device a table.
+    for llvm in Llvm::all().filter(|l| l.runs_on_x86_64()) {
         let what = format!("clang-{} --config", llvm.major);
         ways.push(build_with_config(tools, &prefix, &project, llvm, &what)?);
     }
@@ -185,24 +186,21 @@ fn build_with_config(
         .args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", "-Wall", "-Werror"])
         .arg(format!("-I{}", tree.join("include").display()));
     let plugins = tree.join("lib/omptarget-indirect");
-    let runtime = match &release.openmp {
-        None => {
-            c.arg(project.join("consumer.c"))
-                .arg(format!("-L{}", tools.llvm16_lib.display()))
-                .arg(format!("-L{}", tree.join("lib").display()))
-                .arg("-lomptarget-indirect");
-            Some((plugins.as_path(), tools.llvm16_lib.as_path()))
+    let runtime = if llvm.runs_project_plugins() {
+        c.arg(project.join("consumer.c"))
+            .arg(format!("-L{}", tools.llvm16_lib.display()))
+            .arg(format!("-L{}", tree.join("lib").display()))
+            .arg("-lomptarget-indirect");
+        Some((plugins.as_path(), tools.llvm16_lib.as_path()))
+    } else {
+        if let Some(openmp) = &release.openmp {
+            c.arg("-isystem").arg(openmp.join("include")).arg(format!("-L{}", openmp.join("lib").display()));
         }
-        Some(openmp) => {
-            c.arg("-isystem")
-                .arg(openmp.join("include"))
-                .arg(project.join("consumer.c"))
-                .arg(format!("-L{}", openmp.join("lib").display()));
-            None
-        }
+        c.arg(project.join("consumer.c"));
+        None
     };
     cmd::output(c.arg("-o").arg(&exe))?;
-    run_consumer(&exe, runtime, what)
+    run_consumer_through(release.run_command(&exe), runtime, what)
 }
 
 /// `tests/install/fortran/consumer.F90`, built with flang 22 against the prefix through CMake
@@ -262,12 +260,16 @@ fn cmake_build(project: &Path, defines: &[String]) -> Result<PathBuf> {
 /// Runs a consumer build (with `LD_LIBRARY_PATH` = plugin directory, then libomptarget 16's, where
 /// given) and requires its "ok".
 fn run_consumer(exe: &Path, library_path: Option<(&Path, &Path)>, what: &str) -> Result<String> {
-    let mut c = Command::new(exe);
+    run_consumer_through(Command::new(exe), library_path, what)
+}
+
+/// [`run_consumer`] of a consumer started by `command` (through its release's root, say).
+fn run_consumer_through(mut c: Command, library_path: Option<(&Path, &Path)>, what: &str) -> Result<String> {
     c.env_remove("LD_LIBRARY_PATH").env_remove("LIBOMPTARGET_INFO").env("OMP_TARGET_OFFLOAD", "MANDATORY");
     if let Some((plugins, runtime)) = library_path {
         c.env("LD_LIBRARY_PATH", format!("{}:{}", plugins.display(), runtime.display()));
     }
-    let out = c.output().with_context(|| format!("cannot run {}", exe.display()))?;
+    let out = c.output().with_context(|| format!("cannot run the consumer built with {what}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
     ensure!(
         out.status.success() && text.contains(": ok"),

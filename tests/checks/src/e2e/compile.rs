@@ -170,15 +170,10 @@ fn check_needs(exe: &Path, soname: &str) -> Result<()> {
 }
 
 /// Writes the device image for `target` embedded in `program` to `dir` and returns its path.
-pub fn extract_image(
-    tools: &crate::tools::Tools,
-    program: &Path,
-    target: &OffloadTarget,
-    dir: &Path,
-) -> Result<PathBuf> {
+pub fn extract_image(packager: &Path, program: &Path, target: &OffloadTarget, dir: &Path) -> Result<PathBuf> {
     let image = dir.join(format!("image.{}", target.name));
     let _ = std::fs::remove_file(&image);
-    cmd::output(Command::new(&tools.packager).arg(program).arg(target.image_selector(&image)))?;
+    cmd::output(Command::new(packager).arg(program).arg(target.image_selector(&image)))?;
     ensure!(image.is_file(), "{} holds no {} image", program.display(), target.name);
     Ok(image)
 }

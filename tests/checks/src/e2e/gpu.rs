@@ -39,7 +39,7 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
             .with_context(|| format!("building {} for {} ({how:?})", program.name, target.name))?;
         offload_lto += usize::from(how == Build::OffloadLto);
         let dir = exe.parent().context("no parent")?;
-        let image = extract_image(tools, &exe, target, dir)?;
+        let image = extract_image(toolchain.packager(), &exe, target, dir)?;
         let data = cmd::read(&image)?;
         let what = image.display().to_string();
         if how == Build::OffloadLto {
@@ -77,7 +77,7 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
                 let exe = build_as(workspace, toolchain, target, p, Build::WithoutPassPlugin).with_context(
                     || format!("building {} without the pass plugin for {}", p.name, target.name),
                 )?;
-                extract_image(tools, &exe, target, exe.parent().context("no parent")?)?;
+                extract_image(toolchain.packager(), &exe, target, exe.parent().context("no parent")?)?;
                 Ok(p.name)
             })
             .collect::<Result<_>>()?;

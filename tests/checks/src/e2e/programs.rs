@@ -293,8 +293,9 @@ pub const PROGRAMS: &[Program] = &[
         units: &[unit("host_objects.cpp")],
         host_vtables: true,
         unmodified: true,
-        // typeid's comparison (type names, strcmp), compiled for x86_64 only.
-        x86_64_only_symbols: &["strcmp"],
+        // typeid's comparison (type names, strcmp) and, from clang 23, its check of a null operand
+        // (__cxa_bad_typeid), compiled for x86_64 only.
+        x86_64_only_symbols: &["strcmp", "__cxa_bad_typeid"],
         ..Program::DEFAULT
     },
     Program {

@@ -3,7 +3,6 @@
 //! frontend plugin).
 
 use std::path::Path;
-use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 
@@ -70,7 +69,7 @@ fn run_preloaded(
     info: bool,
     preload: Option<&Path>,
 ) -> Result<(i32, String)> {
-    let mut c = Command::new(exe);
+    let mut c = toolchain.run_command(exe);
     c.args(args).env_remove("LD_LIBRARY_PATH").envs(toolchain.run_env()).env_remove("LIBOMPTARGET_INFO");
     c.env_remove("LD_PRELOAD");
     if let Some(preload) = preload {
@@ -300,7 +299,7 @@ fn expect_pass_on(
 /// without this check its runs hide what only a GPU refuses.
 pub fn expect_gpu_linkable(toolchain: &Toolchain, exe: &Path, x86_64_only: &[&str]) -> Result<()> {
     let dir = exe.parent().context("no parent")?;
-    let image = extract_image(toolchain.tools(), exe, &OffloadTarget::x86_64(), dir)?;
+    let image = extract_image(toolchain.packager(), exe, &OffloadTarget::x86_64(), dir)?;
     let undefined = images::undefined_symbols(&cmd::read(&image)?)?;
     let provided = images::GpuProvided::read(toolchain.tools())?;
     let missing: Vec<&str> =

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Makes target/tools/sid-llvm<N> (N: the first argument): LLVM N from Debian sid, whose packages
+# need sid's C library, in a root of its own (mmdebstrap; one root per release, since libomp-N-dev
+# and liboffload-N of two releases conflict), and beside it
+#   enter            scripts/sid-root-enter.sh: runs a command with the root's /usr over the
+#                    machine's, in a private mount namespace, every other path the machine's; the
+#                    executables LLVM N links run through it;
+#   bin/<program>    one wrapper per program of LLVM N the build and the tests start (clang, opt,
+#                    ...), each `enter /usr/lib/llvm-N/bin/<program>`;
+#   bin/llvm-config  scripts/sid-root-llvm-config.sh: the root's, answering its directories as the
+#                    machine sees them (and bin/ as its programs).
+# The archive's sid Release file is past its Valid-Until date, hence the option. The mirror is the
+# one apt is configured with. Safe to run again: a complete root is left as it is.
+set -euo pipefail
+major=${1-}
+[ -n "$major" ] || { echo "usage: scripts/sid-llvm-root.sh MAJOR" >&2; exit 1; }
+root=$(cd "$(dirname "$0")/.." && pwd)
+dest=$root/target/tools/sid-llvm$major
+complete() {
+  [ -x "$dest/enter" ] && [ -x "$dest/bin/llvm-config" ] && [ -x "$dest/root/usr/lib/llvm-$major/bin/clang" ]
+}
+if complete; then
+  exit 0
+fi
+if [ ! -x "$dest/root/usr/lib/llvm-$major/bin/clang" ]; then
+  mirror=$(awk '$1 == "URIs:" { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+  if [ -z "$mirror" ]; then
+    mirror=$(awk '$1 == "deb" { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)
+  fi
+  [ -n "$mirror" ] || { echo "sid-llvm-root: no Debian mirror in apt's configuration" >&2; exit 1; }
+  packages="clang-$major,clang-tools-$major,llvm-$major,llvm-$major-dev,libclang-$major-dev"
+  packages="$packages,libclang-cpp$major-dev,libomp-$major-dev,liboffload-$major,liboffload-$major-dev"
+  packages="$packages,lld-$major,flang-$major,binutils"
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  suite=sid
+  mmdebstrap --quiet --mode=root --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' --include="$packages" "$suite" "$dest/root" "$mirror"
+fi
+mkdir -p "$dest/bin"
+cp "$root/scripts/sid-root-enter.sh" "$dest/enter"
+sed "s/@MAJOR@/$major/" "$root/scripts/sid-root-llvm-config.sh" > "$dest/bin/llvm-config"
+programs="clang clang++ flang opt llc llvm-link llvm-extract llvm-nm llvm-ar llvm-ranlib llvm-dis ld.lld"
+programs="$programs clang-linker-wrapper clang-offload-packager llvm-offload-binary"
+for program in $programs; do
+  printf '#!/bin/sh\nexec "$(dirname "$0")/../enter" /usr/lib/llvm-%s/bin/%s "$@"\n' "$major" "$program" \
+    > "$dest/bin/$program"
+done
+chmod +x "$dest/enter" "$dest/bin"/*
+complete
+echo "$dest"
