@@ -81,16 +81,21 @@ impl<'a> Toolchain<'a> {
     pub fn compiler(&self, source: &str) -> &'a Path {
         let release = self.release();
         if is_fortran(source) {
-            // Programs in Fortran run with releases whose flang compiles them (docs/fortran.md).
-            let fortran = Llvm::fortran().expect("a release whose flang compiles the programs");
-            let flang = if self.llvm.flang { release } else { self.tools.of(fortran) };
-            return flang.flang.as_deref().expect("a release with flang has it located");
+            let flang = self.tools.of(Self::fortran()).flang.as_deref();
+            return flang.expect("a release with flang has it located");
         }
         if source.ends_with(".cpp") {
             &release.clangxx
         } else {
             &release.clang
         }
+    }
+
+    /// The release whose flang compiles the Fortran units of any toolchain's programs: the one
+    /// whose module file and configuration file the dist tree holds ([`Llvm::fortran`];
+    /// docs/fortran.md).
+    fn fortran() -> Llvm {
+        Llvm::fortran().expect("a release whose flang compiles the programs")
     }
 
     /// The offload packager that reads what this clang links: LLVM 19's, or the release's own
@@ -134,7 +139,8 @@ impl<'a> Toolchain<'a> {
             (DeviceRtl::FromSource { .. }, Some(built), "nvptx64-nvidia-cuda") => {
                 args.push(prefixed(NVPTX_DEVICE_RTL_FLAG, &built.join(target.triple)))
             }
-            // No DeviceRTL to link: device IR only.
+            // amdgcn with a DeviceRTL built from source: linked by name (device_link_args); no
+            // DeviceRTL at all: device IR only.
             (DeviceRtl::FromSource { .. }, _, "amdgcn-amd-amdhsa") | (DeviceRtl::None, _, _) if gpu => {
                 args.push("-nogpulib".into())
             }
@@ -173,9 +179,7 @@ impl<'a> Toolchain<'a> {
     /// configuration file for Fortran.
     pub fn pass_plugin_args_for(&self, source: &str) -> Vec<OsString> {
         if is_fortran(source) {
-            let fortran =
-                if self.llvm.flang { self.llvm } else { Llvm::fortran().expect("a release with flang") };
-            vec![prefixed("--config=", &self.dist.flang_config(fortran))]
+            vec![prefixed("--config=", &self.dist.flang_config(Self::fortran()))]
         } else {
             self.pass_plugin_args()
         }
@@ -203,10 +207,7 @@ impl<'a> Toolchain<'a> {
             {
                 args.push("-nogpulib".into());
             }
-            args.push(prefixed(
-                "-I",
-                &self.dist.fortran_module_dir(Llvm::fortran().expect("a release with flang")),
-            ));
+            args.push(prefixed("-I", &self.dist.fortran_module_dir(Self::fortran())));
             if target.triple == "nvptx64-nvidia-cuda" {
                 // flang 22 finds no CUDA to pick a PTX version from and takes 4.2, which sm_90
                 // refuses (clang takes its default, 7.8).

@@ -78,7 +78,9 @@ pub struct ReleaseTools {
     /// `clang-offload-packager-NN`, where listed: LLVM 19's cannot read the offload binaries of
     /// LLVM 23 (a newer version of the format).
     pub packager: Option<PathBuf>,
-    llvm_config: PathBuf,
+    /// Its `llvm-config` (`llvm-config-NN`; a release in a root of its own: the wrapper that
+    /// answers the root's directories as this machine sees them).
+    pub llvm_config: PathBuf,
     /// The root's `enter`, which runs an executable this release linked ([`Release::root`]).
     ///
     /// [`Release::root`]: crate::llvm::Release::root
@@ -95,11 +97,6 @@ pub struct ReleaseTools {
 }
 
 impl ReleaseTools {
-    /// Its `llvm-config` (`llvm-config-NN` of the requirements).
-    pub fn llvm_config(&self) -> &Path {
-        &self.llvm_config
-    }
-
     /// The command that runs `exe`, an executable this release linked: through the root's
     /// `enter` when the release lives in a root of its own.
     pub fn run_command(&self, exe: &Path) -> std::process::Command {

@@ -193,7 +193,7 @@ pub fn run(workspace: &Path) -> Result<()> {
                 ])
                 .args(["--features", &llvm.pass_plugin_feature()])
                 .env("CARGO_TARGET_DIR", workspace.join(format!("target/llvm{}", llvm.major)))
-                .env("OMPTARGET_INDIRECT_LLVM_CONFIG", tools.of(llvm).llvm_config());
+                .env("OMPTARGET_INDIRECT_LLVM_CONFIG", &tools.of(llvm).llvm_config);
             // Tests that link a libLLVM of a root of its own run in that root.
             if let Some(enter) = &tools.of(llvm).enter {
                 c.env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", enter);
