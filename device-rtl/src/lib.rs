@@ -17,7 +17,8 @@
 //! On the x86_64 device, [`dynamic_cast`] gives `dynamic_cast` the same translation for the
 //! vtables it reads.
 //!
-//! The crate is freestanding (`no_std`, no allocation, no panic paths, no external calls) so the
+//! The crate is freestanding (`no_std`, no allocation, no panic paths, no external calls but the
+//! x86_64 device image's one at load time, `src/image_loaded.rs`) so the
 //! same source builds for `nvptx64-nvidia-cuda`, `amdgcn-amd-amdhsa` and x86_64, and the lookup
 //! in [`lookup`] is ordinary Rust that the host test suite runs directly.
 #![cfg_attr(not(test), no_std)]
@@ -33,6 +34,9 @@
 pub mod dynamic_cast;
 pub mod environment;
 mod exports;
+/// Only the x86_64 device image's copy calls out (see the module).
+#[cfg(all(target_arch = "x86_64", feature = "device-image"))]
+mod image_loaded;
 pub mod index;
 /// Only the x86_64 device runs flang's kernels through this library (see the module), and only
 /// the device image's copy has it.

@@ -25,7 +25,8 @@ pub enum Runtime {
         openmp: Option<&'static str>,
         /// Whether it fills its table of indirect functions for the x86_64 host-offload device
         /// too (LLVM 22+: libomptarget does it for every device; LLVM 18-21: only the GPU plugins
-        /// do, so the x86_64 device has no table and the end-to-end programs cannot run there).
+        /// do, and the registration library installs the project's table when the device image
+        /// loads: `host-plugin/register/src/x86_64_table.rs`).
         fills_x86_64_table: bool,
     },
 }
@@ -276,23 +277,25 @@ impl Llvm {
         self.runtime == Runtime::ProjectPlugins
     }
 
-    /// Whether the end-to-end programs run on the x86_64 device with it: its runtime gives that
-    /// device a table ([`Runtime::Stock::fills_x86_64_table`]).
-    pub fn runs_on_x86_64(self) -> bool {
+    /// Whether this project installs the x86_64 device's table: its plugins do, or the
+    /// registration library where the stock runtime fills none
+    /// ([`Runtime::Stock::fills_x86_64_table`]). The plugins' switches (`OMPTARGET_INDIRECT_MAP`,
+    /// `OMPTARGET_INDIRECT_INDEX`) then apply.
+    pub fn project_installs_x86_64_map(self) -> bool {
         match self.runtime {
             Runtime::ProjectPlugins => true,
-            Runtime::Stock { fills_x86_64_table, .. } => fills_x86_64_table,
+            Runtime::Stock { fills_x86_64_table, .. } => !fills_x86_64_table,
         }
     }
 
-    /// The newest release with everything (a GPU DeviceRTL and a table on the x86_64 device):
+    /// The newest release with everything (a GPU DeviceRTL):
     /// the demo's, the stock-parity corpus's, and the one whose DeviceRTL says what a GPU link
     /// provides.
     pub fn newest_complete() -> Llvm {
         Llvm::all()
-            .filter(|l| l.device_rtl != DeviceRtl::None && l.runs_on_x86_64())
+            .filter(|l| l.device_rtl != DeviceRtl::None)
             .next_back()
-            .expect("a release with a DeviceRTL and an x86_64 table")
+            .expect("a release with a DeviceRTL")
     }
 
     /// Whether the dist tree needs `libomptarget-indirect-register.so` for it (a stock runtime).

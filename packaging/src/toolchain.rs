@@ -224,28 +224,22 @@ impl<'a> Toolchain<'a> {
         vec!["-Xarch_device".into(), prefixed("-fpass-plugin=", &self.dist.pass_plugin(self.llvm))]
     }
 
-    /// The link flags of a build with [`Toolchain::pass_plugin_only_args`]: what clang 22's
-    /// configuration file would link (the device library, the vtable registration library and
-    /// its rpath) given on the command line.
-    pub fn link_args_without_config(&self) -> Vec<OsString> {
-        let mut args = self.link_args();
-        if self.llvm.needs_register() {
-            args.push("-lomptarget-indirect-register".into());
-            args.push(prefixed("-Wl,-rpath,", &self.dist.lib_dir()));
-        }
-        args
-    }
-
     /// The pass plugin the configuration file loads.
     pub fn pass_plugin(&self) -> PathBuf {
         self.dist.pass_plugin(self.llvm)
     }
 
-    /// The link flags after the program's objects: where libomptarget (16, or 22 from clang-22's
-    /// own library directory) and libomp are, then the device library.
+    /// The link flags after the program's objects when no configuration file links for it (as
+    /// pkg-config gives them): where libomptarget (16, or the stock release's) and libomp are,
+    /// then the device library, and with a stock runtime the registration library and its rpath
+    /// (the vtables, and LLVM 21's x86_64 table).
     pub fn link_args(&self) -> Vec<OsString> {
         let mut args = self.runtime_link_args();
         args.extend([prefixed("-L", &self.dist.lib_dir()), "-lomptarget-indirect".into()]);
+        if self.llvm.needs_register() {
+            args.push("-lomptarget-indirect-register".into());
+            args.push(prefixed("-Wl,-rpath,", &self.dist.lib_dir()));
+        }
         args
     }
 

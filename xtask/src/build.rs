@@ -198,7 +198,7 @@ pub fn build_from(
     let x86 = dist.x86_64_dir();
     DeviceBuild {
         package: "device-rtl",
-        features: &["panic-handler", "flang-kernels"],
+        features: &["panic-handler", "flang-kernels", "device-image"],
         target: "x86_64-unknown-linux-gnu",
         cpu: None,
         emits: &[("llvm-bc", "device_rtl.bc"), ("obj", "device_rtl.o")],

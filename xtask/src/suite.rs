@@ -201,9 +201,7 @@ pub fn run(workspace: &Path) -> Result<()> {
             cmd::status(&mut c).map(|()| String::new())
         });
     }
-    // Where the release's runtime gives the x86_64 device a table (LLVM 21's does not:
-    // docs/llvm.md).
-    for llvm in Llvm::all().filter(|l| l.runs_on_x86_64()) {
+    for llvm in Llvm::all() {
         let toolchain = Toolchain::new(llvm, &tools, &dist);
         report.step(
             format!(

@@ -20,6 +20,10 @@
 //! plugins, which pair the vtables themselves), or any failure registers the original descriptor
 //! unchanged.
 
+mod x86_64_table;
+
+pub use x86_64_table::__omptarget_indirect_x86_64_image_loaded;
+
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Mutex;
 
@@ -64,18 +68,45 @@ const _: () = assert!(std::mem::size_of::<EntryV1>() == V1_ENTRY_SIZE);
 /// `OFK_OpenMP` of `llvm::object::OffloadKind`.
 const OFFLOAD_KIND_OPENMP: u16 = 1;
 
-/// A descriptor registered in place of the program's, with everything it points to.
+/// A descriptor the program registered, and what this library registered for it.
 struct Registered {
     /// The program's descriptor (the key `__tgt_unregister_lib` is called with).
     original: usize,
+    /// The copy registered in its place, when its images define vtable words.
+    replacement: Option<Replacement>,
+    /// The entries libomptarget got for it in LLVM 20+'s layout (the replacement's, else the
+    /// program's; none in the legacy layout): what an x86_64 table pairs ([`x86_64_table`]).
+    entries: (*const EntryV1, usize),
+    /// Whether it is still registered (until `__tgt_unregister_lib`).
+    live: bool,
+}
+
+/// A descriptor registered in place of the program's, with everything it points to.
+struct Replacement {
     desc: Box<TgtBinDesc>,
     _images: Box<[TgtDeviceImage]>,
     _entries: Box<[EntryV1]>,
     _names: Vec<CString>,
 }
 
-// SAFETY: the raw pointers point into the boxes the value owns (or the program's own constant
-// data); nothing is shared with another thread except under REGISTERED's lock.
+impl Registered {
+    /// Its entries in LLVM 20+'s layout.
+    ///
+    /// # Safety
+    /// Only while [`Registered::live`]: the program's entries are alive until it unregisters them.
+    unsafe fn entries(&self) -> &[EntryV1] {
+        let (first, count) = self.entries;
+        if count == 0 {
+            return &[];
+        }
+        // SAFETY: `count` entries at `first`, the replacement's (owned by self) or the program's
+        // (alive while registered: the caller's contract).
+        unsafe { std::slice::from_raw_parts(first, count) }
+    }
+}
+
+// SAFETY: the raw pointers point into the boxes the value owns or the program's own constant
+// data; nothing is shared with another thread except under REGISTERED's lock.
 unsafe impl Send for Registered {}
 
 static REGISTERED: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
@@ -107,31 +138,36 @@ pub unsafe extern "C" fn __tgt_register_lib(desc: *mut TgtBinDesc) {
         );
         return;
     };
-    if !vtables::enabled() {
+    let replacement = if vtables::enabled() {
+        // SAFETY: the caller's contract.
+        unsafe { extend(desc) }.unwrap_or_else(|why| {
+            diagnostics::info(NAME, format_args!("registering the program's images unchanged: {why}"));
+            None
+        })
+    } else {
         eprintln!(
             "omptarget-indirect ({NAME}) notice: {}=0: the images' vtables are not registered (host-built objects \
              keep host vtables)",
             vtables::VTABLES_ENV
         );
-        // SAFETY: the program's own descriptor, unchanged: what libomptarget's function expects.
-        return unsafe { register(desc) };
-    }
-    // SAFETY: the caller's contract.
-    let extended = match unsafe { extend(desc) } {
-        Ok(extended) => extended,
-        Err(why) => {
-            diagnostics::info(NAME, format_args!("registering the program's images unchanged: {why}"));
-            None
-        }
+        None
     };
-    let Some(mut extended) = extended else {
-        // SAFETY: the program's own descriptor, unchanged: what libomptarget's function expects.
-        return unsafe { register(desc) };
-    };
-    let ours = &mut *extended.desc as *mut TgtBinDesc;
-    REGISTERED.lock().unwrap_or_else(|e| e.into_inner()).push(extended);
-    // SAFETY: a descriptor whose every pointer is kept alive in REGISTERED until unregistered.
-    unsafe { register(ours) }
+    let registered_desc =
+        replacement.as_ref().map_or(desc, |r| &*r.desc as *const TgtBinDesc as *mut TgtBinDesc);
+    // SAFETY: the descriptor about to be registered: the program's (the caller's contract: valid
+    // or null) or the replacement.
+    let entries = unsafe { registered_desc.as_ref().and_then(|d| v1_entries(d)) }
+        .map_or((std::ptr::null(), 0), |e| (e.as_ptr(), e.len()));
+    REGISTERED.lock().unwrap_or_else(|e| e.into_inner()).push(Registered {
+        original: desc as usize,
+        replacement,
+        entries,
+        live: true,
+    });
+    // SAFETY: the program's descriptor, or a replacement whose every pointer is kept alive in
+    // REGISTERED (never freed); the lock is released, as libomptarget may load images (and call
+    // back into this library) before it returns.
+    unsafe { register(registered_desc) }
 }
 
 /// `void __tgt_unregister_lib(__tgt_bin_desc *desc)`: unregisters what [`__tgt_register_lib`]
@@ -144,11 +180,33 @@ pub unsafe extern "C" fn __tgt_register_lib(desc: *mut TgtBinDesc) {
 #[no_mangle]
 pub unsafe extern "C" fn __tgt_unregister_lib(desc: *mut TgtBinDesc) {
     let Some(unregister) = next(c"__tgt_unregister_lib") else { return };
-    let registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
-    let ours = registered.iter().find(|r| r.original == desc as usize).map(|r| &*r.desc as *const TgtBinDesc);
+    let mut registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
+    let found = registered.iter_mut().rev().find(|r| r.original == desc as usize && r.live);
+    let ours = found.map(|r| {
+        r.live = false;
+        r.replacement.as_ref().map_or(desc, |p| &*p.desc as *const TgtBinDesc as *mut TgtBinDesc)
+    });
     drop(registered);
     // SAFETY: the descriptor registered for `desc` (never freed), or `desc` as received.
-    unsafe { unregister(ours.map_or(desc, |d| d as *mut TgtBinDesc)) }
+    unsafe { unregister(ours.unwrap_or(desc)) }
+}
+
+/// The host entries of `desc` in LLVM 20+'s layout (`None`: none, or the legacy layout of
+/// libomptarget 16 and this project's plugins, which pair everything themselves).
+///
+/// # Safety
+/// `desc` must be a valid descriptor (its entries alive).
+unsafe fn v1_entries(desc: &TgtBinDesc) -> Option<&[EntryV1]> {
+    let (begin, end) = (desc.host_entries_begin as usize, desc.host_entries_end as usize);
+    let bytes = end.checked_sub(begin)?;
+    if bytes == 0 || bytes % V1_ENTRY_SIZE != 0 || begin % std::mem::align_of::<EntryV1>() != 0 {
+        return None;
+    }
+    // SAFETY: the host's entries, `bytes` long (the caller's contract).
+    let entries = unsafe {
+        std::slice::from_raw_parts(desc.host_entries_begin as *const EntryV1, bytes / V1_ENTRY_SIZE)
+    };
+    (entries[0].reserved == 0 && entries[0].version == 1).then_some(entries)
 }
 
 /// A copy of `desc` whose entries are followed by the vtable words every image defines, or None
@@ -161,25 +219,17 @@ pub unsafe extern "C" fn __tgt_unregister_lib(desc: *mut TgtBinDesc) {
 ///
 /// # Safety
 /// As [`__tgt_register_lib`].
-unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Registered>, String> {
+unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Replacement>, String> {
     // SAFETY: the caller's contract: a valid descriptor.
     let original = unsafe { desc.as_ref() }.ok_or("a null descriptor")?;
     let count = usize::try_from(original.num_device_images).map_err(|_| "a negative image count")?;
     if count == 0 || original.device_images.is_null() {
         return Ok(None);
     }
-    let (begin, end) = (original.host_entries_begin as usize, original.host_entries_end as usize);
-    let bytes = end.checked_sub(begin).ok_or("host entries that end before they begin")?;
-    if bytes == 0 || bytes % V1_ENTRY_SIZE != 0 {
+    // SAFETY: the caller's contract: a valid descriptor.
+    let Some(host_entries) = (unsafe { v1_entries(original) }) else {
         return Ok(None);
-    }
-    // SAFETY: the host's entries, `bytes` long (the caller's contract).
-    let host_entries = unsafe {
-        std::slice::from_raw_parts(original.host_entries_begin as *const EntryV1, bytes / V1_ENTRY_SIZE)
     };
-    if host_entries[0].reserved != 0 || host_entries[0].version != 1 {
-        return Ok(None); // The legacy layout: libomptarget 16 and this project's plugins.
-    }
     // SAFETY: `num_device_images` images at `device_images` (the caller's contract).
     let images = unsafe { std::slice::from_raw_parts(original.device_images, count) };
     let mut common: Option<std::collections::BTreeSet<(String, u64, u64)>> = None;
@@ -249,13 +299,7 @@ unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Registered>, String> {
         host_entries_begin: first,
         host_entries_end: last,
     });
-    Ok(Some(Registered {
-        original: desc as usize,
-        desc: desc_copy,
-        _images: new_images,
-        _entries: entries,
-        _names: names,
-    }))
+    Ok(Some(Replacement { desc: desc_copy, _images: new_images, _entries: entries, _names: names }))
 }
 
 #[cfg(test)]

@@ -90,7 +90,7 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
 
     // Each release's clang with its configuration file (which also links, LLVM 20+), where its
     // runtime gives the x86_64 device a table.
-    for llvm in Llvm::all().filter(|l| l.runs_on_x86_64()) {
+    for llvm in Llvm::all() {
         let what = format!("clang-{} --config", llvm.major);
         ways.push(build_with_config(tools, &prefix, &project, llvm, &what)?);
     }

@@ -98,9 +98,7 @@ pub fn build_as(
         Ok(object)
     };
     let compile = |u: &Unit| compile_as(u, false);
-    let mut link_args = if pass_plugin_only {
-        toolchain.link_args_without_config()
-    } else if with_plugin {
+    let mut link_args = if with_plugin && !pass_plugin_only {
         toolchain.link_args_with_config()
     } else {
         toolchain.link_args()

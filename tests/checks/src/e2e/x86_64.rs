@@ -13,8 +13,9 @@ use crate::images;
 use crate::offload::OffloadTarget;
 use crate::toolchain::{is_fortran, Toolchain};
 
-/// How our plugin installs the map in a run, set through its environment switches (LLVM 19;
-/// libomptarget 22 installs its own table, always).
+/// How the project installs the map in a run, set through its environment switches (its plugins
+/// with LLVM 19, the registration library with LLVM 21; libomptarget 22 and 23 install their own
+/// table, always).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MapSetup {
     /// The default: table and hash index.
@@ -149,7 +150,10 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
     let exe = build(workspace, toolchain, &target, program)?;
     expect_gpu_linkable(toolchain, &exe, program.x86_64_only_symbols)?;
     let ours = toolchain.llvm.runs_project_plugins();
-    let setups: &[MapSetup] = if program.needs_map && ours {
+    // The project installs the table (its plugins, or the registration library where the stock
+    // runtime fills none for x86_64): its switches apply.
+    let installs = toolchain.llvm.project_installs_x86_64_map();
+    let setups: &[MapSetup] = if program.needs_map && installs {
         &[MapSetup::Indexed, MapSetup::SearchOnly]
     } else {
         &[MapSetup::Indexed]
@@ -214,7 +218,7 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
              (negative controls)"
         ));
     }
-    if program.needs_map && ours {
+    if program.needs_map && installs {
         let failed = expect_failure(toolchain, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
         detail.push_str(&format!("; without the map: {failed} checks fail"));
         let stopped = expect_strict_stop(toolchain, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
@@ -232,10 +236,11 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
     Ok(detail)
 }
 
-/// What our plugins print around a passing run of `exe` (LLVM 19): nothing by default (the CUDA
-/// and AMDGPU plugins, which find no device here, included); with `LIBOMPTARGET_INFO=1` the
-/// summary of the map the x86_64 plugin installed, and the GPU plugins' reasons for having no
-/// device; with `OMPTARGET_INDIRECT_MAP=0`, its notice once.
+/// What the project prints around a passing run of `exe` where it installs the x86_64 table:
+/// nothing by default (LLVM 19's CUDA and AMDGPU plugins, which find no device here, included);
+/// with `LIBOMPTARGET_INFO=1` the summary of the map installed (by the x86_64 plugin, or by the
+/// registration library where the stock runtime fills no table); with `OMPTARGET_INDIRECT_MAP=0`,
+/// its notice once.
 fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<String> {
     let ours = |text: &str| -> Vec<String> {
         text.lines().filter(|l| l.starts_with("omptarget-indirect (")).map(str::to_string).collect()
@@ -248,9 +253,12 @@ fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Re
     let summary = lines
         .iter()
         .find(|l| {
-            l.starts_with("omptarget-indirect (x86_64) info: device 0: ")
-                && l.contains(" indirect functions, ")
-                && l.contains(" vtables (")
+            let installer = if toolchain.llvm.runs_project_plugins() {
+                "omptarget-indirect (x86_64) info: device 0: "
+            } else {
+                "omptarget-indirect (register) info: x86_64 device image "
+            };
+            l.starts_with(installer) && l.contains(" indirect functions, ") && l.contains(" vtables (")
         })
         .with_context(|| {
             format!("{} printed no map summary with LIBOMPTARGET_INFO=1: {lines:?}", program.name)

@@ -1,0 +1,264 @@
+//! The x86_64 device's table where libomptarget fills none (LLVM 18-21: only their CUDA and
+//! AMDGPU plugins build one; LLVM 22 and later build it for every device).
+//!
+//! On x86_64 host offload the device image is a shared object loaded into this process; its copy
+//! of the device library calls [`__omptarget_indirect_x86_64_image_loaded`] from a constructor
+//! while it is loaded (`device-rtl/src/image_loaded.rs`). This library then does for the image
+//! what LLVM's GPU plugins do: for every indirect entry of size 8 the program registered (the
+//! vtable words this library added included), read the device address from the image's global
+//! of that name and pair it with the host address; and installs the pairs as this project's
+//! plugins do, in the image's `__omp_offloading_fptr_map_*` globals with the hash index, which
+//! the device library's translation searches first. Device memory is this process's memory, so
+//! the table and index are ordinary allocations, kept as long as the image may run.
+//!
+//! The plugins' switches apply: `OMPTARGET_INDIRECT_MAP=0` installs nothing (one notice),
+//! `OMPTARGET_INDIRECT_INDEX=0` the table without the index; `LIBOMPTARGET_INFO` prints what was
+//! installed, in the plugins' words.
+
+use std::ffi::{c_void, CStr};
+use std::sync::Mutex;
+
+use omptarget_indirect_abi::{c_names, vtable_word, IndexSlot};
+use std::collections::BTreeSet;
+use std::sync::atomic::AtomicBool;
+
+use plugin_core::diagnostics::{self, MapSummary};
+use plugin_core::fptr_map::{map_global_writes, FptrTable, HashIndex};
+use plugin_core::rtl_interface::{FptrIndex, FptrMapEntry, FPTR_MAP_P, OMP_DECLARE_TARGET_INDIRECT};
+use plugin_core::switches::{switch_from_env, HASH_INDEX_ENV, MAP_ON_LOAD_ENV};
+
+use crate::{next, NAME, REGISTERED};
+
+/// A table installed in one image, kept while the image may run.
+struct Installed {
+    /// The address of the image's `__omp_offloading_fptr_map_p` (an image loaded again at the
+    /// same place replaces the table of the one before).
+    global: usize,
+    _table: FptrTable<'static>,
+    _slots: Box<[IndexSlot]>,
+}
+
+static INSTALLED: Mutex<Vec<Installed>> = Mutex::new(Vec::new());
+
+/// `void __omptarget_indirect_x86_64_image_loaded(const void *anchor)`: installs the table of the
+/// x86_64 device image that holds `anchor` (any address inside the image), when the libomptarget
+/// this library registers with fills none for that device. Called by the device library's
+/// constructor while the image is loaded, before any of its kernels can run. Never fails the
+/// program: a table it cannot build is reported on stderr (one line) and the image keeps its
+/// globals as they were (host copies then run, as without this library).
+///
+/// # Safety
+/// `anchor` must be null or an address inside a loaded shared object.
+#[no_mangle]
+pub unsafe extern "C" fn __omptarget_indirect_x86_64_image_loaded(anchor: *const c_void) {
+    if anchor.is_null() || !runtime_fills_none() {
+        return;
+    }
+    let map_on_load = switch_from_env(MAP_ON_LOAD_ENV);
+    if !map_on_load {
+        static NOTICED: AtomicBool = AtomicBool::new(false);
+        diagnostics::notice_once(
+            &NOTICED,
+            NAME,
+            format_args!(
+                "{MAP_ON_LOAD_ENV}=0: loading an x86_64 device image installs no function-pointer map \
+                 (translation returns pointers unchanged)"
+            ),
+        );
+    }
+    // SAFETY: the caller's contract.
+    let outcome = std::panic::catch_unwind(|| unsafe { install(anchor, map_on_load) });
+    match outcome {
+        Ok(Ok(Some(message))) => diagnostics::info(NAME, message),
+        Ok(Ok(None)) => {}
+        Ok(Err(why)) => {
+            eprintln!("omptarget-indirect ({NAME}) error: no table for an x86_64 device image: {why}")
+        }
+        Err(_) => {
+            eprintln!("omptarget-indirect ({NAME}) error: no table for an x86_64 device image: a panic")
+        }
+    }
+}
+
+/// Whether the libomptarget behind this library leaves the x86_64 device without a table: its
+/// file name (`libomptarget.so.21.1`) says LLVM 21 or older. A runtime whose version cannot be
+/// read is taken for a current one, which fills it.
+fn runtime_fills_none() -> bool {
+    static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        let Some(register) = next(c"__tgt_register_lib") else { return false };
+        object_file(register as *const c_void)
+            .and_then(|file| libomptarget_major(&file))
+            .is_some_and(|major| major < 22)
+    })
+}
+
+/// The major version in a libomptarget's file name (`.../libomptarget.so.21.1` is 21).
+fn libomptarget_major(file: &str) -> Option<u32> {
+    let name = file.rsplit('/').next()?;
+    let version = name.strip_prefix("libomptarget.so.")?;
+    version.split('.').next()?.parse().ok()
+}
+
+/// The file of the loaded object holding `address`.
+fn object_file(address: *const c_void) -> Option<String> {
+    // SAFETY: `Dl_info` is plain C data, valid all zero.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out-pointer; dladdr only reads the loader's tables.
+    if unsafe { libc::dladdr(address, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: the loader's NUL-terminated name of the object, alive while it is loaded.
+    Some(unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned())
+}
+
+/// A handle of a loaded object, released when dropped.
+struct Handle(*mut c_void);
+
+impl Handle {
+    /// The object's symbol `name`, looked up in it and its dependencies only.
+    fn symbol(&self, name: &CStr) -> Option<*mut c_void> {
+        // SAFETY: a live handle and a NUL-terminated name.
+        let found = unsafe { libc::dlsym(self.0, name.as_ptr()) };
+        (!found.is_null()).then_some(found)
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // SAFETY: a handle of dlopen's, closed once (RTLD_NOLOAD took one more reference).
+        unsafe { libc::dlclose(self.0) };
+    }
+}
+
+/// Builds and installs the table of the image holding `anchor` (with `map_on_load`); says what
+/// it did.
+///
+/// Either way it makes the entries' device globals writable: libomptarget 21, under `requires
+/// unified_shared_memory`, writes each indirect entry's host bytes over its device global (LLVM
+/// 22 skips indirect entries there), and on x86_64 those globals are read-only after
+/// relocation, so the program would fault in its first target region. The table holds what the
+/// globals held before.
+///
+/// # Safety
+/// As [`__omptarget_indirect_x86_64_image_loaded`].
+unsafe fn install(anchor: *const c_void, map_on_load: bool) -> Result<Option<String>, String> {
+    let file = object_file(anchor).ok_or("the loader knows no object at the address it gave")?;
+    let path = std::ffi::CString::new(file.as_str()).map_err(|_| "an object name with a NUL")?;
+    // SAFETY: RTLD_NOLOAD only finds the object already loaded (being initialized, here).
+    let raw = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if raw.is_null() {
+        return Err(format!("{file} is not a loaded object"));
+    }
+    let image = Handle(raw);
+    let (pairs, globals, vtables) = pairs_of(&image);
+    for global in globals {
+        make_writable(global);
+    }
+    if !map_on_load {
+        return Ok(None);
+    }
+    if pairs.is_empty() {
+        return Ok(Some(format!(
+            "x86_64 device image {file}: no indirect entry of the program is in it, no table installed"
+        )));
+    }
+    let table = FptrTable::from_pairs(pairs).map_err(|e| e.to_string())?;
+    let capacity = if switch_from_env(HASH_INDEX_ENV) { HashIndex::capacity(&table).unwrap_or(0) } else { 0 };
+    let mut slots = vec![IndexSlot::default(); capacity].into_boxed_slice();
+    // SAFETY: IndexSlot is `#[repr(C, align(16))] {u64, u64}`, 16 bytes like `[u64; 2]` and
+    // more strictly aligned; the slice covers exactly the boxed slots.
+    let as_pairs =
+        unsafe { std::slice::from_raw_parts_mut(slots.as_mut_ptr().cast::<[u64; 2]>(), slots.len()) };
+    let (address, len) = (table.entries().as_ptr() as u64, table.len() as u64);
+    let index = HashIndex::build_into(&table, as_pairs);
+    let header = index.map_or(FptrIndex::NONE, |index| index.header_at(address, slots.as_ptr() as u64));
+    let map_p = image.symbol(c_names::FPTR_MAP_P).ok_or(format!("{file} has no {FPTR_MAP_P}"))?;
+    for (global, bytes) in map_global_writes(Some((address, len, header))) {
+        let name = std::ffi::CString::new(global).map_err(|_| "a global name with a NUL")?;
+        let Some(at) = image.symbol(&name) else {
+            continue; // An image without the index global: the table is searched.
+        };
+        // SAFETY: the image's global of that name, at least as large as what it is given (the
+        // device library's layout); no kernel of the image runs while it is being loaded.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at.cast::<u8>(), bytes.len()) };
+    }
+    let summary = MapSummary {
+        functions: len - vtables.words.min(len),
+        vtables: vtables.names.len() as u64,
+        vtable_words: vtables.words,
+        table_bytes: len * 16,
+        index_bytes: if index.is_some() { 16 * slots.len() as u64 } else { 0 },
+        longest_probe: index.map(|i| i.longest_probe()),
+    };
+    let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+    installed.retain(|i| i.global != map_p as usize);
+    installed.push(Installed { global: map_p as usize, _table: table, _slots: slots });
+    Ok(Some(format!("x86_64 device image {file} (this libomptarget fills no table for it): {summary}")))
+}
+
+/// The vtables whose words a table pairs.
+#[derive(Default)]
+struct Vtables {
+    names: BTreeSet<String>,
+    words: u64,
+}
+
+/// `(host, device)` for every indirect entry of size 8 of the registered descriptors whose
+/// device global the image defines: the global holds the device address (a function's, or a
+/// vtable word's), as LLVM's GPU plugins read it.
+fn pairs_of(image: &Handle) -> (Vec<FptrMapEntry>, Vec<*mut c_void>, Vtables) {
+    let registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut pairs = Vec::new();
+    let mut globals = Vec::new();
+    let mut vtables = Vtables::default();
+    for desc in registered.iter().filter(|r| r.live) {
+        // SAFETY: a live descriptor's entries.
+        for entry in unsafe { desc.entries() } {
+            if entry.flags & OMP_DECLARE_TARGET_INDIRECT == 0
+                || entry.size != 8
+                || entry.symbol_name.is_null()
+            {
+                continue;
+            }
+            // SAFETY: the entry's NUL-terminated symbol name (the program's or this library's).
+            let name = unsafe { CStr::from_ptr(entry.symbol_name) };
+            let Some(global) = image.symbol(name) else { continue };
+            // SAFETY: the image's 8-byte global of that name (the entry's size).
+            let device = unsafe { global.cast::<u64>().read_unaligned() };
+            pairs.push(FptrMapEntry { host_ptr: entry.address as u64, tgt_ptr: device });
+            globals.push(global);
+            if let Some((_, vtable)) = name.to_str().ok().and_then(vtable_word) {
+                vtables.names.insert(vtable.to_string());
+                vtables.words += 1;
+            }
+        }
+    }
+    (pairs, globals, vtables)
+}
+
+/// Makes the page(s) of the 8-byte global at `global` readable and writable (see [`install`]).
+/// A failure is left alone: the program then faults only where libomptarget 21 writes there.
+fn make_writable(global: *mut c_void) {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+    let start = global as usize / page * page;
+    let end = (global as usize + 8).div_ceil(page) * page;
+    // SAFETY: whole pages of a loaded image's data (the global's), given read and write access
+    // they keep for the image's lifetime; no code lives on a page that holds a data global.
+    unsafe { libc::mprotect(start as *mut c_void, end - start, libc::PROT_READ | libc::PROT_WRITE) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_major_version_comes_from_the_file_name() {
+        assert_eq!(libomptarget_major("/usr/lib/llvm-21/lib/libomptarget.so.21.1"), Some(21));
+        assert_eq!(libomptarget_major("libomptarget.so.22.1"), Some(22));
+        assert_eq!(libomptarget_major("/opt/llvm/lib/libomptarget.so"), None);
+        assert_eq!(libomptarget_major("/usr/lib/libomptarget.so.x"), None);
+        assert_eq!(libomptarget_major("/usr/lib/libomp.so.5"), None);
+    }
+}
