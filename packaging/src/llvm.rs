@@ -80,6 +80,8 @@ pub struct Release {
     /// before virtual calls in device code (LLVM 23): the pass plugin makes those calls the
     /// project's translation, and stock kernels keep indirect calls the project folds.
     pub inserts_own_lookup: bool,
+    /// Its NVPTX target's data layout (what its clang writes in nvptx64 modules).
+    pub nvptx_data_layout: &'static str,
     /// What its clang prints when it compiles inline functions of `begin declare target indirect`
     /// without the frontend plugin, and what that means: (text to find, words for reports).
     pub inline_indirect_without_frontend: (&'static str, &'static str),
@@ -98,6 +100,7 @@ pub const RELEASES: [Release; 4] = [
         config_links: false,
         gpu_check_archs: &["sm_90", "gfx90a"],
         e2e_tree: "e2e",
+        nvptx_data_layout: "e-i64:64-i128:128-v16:16-v32:32-n16:32:64",
         inserts_own_lookup: false,
         inline_indirect_without_frontend: ("Stack dump", "clang 19 crashes"),
     },
@@ -110,12 +113,13 @@ pub const RELEASES: [Release; 4] = [
             openmp: None,
             fills_x86_64_table: false,
         },
-        device_rtl: DeviceRtl::None,
+        device_rtl: DeviceRtl::FromSource { nvptx: "llvm21-devicertl-nvptx" },
         pass_plugin_file: "libomptarget-indirect-pass-llvm21.so",
         flang: false,
         config_links: true,
-        gpu_check_archs: &[],
+        gpu_check_archs: &["sm_90", "gfx90a"],
         e2e_tree: "e2e-llvm21",
+        nvptx_data_layout: "e-p6:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64",
         inserts_own_lookup: false,
         inline_indirect_without_frontend: ("Stack dump", "clang 21 crashes"),
     },
@@ -134,6 +138,7 @@ pub const RELEASES: [Release; 4] = [
         config_links: true,
         gpu_check_archs: &["sm_90", "gfx90a", "gfx942"],
         e2e_tree: "e2e-llvm22",
+        nvptx_data_layout: "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64",
         inserts_own_lookup: false,
         inline_indirect_without_frontend: (
             "the address is invalid",
@@ -149,14 +154,16 @@ pub const RELEASES: [Release; 4] = [
             openmp: None,
             fills_x86_64_table: true,
         },
-        device_rtl: DeviceRtl::None,
+        // Built from 23.1.1's source: the archive does not serve 23.1.4's (same release branch).
+        device_rtl: DeviceRtl::FromSource { nvptx: "llvm23-devicertl-nvptx" },
         pass_plugin_file: "libomptarget-indirect-pass-llvm23.so",
         // flang 23 is in its root, but the Fortran programs and module stay with flang 22 until
         // they are tried with it.
         flang: false,
         config_links: true,
-        gpu_check_archs: &[],
+        gpu_check_archs: &["sm_90", "gfx90a"],
         e2e_tree: "e2e-llvm23",
+        nvptx_data_layout: "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64",
         inserts_own_lookup: true,
         inline_indirect_without_frontend: (
             "the address is invalid",
@@ -186,6 +193,11 @@ impl Llvm {
     /// Every supported release, oldest first.
     pub fn all() -> impl DoubleEndedIterator<Item = Llvm> + Clone {
         (0..RELEASES.len()).map(Llvm)
+    }
+
+    /// The newest release.
+    pub fn newest() -> Llvm {
+        Llvm(RELEASES.len() - 1)
     }
 
     /// The oldest release: its tools build what every release shares (device images, the fat
@@ -288,14 +300,15 @@ impl Llvm {
         }
     }
 
-    /// The newest release with everything (a GPU DeviceRTL):
-    /// the demo's, the stock-parity corpus's, and the one whose DeviceRTL says what a GPU link
-    /// provides.
-    pub fn newest_complete() -> Llvm {
+    /// The reference release: the newest with a GPU DeviceRTL whose stock clang builds every
+    /// program the demo and the stock-parity corpus compare the project with (stock clang 23
+    /// cannot link an x86_64 program with a virtual call: [`Release::inserts_own_lookup`]). The
+    /// demo's, the corpus's, and the one whose DeviceRTL says what a GPU link provides.
+    pub fn reference() -> Llvm {
         Llvm::all()
-            .filter(|l| l.device_rtl != DeviceRtl::None)
+            .filter(|l| l.device_rtl != DeviceRtl::None && !l.inserts_own_lookup)
             .next_back()
-            .expect("a release with a DeviceRTL")
+            .expect("a release with a DeviceRTL whose stock clang inserts no lookup")
     }
 
     /// Whether the dist tree needs `libomptarget-indirect-register.so` for it (a stock runtime).

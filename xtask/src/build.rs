@@ -351,6 +351,30 @@ fn constant_device_environment(llvm: &LlvmInstall, bitcode: &Path) -> Result<()>
     let linked = bitcode.with_extension("linked.bc");
     cmd::output(Command::new(llvm.tool("llvm-link")).arg(&declaration).arg(bitcode).arg("-o").arg(&linked))?;
     fs::rename(&linked, bitcode)?;
+    with_data_layout(llvm, bitcode, Llvm::newest().nvptx_data_layout)
+}
+
+/// Rewrites `bitcode` with the data layout `layout`. Rust's NVPTX layout is LLVM 19's; LLVM 23's
+/// offload link takes the layout of the first bitcode module it links, which is the device
+/// library's when the program's device code arrives compiled (its default without
+/// `-foffload-lto`), and stops on any layout but its own ("Target-incompatible DataLayout");
+/// LLVM 19-22 accept a module of another layout (a warning), so the newest release's suits all.
+fn with_data_layout(llvm: &LlvmInstall, bitcode: &Path, layout: &str) -> Result<()> {
+    let ir = cmd::stdout(Command::new(llvm.tool("llvm-dis")).arg(bitcode).arg("-o").arg("-"))?;
+    let text = bitcode.with_extension("layout.ll");
+    let lines: Vec<String> = ir
+        .lines()
+        .map(|l| {
+            if l.starts_with("target datalayout") {
+                format!("target datalayout = \"{layout}\"")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    fs::write(&text, lines.join("\n") + "\n")?;
+    cmd::output(Command::new(llvm.tool("llvm-as")).arg(&text).arg("-o").arg(bitcode))?;
+    fs::remove_file(&text)?;
     Ok(())
 }
 

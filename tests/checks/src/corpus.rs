@@ -42,7 +42,7 @@ enum Build {
 
 /// Builds and checks the corpus (module documentation); returns the summary for the report.
 pub fn check(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<String> {
-    let toolchain = Toolchain::new(Llvm::newest_complete(), tools, dist);
+    let toolchain = Toolchain::new(Llvm::reference(), tools, dist);
     let targets = [OffloadTarget::x86_64(), OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")];
     let out = workspace.join("target/tests/corpus");
     let mut table = String::from("| program |");

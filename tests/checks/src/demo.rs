@@ -51,7 +51,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, c_target: &OffloadTarge
     let out = workspace.join("target/demo");
     std::fs::create_dir_all(&out)?;
     let x86 = OffloadTarget::x86_64();
-    let clang22 = Toolchain::new(Llvm::newest_complete(), tools, dist);
+    let clang22 = Toolchain::new(Llvm::reference(), tools, dist);
     let scene_source = workspace.join("examples/scene.cpp");
     let compile = |exe: &Path, with_project: bool| -> Result<()> {
         let mut c = Command::new(clang22.compiler("scene.cpp"));

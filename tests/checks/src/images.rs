@@ -235,7 +235,7 @@ impl GpuProvided {
     /// Reads the symbol tables of the newest release's DeviceRTL and of libdevice with that
     /// release's `llvm-nm`.
     pub fn read(tools: &Tools) -> Result<GpuProvided> {
-        let newest = tools.of(Llvm::newest_complete());
+        let newest = tools.of(Llvm::reference());
         let llvm_nm = newest.llvm_nm.as_deref().context("the newest release's llvm-nm is not listed")?;
         let device_rtl =
             newest.device_rtl.as_deref().context("the newest release has no DeviceRTL built from source")?;

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# LLVM 21's GPU DeviceRTL built from source under target/tools/llvm21-devicertl (scripts/devicertl-from-source.sh).
+exec bash "$(dirname "$0")/devicertl-from-source.sh" 21
