@@ -117,11 +117,10 @@ build_openmp_device() {
 # libompdevice.a holding that bitcode.
 build_offload_devicertl() {
   local triple=$1 name=$2 build=$work/build-$1 rtl=$work/$top/offload/DeviceRTL
-  local target_flags
-  case "$name" in
-    nvptx) target_flags=(--cuda-feature=+ptx63) ;;
-    amdgpu) target_flags=(-Xclang -mcode-object-version=none) ;;
-  esac
+  local target_flags=(--cuda-feature=+ptx63)
+  if [ "$name" = amdgpu ]; then
+    target_flags=(-Xclang -mcode-object-version=none)
+  fi
   mkdir -p "$build"
   local objects=() src
   for src in "$rtl"/src/*.cpp; do
@@ -139,23 +138,24 @@ build_offload_devicertl() {
     -o "$build/libomptarget-$name.bc" >>"$work/build-$triple.log" 2>&1 \
     || { tail -n 20 "$work/build-$triple.log" >&2; fail "linking libomptarget-$name.bc"; }
   rm -f "$build/libompdevice.a"
-  "$bin/llvm-ar" rcs "$build/libompdevice.a" "$build/libomptarget-$name.bc"
+  "$bin/llvm-ar" -rcs "$build/libompdevice.a" "$build/libomptarget-$name.bc"
   cp "$build/libomptarget-$name.bc" "$build/libompdevice.a" "$dest/lib/$triple/"
 }
 
-case "$layout" in
-  openmp) parts=("$top/runtimes" "$top/cmake" "$top/llvm/cmake" "$top/openmp" "$top/offload/include" "$top/libc/shared") ;;
-  offload) parts=("$top/offload/DeviceRTL" "$top/offload/include" "$top/libc/shared") ;;
-esac
+parts=("$top/runtimes" "$top/cmake" "$top/llvm/cmake" "$top/openmp" "$top/offload/include" "$top/libc/shared")
+if [ "$layout" = offload ]; then
+  parts=("$top/offload/DeviceRTL" "$top/offload/include" "$top/libc/shared")
+fi
 tar -xJf "$tarball" -C "$work" "${parts[@]}"
 
 for i in 0 1; do
   say "building the DeviceRTL for ${triples[$i]}"
   mkdir -p "$dest/lib/${triples[$i]}"
-  case "$layout" in
-    openmp) build_openmp_device "${triples[$i]}" "${names[$i]}" ;;
-    offload) build_offload_devicertl "${triples[$i]}" "${names[$i]}" ;;
-  esac
+  if [ "$layout" = offload ]; then
+    build_offload_devicertl "${triples[$i]}" "${names[$i]}"
+  else
+    build_openmp_device "${triples[$i]}" "${names[$i]}"
+  fi
 done
 printf 'LLVM %s DeviceRTL, built from %s (sha256 %s) with %s (LLVM %s)\n' "$version" "$orig" "$sha256" \
   "$bin/clang" "$have" >"$dest/SOURCE"

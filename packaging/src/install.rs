@@ -68,6 +68,19 @@ fn template(workspace: &Path, name: &str) -> Result<String> {
         .replace("@PATCH@", &patch.to_string()))
 }
 
+/// The EasyBuild recipe of the project for `llvm` (`install/easybuild/omptarget-indirect.eb.in`
+/// filled): its file name, as EasyBuild names recipes (`<name>-<version><versionsuffix>.eb`), and
+/// its text. One per release is kept in `install/easybuild/`; a unit test keeps them equal to
+/// what this writes.
+pub fn easybuild_recipe(workspace: &Path, llvm: Llvm) -> Result<(String, String)> {
+    let (_, _, _, version) = version(workspace)?;
+    let text = template(workspace, "easybuild/omptarget-indirect.eb.in")?
+        .replace("@LLVM_VERSION@", llvm.tested_version)
+        .replace("@LLVM_MAJOR@", llvm.major)
+        .replace("@RELEASES@", &Llvm::all().map(|l| l.major).collect::<Vec<_>>().join(", "));
+    Ok((format!("omptarget-indirect-{version}-LLVM-{}.eb", llvm.tested_version), text))
+}
+
 /// Where installed files go: `$DESTDIR` (for packagers) in front of `prefix`, as make does.
 pub fn staged(prefix: &Path) -> PathBuf {
     match std::env::var_os("DESTDIR").filter(|d| !d.is_empty()) {
@@ -306,6 +319,36 @@ mod tests {
         assert_eq!(major, "22");
         assert!(!cflags.contains("-fplugin") && cflags.contains("pass-llvm22.so"), "{cflags}");
         assert!(libs.contains("-lomptarget-indirect-register"), "{libs}");
+    }
+
+    /// `install/easybuild/` holds exactly the recipes [`easybuild_recipe`] writes, one per
+    /// release; `UPDATE_EASYBUILD=1` writes them (after a change to the template or the records).
+    #[test]
+    fn the_easybuild_recipes_are_the_templates_for_each_release() {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(1).unwrap();
+        let dir = workspace.join("install/easybuild");
+        let update = std::env::var_os("UPDATE_EASYBUILD").is_some();
+        let mut expected = Vec::new();
+        for llvm in Llvm::all() {
+            let (name, text) = easybuild_recipe(workspace, llvm).unwrap();
+            let left: Vec<&str> =
+                text.split('@').skip(1).step_by(2).filter(|w| !w.contains(char::is_whitespace)).collect();
+            assert!(left.is_empty(), "{name}: unfilled {left:?}");
+            if update {
+                fs::write(dir.join(&name), &text).unwrap();
+            }
+            let kept = fs::read_to_string(dir.join(&name)).unwrap_or_default();
+            assert!(kept == text, "install/easybuild/{name} is not the template's: run UPDATE_EASYBUILD=1 cargo test -p packaging easybuild");
+            expected.push(name);
+        }
+        let mut present: Vec<String> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".eb"))
+            .collect();
+        present.sort();
+        expected.sort();
+        assert_eq!(present, expected, "recipes in install/easybuild/ that no release writes");
     }
 
     #[test]

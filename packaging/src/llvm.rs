@@ -54,6 +54,8 @@ pub enum DeviceRtl {
 pub struct Release {
     /// The major version, as in `clang-22`.
     pub major: &'static str,
+    /// The version the suite runs (Debian's package of it), which the EasyBuild recipe names.
+    pub tested_version: &'static str,
     /// The requirement of the `enter` program of the root it lives in, when its packages need
     /// another C library than the machine's (Debian sid's LLVM 21 and 23,
     /// `scripts/sid-llvm-root.sh`): its programs are wrappers that run in the root, and the
@@ -92,6 +94,7 @@ pub struct Release {
 pub const RELEASES: [Release; 4] = [
     Release {
         major: "19",
+        tested_version: "19.1.7",
         root: None,
         runtime: Runtime::ProjectPlugins,
         device_rtl: DeviceRtl::Debian,
@@ -106,6 +109,7 @@ pub const RELEASES: [Release; 4] = [
     },
     Release {
         major: "21",
+        tested_version: "21.1.8",
         root: Some("sid-llvm21-enter"),
         runtime: Runtime::Stock {
             library: "libomptarget-21",
@@ -125,6 +129,7 @@ pub const RELEASES: [Release; 4] = [
     },
     Release {
         major: "22",
+        tested_version: "22.1.8",
         root: None,
         runtime: Runtime::Stock {
             library: "libomptarget-22",
@@ -147,6 +152,7 @@ pub const RELEASES: [Release; 4] = [
     },
     Release {
         major: "23",
+        tested_version: "23.1.4",
         root: Some("sid-llvm23-enter"),
         runtime: Runtime::Stock {
             library: "libomptarget-23",
@@ -413,6 +419,9 @@ impl LlvmInstall {
     /// is of a release the project does not build for.
     pub fn probe(dir: &std::path::Path) -> anyhow::Result<LlvmInstall> {
         use anyhow::{bail, Context};
+        // Absolute: the builds it feeds run in other directories (cargo runs build scripts in
+        // their package's).
+        let dir = &std::path::absolute(dir).with_context(|| format!("{}: no such path", dir.display()))?;
         let llvm_config = [dir.join("bin/llvm-config"), dir.join("llvm-config"), dir.to_path_buf()]
             .into_iter()
             .find(|p| p.is_file())

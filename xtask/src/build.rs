@@ -373,7 +373,8 @@ fn with_data_layout(llvm: &LlvmInstall, bitcode: &Path, layout: &str) -> Result<
         })
         .collect();
     fs::write(&text, lines.join("\n") + "\n")?;
-    cmd::output(Command::new(llvm.tool("llvm-as")).arg(&text).arg("-o").arg(bitcode))?;
+    // llvm-link assembles it (llvm-as is one tool more that an LLVM install may lack).
+    cmd::output(Command::new(llvm.tool("llvm-link")).arg(&text).arg("-o").arg(bitcode))?;
     fs::remove_file(&text)?;
     Ok(())
 }

@@ -51,7 +51,7 @@ printf 'prepend_path("PATH", "%s/bin")\nprepend_path("LD_LIBRARY_PATH", "%s/lib"
   >"$modules/LLVM/22.1.8.lua"
 printf '[LLVM/22.1.8]\nname = LLVM\nversion = 22.1.8\nprefix = %s\n' "$LLVM" >"$SCRATCH/external-modules.cfg"
 cp "$TARBALL" "$SCRATCH/sources/o/omptarget-indirect/"
-recipe=$(ls "$PWD"/install/easybuild/omptarget-indirect-*.eb)
+recipe=$(ls "$PWD"/install/easybuild/omptarget-indirect-*-LLVM-22.1.8.eb)
 started=$SECONDS
 env PATH="$EASYBUILD/bin:$PATH" MODULEPATH="$modules" LMOD_CMD="$LMOD/libexec/lmod" \
   eb "$recipe" --prefix="$SCRATCH/easybuild" --sourcepath="$SCRATCH/sources" \
