@@ -10,7 +10,7 @@
 #
 # The source: the upstream tarball of Debian's source package llvm-toolchain-N, from the main
 # archive of the Debian mirror apt is configured with (the security archive serves no source
-# files), checked against its sha256 and kept in target/tools/src. Only the directories the
+# files), checked against its sha256 and kept (see the cache below). Only the directories the
 # runtime is built from are unpacked. No root is needed.
 #   22: 22.1.8, built with Debian 12's clang-22 (/usr/lib/llvm-22/bin): the same release.
 #   21: 21.1.8, built with sid's clang-21 (target/tools/sid-llvm21/bin): the same release. Its
@@ -20,6 +20,11 @@
 #   23: 23.1.1 with sid's clang-23 23.1.4: sid's index lists the 23.1.4 tarball but the archive
 #       does not serve it; a DeviceRTL of the same release branch (bug fixes between them, one
 #       ABI) stands in, and target/tools/llvm23-devicertl/SOURCE says so.
+#
+# The source tarball and the built runtime are kept once per machine in the cache directory
+# ($OMPTARGET_INDIRECT_CACHE, else $XDG_CACHE_HOME/omptarget-indirect, else
+# ~/.cache/omptarget-indirect; target/tools/llvmN-devicertl links to the runtime there), or in
+# target/tools where no cache directory can be written.
 #
 # Another LLVM (a cluster's module, a distribution's clang without its GPU runtime):
 #   LLVMN_BIN=<its bin directory> DEVICERTL_DEST=<where to put lib/> scripts/devicertl-from-source.sh N
@@ -44,6 +49,11 @@ source_var=LLVM${major}_SOURCE
 bin=${!bin_var:-$default_bin}
 given_source=${!source_var:-}
 dest=${DEVICERTL_DEST:-$tools/llvm$major-devicertl}
+cache=${OMPTARGET_INDIRECT_CACHE:-${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/omptarget-indirect}
+if ! { mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ]; }; then
+  cache=
+fi
+src_dir=${cache:-$tools}/src
 triples=(nvptx64-nvidia-cuda amdgcn-amd-amdhsa)
 names=(nvptx amdgpu)
 
@@ -55,6 +65,19 @@ for i in 0 1; do
   [ -f "$dest/lib/${triples[$i]}/libomptarget-${names[$i]}.bc" ] && [ -f "$dest/lib/${triples[$i]}/libompdevice.a" ] || built=0
 done
 [ "$built" = 1 ] && exit 0
+if [ -z "${DEVICERTL_DEST:-}" ] && [ -n "$cache" ]; then
+  # The machine's copy, built once; target/tools/llvmN-devicertl links to it.
+  shared=$cache/llvm$major-devicertl-$version
+  if [ -f "$shared/SOURCE" ]; then
+    rm -rf "$dest"
+    mkdir -p "$(dirname "$dest")"
+    ln -sfn "$shared" "$dest"
+    exit 0
+  fi
+  link_to=$dest
+  dest=$shared.part
+  rm -rf "$dest"
+fi
 
 for tool in clang clang++ llvm-ar llvm-ranlib llvm-nm ld.lld llvm-config; do
   [ -x "$bin/$tool" ] || fail "$bin/$tool is missing (Debian: clang-$major, llvm-$major, lld-$major)"
@@ -73,13 +96,13 @@ mirror() {
   done | grep -v -e security -e '^cdrom:' | head -n1
 }
 
-tarball=${given_source:-$tools/src/$orig}
+tarball=${given_source:-$src_dir/$orig}
 if [ ! -f "$tarball" ] || [ "$(sha256sum "$tarball" | cut -d' ' -f1)" != "$sha256" ]; then
   [ -z "$given_source" ] || fail "$given_source is not $orig (sha256 $sha256)"
   base=$(mirror)
   [ -n "$base" ] || fail "no Debian mirror in apt's configuration (/etc/apt/sources.list*): \
 set $source_var to a copy of $orig"
-  mkdir -p "$tools/src"
+  mkdir -p "$src_dir"
   url=${base%/}/pool/main/l/llvm-toolchain-$major/$orig
   say "downloading $orig (about 200 MB) from the main archive of $base"
   curl -sSfL --retry 3 -o "$tarball.part" "$url" || fail "cannot download $url"
@@ -159,4 +182,12 @@ for i in 0 1; do
 done
 printf 'LLVM %s DeviceRTL, built from %s (sha256 %s) with %s (LLVM %s)\n' "$version" "$orig" "$sha256" \
   "$bin/clang" "$have" >"$dest/SOURCE"
+if [ -n "${link_to:-}" ]; then
+  rm -rf "${dest%.part}"
+  mv "$dest" "${dest%.part}"
+  dest=${dest%.part}
+  rm -rf "$link_to"
+  mkdir -p "$(dirname "$link_to")"
+  ln -sfn "$dest" "$link_to"
+fi
 echo "$dest"

@@ -11,6 +11,11 @@
 #                    machine sees them (and bin/ as its programs).
 # The archive's sid Release file is past its Valid-Until date, hence the option. The mirror is the
 # one apt is configured with. Safe to run again: a complete root is left as it is.
+#
+# The root (2.5 GB, about 90 s) is made once per machine: in the cache directory
+# ($OMPTARGET_INDIRECT_CACHE, else $XDG_CACHE_HOME/omptarget-indirect, else
+# ~/.cache/omptarget-indirect), and target/tools/sid-llvm<N>/root links to it, so that every clone
+# of the project shares it. Where no cache directory can be written, the root is made in the clone.
 set -euo pipefail
 major=${1-}
 [ -n "$major" ] || { echo "usage: scripts/sid-llvm-root.sh MAJOR" >&2; exit 1; }
@@ -22,7 +27,16 @@ complete() {
 if complete; then
   exit 0
 fi
-if [ ! -x "$dest/root/usr/lib/llvm-$major/bin/clang" ]; then
+cache=${OMPTARGET_INDIRECT_CACHE:-${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/omptarget-indirect}
+shared=
+if mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ]; then
+  shared=$cache/sid-llvm$major-root
+fi
+made=$dest/root
+if [ -n "$shared" ]; then
+  made=$shared
+fi
+if [ ! -x "$made/usr/lib/llvm-$major/bin/clang" ]; then
   mirror=$(awk '$1 == "URIs:" { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
   if [ -z "$mirror" ]; then
     mirror=$(awk '$1 == "deb" { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)
@@ -31,12 +45,20 @@ if [ ! -x "$dest/root/usr/lib/llvm-$major/bin/clang" ]; then
   packages="clang-$major,clang-tools-$major,llvm-$major,llvm-$major-dev,libclang-$major-dev"
   packages="$packages,libclang-cpp$major-dev,libomp-$major-dev,liboffload-$major,liboffload-$major-dev"
   packages="$packages,lld-$major,flang-$major,binutils"
-  rm -rf "$dest"
-  mkdir -p "$dest"
+  # Made beside its place and moved there whole: a root half made (or made by two clones at once)
+  # is never taken for a complete one.
+  rm -rf "$made.part"
+  mkdir -p "$(dirname "$made")"
   suite=sid
-  mmdebstrap --quiet --mode=root --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' --include="$packages" "$suite" "$dest/root" "$mirror"
+  mmdebstrap --quiet --mode=root --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' --include="$packages" "$suite" "$made.part" "$mirror"
+  rm -rf "$made"
+  mv "$made.part" "$made"
 fi
 mkdir -p "$dest/bin"
+if [ -n "$shared" ]; then
+  rm -rf "$dest/root"
+  ln -sfn "$shared" "$dest/root"
+fi
 cp "$root/scripts/sid-root-enter.sh" "$dest/enter"
 sed "s/@MAJOR@/$major/" "$root/scripts/sid-root-llvm-config.sh" > "$dest/bin/llvm-config"
 programs="clang clang++ flang opt llc llvm-link llvm-extract llvm-nm llvm-ar llvm-ranlib llvm-dis ld.lld"

@@ -55,3 +55,38 @@ pub fn describe(cmd: &Command) -> String {
 pub fn read(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
 }
+
+/// `f` of each item, on as many threads as the machine has cores (at most `items.len()`), in
+/// the items' order: for independent compiles, each a single-threaded program (clang, ptxas),
+/// which a 2-core machine otherwise runs one at a time.
+pub fn in_parallel<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len()).max(1);
+    let queue = std::sync::Mutex::new(items.into_iter().enumerate());
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                let Some((at, item)) = next else { break };
+                let result = f(item);
+                results.lock().unwrap_or_else(|e| e.into_inner()).push((at, result));
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by_key(|(at, _)| *at);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn in_parallel_keeps_the_items_order() {
+        let squares = super::in_parallel((0..50u64).collect(), |n| {
+            std::thread::sleep(std::time::Duration::from_micros(50 - n));
+            n * n
+        });
+        assert_eq!(squares, (0..50u64).map(|n| n * n).collect::<Vec<_>>());
+        assert!(super::in_parallel(Vec::<u8>::new(), |n| n).is_empty());
+    }
+}

@@ -251,9 +251,13 @@ pub fn uninstall(root: &Path) -> Result<usize> {
 /// `cargo xtask dist`: `target/release/omptarget-indirect-<version>-x86_64-linux-gnu.tar.gz`, an
 /// install tree with the README, the LICENSE and a SHA256SUMS file of every file in it.
 pub fn archive(workspace: &Path, dist: &Dist) -> Result<PathBuf> {
+    archive_in(workspace, dist, &workspace.join("target/release-archive"))
+}
+
+/// [`archive`], made in `out` (a check that runs beside another makes its own).
+pub fn archive_in(workspace: &Path, dist: &Dist, out: &Path) -> Result<PathBuf> {
     let (_, _, _, version) = version(workspace)?;
     let name = format!("omptarget-indirect-{version}-x86_64-linux-gnu");
-    let out = workspace.join("target/release-archive");
     let tree = out.join(&name);
     if tree.exists() {
         fs::remove_dir_all(&tree)?;
@@ -271,7 +275,7 @@ pub fn archive(workspace: &Path, dist: &Dist) -> Result<PathBuf> {
     }
     fs::write(tree.join("SHA256SUMS"), sums)?;
     let archive = out.join(format!("{name}.tar.gz"));
-    tar_gz(&out, &name, &archive)?;
+    tar_gz(out, &name, &archive)?;
     Ok(archive)
 }
 

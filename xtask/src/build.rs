@@ -147,17 +147,56 @@ pub fn build_from(
         bail!("{first} (the development build needs every part: run scripts/setup.sh)");
     }
 
+    // The device library for every target (rustc building `core` each time, mostly one thread):
+    // side by side, each target in a cargo target directory of its own.
+    let t = Instant::now();
+    let x86 = dist.x86_64_dir();
+    let mut device_builds: Vec<(DeviceBuild, PathBuf)> = Vec::new();
     for sm in sms {
-        let t = Instant::now();
-        let dir = dist.nvptx_dir(sm);
-        DeviceBuild {
+        let build = DeviceBuild {
             package: "device-rtl",
             features: &["panic-handler"],
             target: "nvptx64-nvidia-cuda",
             cpu: Some(sm),
             emits: &[("llvm-bc", "device_rtl.bc")],
-        }
-        .run(workspace, &dir)?;
+        };
+        device_builds.push((build, dist.nvptx_dir(sm)));
+    }
+    for gfx in &archs.gfxs {
+        let build = DeviceBuild {
+            package: "device-rtl",
+            features: &["panic-handler"],
+            target: "amdgcn-amd-amdhsa",
+            cpu: Some(gfx),
+            emits: &[("llvm-bc", "device_rtl.bc"), ("obj", "device_rtl.o")],
+        };
+        device_builds.push((build, dist.amdgcn_dir(gfx)));
+    }
+    let image = DeviceBuild {
+        package: "device-rtl",
+        features: &["panic-handler", "flang-kernels", "device-image"],
+        target: "x86_64-unknown-linux-gnu",
+        cpu: None,
+        emits: &[("llvm-bc", "device_rtl.bc"), ("obj", "device_rtl.o")],
+    };
+    // The host's copy (the host fallback of a target region translates too) has no kernel
+    // runtime: its `omp_is_initial_device` would answer 0 for the host program.
+    let host = DeviceBuild {
+        package: "device-rtl",
+        features: &["panic-handler"],
+        target: "x86_64-unknown-linux-gnu",
+        cpu: None,
+        emits: &[("obj", "device_rtl_host.o")],
+    };
+    device_builds.extend([(image, x86.clone()), (host, x86.clone())]);
+    let count = device_builds.len();
+    cmd::in_parallel(device_builds, |(build, dir)| build.run(workspace, &dir))
+        .into_iter()
+        .collect::<Result<()>>()?;
+    println!("built the device library for {count} targets in {:.1} s", t.elapsed().as_secs_f64());
+
+    for sm in sms {
+        let dir = dist.nvptx_dir(sm);
         constant_device_environment(oldest, &dir.join("device_rtl.bc"))?;
         if let Some(ptxas) = ptxas {
             crate::tools::compile_ptx(
@@ -176,51 +215,16 @@ pub fn build_from(
             )?;
         }
         images.push(OffloadTarget::nvptx(sm).image_selector(&dir.join("device_rtl.bc")));
-        println!("built nvptx64 {sm} in {:.1} s", t.elapsed().as_secs_f64());
     }
-
     for gfx in &archs.gfxs {
-        let t = Instant::now();
-        let dir = dist.amdgcn_dir(gfx);
-        DeviceBuild {
-            package: "device-rtl",
-            features: &["panic-handler"],
-            target: "amdgcn-amd-amdhsa",
-            cpu: Some(gfx),
-            emits: &[("llvm-bc", "device_rtl.bc"), ("obj", "device_rtl.o")],
-        }
-        .run(workspace, &dir)?;
-        images.push(OffloadTarget::amdgcn(gfx).image_selector(&dir.join("device_rtl.bc")));
-        println!("built amdgcn {gfx} in {:.1} s", t.elapsed().as_secs_f64());
+        images.push(OffloadTarget::amdgcn(gfx).image_selector(&dist.amdgcn_dir(gfx).join("device_rtl.bc")));
     }
-
-    let t = Instant::now();
-    let x86 = dist.x86_64_dir();
-    DeviceBuild {
-        package: "device-rtl",
-        features: &["panic-handler", "flang-kernels", "device-image"],
-        target: "x86_64-unknown-linux-gnu",
-        cpu: None,
-        emits: &[("llvm-bc", "device_rtl.bc"), ("obj", "device_rtl.o")],
-    }
-    .run(workspace, &x86)?;
-    // The host's copy (the host fallback of a target region translates too) has no kernel
-    // runtime: its `omp_is_initial_device` would answer 0 for the host program.
-    DeviceBuild {
-        package: "device-rtl",
-        features: &["panic-handler"],
-        target: "x86_64-unknown-linux-gnu",
-        cpu: None,
-        emits: &[("obj", "device_rtl_host.o")],
-    }
-    .run(workspace, &x86)?;
     archive(oldest, &dist.x86_64_archive(), &[x86.join("device_rtl_host.o")])?;
     // "generic": the offload linker matches it to the host-offload target whatever its arch. A
     // native object, not bitcode: clang-linker-wrapper 22 hands an x86_64 bitcode image to the
     // system linker unless -foffload-lto is given; an object links with and without it, in 19 too.
     let generic = OffloadTarget { arch: "generic".to_string(), ..OffloadTarget::x86_64() };
     images.push(generic.image_selector(&x86.join("device_rtl.o")));
-    println!("built x86_64 in {:.1} s", t.elapsed().as_secs_f64());
 
     fat_library(oldest, &packager, &dist, &images, &x86.join("device_rtl_host.o"))?;
     let t = Instant::now();
@@ -466,7 +470,10 @@ fn libraries(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
 fn frontend_plugins(inputs: &Inputs, dist: &Dist) -> Result<()> {
     let source = omptarget_indirect_frontend::source();
     let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
-    for llvm in inputs.llvms.iter().filter(|l| dist.parts.frontend.contains(&l.release)) {
+    let llvms: Vec<&LlvmInstall> =
+        inputs.llvms.iter().filter(|l| dist.parts.frontend.contains(&l.release)).collect();
+    // One clang++ each (about 45 s, one thread): side by side.
+    cmd::in_parallel(llvms, |llvm| -> Result<()> {
         let plugin = dist.frontend_plugin(llvm.release);
         // Which LLVM it was built against: another install of the same release rebuilds it.
         let stamp = plugin.with_extension("so.llvm-config");
@@ -475,7 +482,7 @@ fn frontend_plugins(inputs: &Inputs, dist: &Dist) -> Result<()> {
         if built_for.as_deref() == Some(&*llvm.llvm_config.to_string_lossy())
             && modified(&plugin).is_some_and(|built| newest_input.is_some_and(|input| input < built))
         {
-            continue;
+            return Ok(());
         }
         let fresh = plugin.with_extension("so.new");
         let release = ClangRelease {
@@ -486,8 +493,10 @@ fn frontend_plugins(inputs: &Inputs, dist: &Dist) -> Result<()> {
         cmd::output(&mut compile_command(&release, &fresh))?;
         fs::rename(&fresh, &plugin).with_context(|| format!("cannot write {}", plugin.display()))?;
         fs::write(&stamp, llvm.llvm_config.to_string_lossy().as_bytes())?;
-    }
-    Ok(())
+        Ok(())
+    })
+    .into_iter()
+    .collect()
 }
 
 /// Compiles the `omptarget_indirect` module with flang 22 into the dist tree's module directory

@@ -30,12 +30,8 @@ struct Report {
 impl Report {
     fn step(&mut self, name: impl Into<String>, run: impl FnOnce() -> Result<String>) -> bool {
         let name = name.into();
-        // XTASK_STEPS=<text>: only the steps whose name holds it, and the build (while working on
-        // one part; the suite's verdict is a run without it).
-        if let Some(only) = std::env::var("XTASK_STEPS").ok().filter(|o| !o.is_empty()) {
-            if !name.contains(&only) && name != BUILD_STEP {
-                return true;
-            }
+        if !Report::wanted(&name) {
+            return true;
         }
         println!("\n=== {name}");
         let started = Instant::now();
@@ -48,6 +44,15 @@ impl Report {
         let ok = outcome.is_ok();
         self.steps.push((name, outcome));
         ok
+    }
+
+    /// Whether the step `name` runs: with XTASK_STEPS=<text>, only the steps whose name holds
+    /// it, and the build (while working on one part; the suite's verdict is a run without it).
+    fn wanted(name: &str) -> bool {
+        match std::env::var("XTASK_STEPS").ok().filter(|o| !o.is_empty()) {
+            Some(only) => name.contains(&only) || name == BUILD_STEP,
+            None => true,
+        }
     }
 
     fn finish(self) -> Result<()> {
@@ -104,11 +109,7 @@ pub fn run(workspace: &Path) -> Result<()> {
         "preflight: all {} requirements of scripts/requirements.txt are here",
         requirements::all().len()
     );
-    let cargo_step = |args: &[&str]| {
-        let mut c = cmd::cargo();
-        c.current_dir(workspace).args(args);
-        cmd::status(&mut c).map(|()| String::new())
-    };
+    let cargo_step = |args: &[&str]| cargo_step(workspace, args);
     report.step("cargo fmt --check", || cargo_step(&["fmt", "--all", "--", "--check"]));
     report.step("cargo clippy -D warnings", || {
         cargo_step(&["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"])
@@ -118,9 +119,44 @@ pub fn run(workspace: &Path) -> Result<()> {
         return report.finish();
     }
     let dist = Dist::new(workspace);
+    std::thread::scope(|scope| {
+        // The cluster install (a vendored build as another user, twice: about 7 minutes, mostly
+        // cargo) runs beside the steps from here on, with its own copy of the release archive and
+        // its own scratch; its outcome is reported in its place below.
+        let mut cluster = Report::wanted(CLUSTER_STEP).then(|| {
+            scope.spawn(|| -> Result<String> {
+                let own = workspace.join("target/release-archive-cluster");
+                let archive = packaging::install::archive_in(workspace, &dist, &own)?;
+                cluster_install::check(workspace, &tools, &crate::vendor::tarball(workspace)?, &archive)
+            })
+        });
+        steps_after_build(workspace, &tools, &dist, &archs, &mut report, &mut cluster);
+    });
+    report.finish()
+}
+
+/// Runs `cargo <args>` in the workspace, its output shown.
+fn cargo_step(workspace: &Path, args: &[&str]) -> Result<String> {
+    let mut c = cmd::cargo();
+    c.current_dir(workspace).args(args);
+    cmd::status(&mut c).map(|()| String::new())
+}
+
+/// The name of the cluster install's step.
+const CLUSTER_STEP: &str = "install on a cluster: LLVM 22 only at another prefix (Debian's hidden), as uid 65534, no network, from `cargo xtask vendor`'s tarball, and with EasyBuild; a C++ program through --config and CMake on the strict device; the release archive against that prefix";
+
+/// The steps that need the dist tree; `cluster` is the cluster install's thread, if it runs.
+fn steps_after_build(
+    workspace: &Path,
+    tools: &Tools,
+    dist: &Dist,
+    archs: &Archs,
+    report: &mut Report,
+    cluster: &mut Option<std::thread::ScopedJoinHandle<'_, Result<String>>>,
+) {
     // After the build: the plugin tests load device images linked with the dist archive.
     report.step("unit, property and plugin C-ABI tests (cargo test --workspace)", || {
-        cargo_step(&["test", "--workspace"])
+        cargo_step(workspace, &["test", "--workspace"])
     });
     report.step("plugin C-ABI and hostile-input tests under valgrind (leaks, invalid accesses)", || {
         let mut c = cmd::cargo();
@@ -160,23 +196,23 @@ pub fn run(workspace: &Path) -> Result<()> {
         let dir = dist.nvptx_dir(sm);
         report.step(format!("nvptx64 {sm}: PTX, cubin, bitcode"), || {
             images::check_ptx(&dir.join("device_rtl.ptx"))?;
-            images::check_bitcode(&tools, &dir.join("device_rtl.bc"), false)?;
+            images::check_bitcode(tools, &dir.join("device_rtl.bc"), false)?;
             let cubin = dir.join("device_rtl.cubin");
             let elf = images::elf_summary(&cmd::read(&cubin)?, &SYMBOLS)?;
             elf.expect_defined_once(&cubin.display().to_string(), &SYMBOLS)?;
-            let regs = images::cubin_registers(&tools, &cubin)?;
+            let regs = images::cubin_registers(tools, &cubin)?;
             Ok(format!("{TRANSLATE}: {regs} registers (ptxas 11.8)"))
         });
     }
     for gfx in &archs.gfxs {
         let dir = dist.amdgcn_dir(gfx);
         report.step(format!("amdgcn {gfx}: code object v5, bitcode"), || {
-            images::check_bitcode(&tools, &dir.join("device_rtl.bc"), false)?;
-            images::check_amdgcn_object(&tools, &dir.join("device_rtl.o"), gfx)
+            images::check_bitcode(tools, &dir.join("device_rtl.bc"), false)?;
+            images::check_amdgcn_object(tools, &dir.join("device_rtl.o"), gfx)
         });
     }
     report.step("x86_64: bitcode", || {
-        images::check_bitcode(&tools, &dist.x86_64_dir().join("device_rtl.bc"), true).map(|()| String::new())
+        images::check_bitcode(tools, &dist.x86_64_dir().join("device_rtl.bc"), true).map(|()| String::new())
     });
     // The oldest release's plugin is the crate's default, which the workspace's own tests cover.
     for llvm in Llvm::all().filter(|&l| l != Llvm::oldest()) {
@@ -202,7 +238,7 @@ pub fn run(workspace: &Path) -> Result<()> {
         });
     }
     for llvm in Llvm::all() {
-        let toolchain = Toolchain::new(llvm, &tools, &dist);
+        let toolchain = Toolchain::new(llvm, tools, dist);
         report.step(
             format!(
                 "strict device, {}: host globals read and written and a host function called by device code are stopped",
@@ -222,7 +258,7 @@ pub fn run(workspace: &Path) -> Result<()> {
             );
         }
     }
-    for toolchain in Toolchain::all(&tools, &dist) {
+    for toolchain in Toolchain::all(tools, dist) {
         for target in toolchain.llvm.gpu_check_archs.iter().map(|arch| OffloadTarget::of_arch(arch)) {
             let name = match toolchain.llvm.device_rtl {
                 // (gpu_check_archs names none for a release without a DeviceRTL.)
@@ -238,7 +274,7 @@ pub fn run(workspace: &Path) -> Result<()> {
     }
     report.step(
         "stock parity corpus (tests/corpus/): real libraries' headers in and beside declare target regions, built by clang 22 stock and with the project for x86_64, sm_90 and gfx90a; the project builds every one stock builds, and runs the x86_64 ones on the strict device with stock's output",
-        || corpus::check(workspace, &tools, &dist),
+        || corpus::check(workspace, tools, dist),
     );
     for llvm in Llvm::all() {
         for target in
@@ -272,29 +308,31 @@ pub fn run(workspace: &Path) -> Result<()> {
     }
     report.step(
         "demo (cargo xtask demo): examples/scene.cpp rendered on the device equals the host's render, stopped without the project; examples/indirect_calls.c",
-        || demo::run(workspace, &tools, &dist, &OffloadTarget::x86_64())?.check(),
+        || demo::run(workspace, tools, dist, &OffloadTarget::x86_64())?.check(),
     );
     report.step(
         "install: a relocated prefix used through CMake, pkg-config and clang --config; the release archive; uninstall",
-        || install_check::check(workspace, &tools, &dist),
+        || install_check::check(workspace, tools, dist),
     );
-    report.step(
-        "install on a cluster: LLVM 22 only at another prefix (Debian's hidden), as uid 65534, no network, from `cargo xtask vendor`'s tarball, and with EasyBuild; a C++ program through --config and CMake on the strict device; the release archive against that prefix",
-        || {
-            let archive = packaging::install::archive(workspace, &dist)?;
-            cluster_install::check(workspace, &tools, &crate::vendor::tarball(workspace)?, &archive)
-        },
-    );
+    report.step(CLUSTER_STEP, || {
+        let started = Instant::now();
+        let outcome = cluster.take().map_or_else(
+            || Err(anyhow::anyhow!("it did not start")),
+            |thread| thread.join().unwrap_or_else(|_| Err(anyhow::anyhow!("it panicked"))),
+        );
+        outcome
+            .map(|detail| format!("{detail} (waited {:.0} s for it here)", started.elapsed().as_secs_f64()))
+    });
     report.step(
         format!(
             "fuzzing: {} targets of fuzz/, {} s each (cargo fuzz)",
             fuzz::TARGETS.len(),
             fuzz::SUITE_SECONDS
         ),
-        || fuzz::run(workspace, &tools, &dist, fuzz::SUITE_SECONDS),
+        || fuzz::run(workspace, tools, dist, fuzz::SUITE_SECONDS),
     );
     report.step("static metrics: registers and SASS of ours vs LLVM 19's lookup (target/bench/)", || {
-        metrics::run(workspace, &tools, &dist, &archs.sms)
+        metrics::run(workspace, tools, dist, &archs.sms)
     });
     for part in gpu_bundle::Part::ALL {
         report.step(
@@ -303,7 +341,7 @@ pub fn run(workspace: &Path) -> Result<()> {
                 part.name()
             ),
             || {
-                let (bundle, summary) = gpu_bundle::build(workspace, &tools, &dist, part)?;
+                let (bundle, summary) = gpu_bundle::build(workspace, tools, dist, part)?;
                 let ran = gpu_bundle::run(&bundle, false, false, None)?;
                 if ran.contains("no NVIDIA GPU") {
                     // Without a GPU nothing may report green where a GPU run was asked for.
@@ -326,7 +364,6 @@ pub fn run(workspace: &Path) -> Result<()> {
             },
         );
     }
-    report.finish()
 }
 
 /// A leak or memory error makes valgrind exit 99, failing the test run.

@@ -52,12 +52,24 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<String> {
     table.push_str(&format!("\n|---|{}\n", "---|---|".repeat(targets.len())));
     let mut failures = Vec::new();
     let (mut stock_built, mut project_built, mut runs, mut stubs) = (0, 0, 0, 0);
+    // Every compile first, side by side (each executable a file of its own), then the checks.
+    let builds: Vec<(&str, &OffloadTarget, Build)> = PROGRAMS
+        .iter()
+        .flat_map(|name| {
+            targets.iter().flat_map(move |t| [(*name, t, Build::Stock), (*name, t, Build::Project)])
+        })
+        .collect();
+    let mut built = cmd::in_parallel(builds, |(name, target, how)| {
+        build(workspace, &toolchain, target, name, &out.join(&target.name).join(name), how)
+    })
+    .into_iter();
     for name in PROGRAMS {
         table.push_str(&format!("| {name} |"));
         for target in &targets {
             let dir = out.join(&target.name).join(name);
-            let stock = build(workspace, &toolchain, target, name, &dir, Build::Stock);
-            let project = build(workspace, &toolchain, target, name, &dir, Build::Project);
+            let (Some(stock), Some(project)) = (built.next(), built.next()) else {
+                bail!("fewer builds than programs and targets")
+            };
             for exe in [&stock, &project] {
                 let cell = match exe {
                     Ok(exe) => format!(" {} |", image_bytes(tools, exe, target)?),

@@ -30,8 +30,16 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, seconds: u32) -> Result
     }
     let root = workspace.join("target/fuzz");
     let seeds = seed(workspace, tools, dist, &root.join("seeds"))?;
-    let mut summary = Vec::new();
-    for target in TARGETS {
+    // The targets built once, then run side by side (each libFuzzer process is one thread).
+    let build = cmd::cargo()
+        .current_dir(workspace.join("fuzz"))
+        .args(["fuzz", "build", "-O", "--target-dir"])
+        .arg(root.join("build"))
+        .env_remove("RUSTFLAGS")
+        .output()
+        .context("cannot run cargo fuzz build")?;
+    ensure!(build.status.success(), "cargo fuzz build failed:\n{}", String::from_utf8_lossy(&build.stderr));
+    let summary = cmd::in_parallel(TARGETS.to_vec(), |target| -> Result<String> {
         let corpus = root.join("corpus").join(target);
         fs::create_dir_all(&corpus)?;
         for seed in &seeds[target_index(target)] {
@@ -87,8 +95,10 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, seconds: u32) -> Result
             .rev()
             .find_map(|l| l.strip_prefix("Done ").and_then(|r| r.split_whitespace().next()))
             .unwrap_or("?");
-        summary.push(format!("{target}: {runs} runs from {} seeds", seeds[target_index(target)].len()));
-    }
+        Ok(format!("{target}: {runs} runs from {} seeds", seeds[target_index(target)].len()))
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>>>()?;
     Ok(format!("{seconds} s each, no crash: {}", summary.join("; ")))
 }
 

@@ -30,13 +30,18 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
     let stock = !toolchain.llvm.runs_project_plugins();
     let lto = |p: &&Program| stock && p.unmodified;
     let gpu_programs = || PROGRAMS.iter().filter(|p| p.built_for_gpus_with(toolchain.llvm));
-    let builds = gpu_programs()
+    let builds: Vec<(&Program, Build)> = gpu_programs()
         .map(|p| (p, Build::O2))
-        .chain(gpu_programs().filter(lto).map(|p| (p, Build::OffloadLto)));
+        .chain(gpu_programs().filter(lto).map(|p| (p, Build::OffloadLto)))
+        .collect();
+    // The compiles first, side by side (each program in a folder of its own), then the checks.
+    let exes = cmd::in_parallel(builds.clone(), |(program, how)| {
+        build_as(workspace, toolchain, target, program, how)
+            .with_context(|| format!("building {} for {} ({how:?})", program.name, target.name))
+    });
     let mut offload_lto = 0;
-    for (program, how) in builds {
-        let exe = build_as(workspace, toolchain, target, program, how)
-            .with_context(|| format!("building {} for {} ({how:?})", program.name, target.name))?;
+    for ((program, how), exe) in builds.into_iter().zip(exes) {
+        let exe = exe?;
         offload_lto += usize::from(how == Build::OffloadLto);
         let dir = exe.parent().context("no parent")?;
         let image = extract_image(toolchain.packager(), &exe, target, dir)?;
@@ -70,17 +75,18 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
     if stock {
         // The controls link too: stock clang with the same DeviceRTL, no plugin (those that
         // stock clang refuses to compile excepted, as in the GPU bundle).
-        let controls: Vec<&str> = PROGRAMS
-            .iter()
-            .filter(|p| p.stock_control_on_gpus_with(toolchain.llvm))
-            .map(|p| {
+        let controls: Vec<&str> = cmd::in_parallel(
+            PROGRAMS.iter().filter(|p| p.stock_control_on_gpus_with(toolchain.llvm)).collect(),
+            |p| {
                 let exe = build_as(workspace, toolchain, target, p, Build::WithoutPassPlugin).with_context(
                     || format!("building {} without the pass plugin for {}", p.name, target.name),
                 )?;
                 extract_image(toolchain.packager(), &exe, target, exe.parent().context("no parent")?)?;
                 Ok(p.name)
-            })
-            .collect::<Result<_>>()?;
+            },
+        )
+        .into_iter()
+        .collect::<Result<_>>()?;
         detail.push_str(&format!("; built without the pass plugin too: {}", controls.join(", ")));
     }
     if let Some(regs) = registers {
