@@ -52,6 +52,9 @@ while read -r name location provider; do
   esac
 done < "$list"
 unique() { printf '%s\n' "$@" | sort -u; }
+# The scripts in the order of the list: one may need what an earlier one made (LLVM 21's DeviceRTL
+# is built with the clang of LLVM 21's root).
+in_list_order() { printf '%s\n' "$@" | awk '!seen[$0]++'; }
 
 # Debian packages first: the scripts below unpack next to what they install.
 if [ ${#debs[@]} -gt 0 ]; then
@@ -72,7 +75,7 @@ if [ ${#crates[@]} -gt 0 ]; then
 fi
 # CUDA 11.8 tools, LLVM 16's offload runtime, LLVM 22's omp.h: unpacked under target/tools.
 if [ ${#scripts[@]} -gt 0 ]; then
-  mapfile -t scripts < <(unique "${scripts[@]}")
+  mapfile -t scripts < <(in_list_order "${scripts[@]}")
   for script in "${scripts[@]}"; do
     say "running scripts/$script"
     bash "$root/scripts/$script" >/dev/null

@@ -511,6 +511,14 @@ mod tests {
                 );
             }
         }
+        // scripts/setup.sh runs the scripts in the list's order: a DeviceRTL built with the clang
+        // of a release's root comes after the root.
+        let position = |name: &str| listed.iter().position(|l| *l == name).unwrap();
+        for llvm in Llvm::all() {
+            if let (Some(root), DeviceRtl::FromSource { nvptx }) = (llvm.root, llvm.device_rtl) {
+                assert!(position(nvptx) > position(root), "{llvm:?}: {nvptx} is listed before {root}");
+            }
+        }
         assert_eq!(Llvm::oldest(), Llvm::all().next().unwrap());
         assert!(Llvm::all()
             .zip(Llvm::all().skip(1))
