@@ -92,6 +92,9 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
     if let Some(regs) = registers {
         detail.push_str(&format!("; linked {TRANSLATE}: {regs} registers"));
     }
+    if target.triple == "nvptx64-nvidia-cuda" {
+        detail.push_str(&format!("; {}", expect_recorded_nvptx_layout(toolchain)?));
+    }
     // Our AMDGPU plugin loads clang 19's images (code object v5); clang 22's (v6) go to libomptarget
     // 22's own plugin.
     if target.triple == "amdgcn-amd-amdhsa" && toolchain.llvm.runs_project_plugins() {
@@ -196,4 +199,30 @@ fn run_amdgcn(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<St
     let why = why.strip_prefix("no usable device: ").unwrap_or(why);
     let why = why.split_once(':').map_or(why, |(head, _)| head);
     Ok(format!("no AMD GPU: libomptarget 16 loaded the plugin, which refused with `{why}`"))
+}
+
+/// Fails unless the release's clang writes the NVPTX data layout its record holds
+/// (`Release::nvptx_data_layout`: the device library's nvptx bitcode carries the newest one).
+fn expect_recorded_nvptx_layout(toolchain: &Toolchain) -> Result<String> {
+    let ir = cmd::stdout(Command::new(toolchain.compiler("empty.c")).args([
+        "--target=nvptx64-nvidia-cuda",
+        "-S",
+        "-emit-llvm",
+        "-x",
+        "c",
+        "/dev/null",
+        "-o",
+        "-",
+    ]))?;
+    let written = ir
+        .lines()
+        .find_map(|l| l.strip_prefix("target datalayout = \"")?.strip_suffix('"'))
+        .context("clang wrote no target datalayout for nvptx64")?;
+    let recorded = toolchain.llvm.nvptx_data_layout;
+    ensure!(
+        written == recorded,
+        "clang {} writes the NVPTX data layout {written:?}, its record holds {recorded:?}",
+        toolchain.llvm.major
+    );
+    Ok("its NVPTX data layout is the record's".to_string())
 }
