@@ -15,13 +15,12 @@
 //! `OMPTARGET_INDIRECT_INDEX=0` the table without the index; `LIBOMPTARGET_INFO` prints what was
 //! installed, in the plugins' words.
 
+use std::collections::BTreeSet;
 use std::ffi::{c_void, CStr};
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
 use omptarget_indirect_abi::{c_names, vtable_word, IndexSlot};
-use std::collections::BTreeSet;
-use std::sync::atomic::AtomicBool;
-
 use plugin_core::diagnostics::{self, MapSummary};
 use plugin_core::fptr_map::{map_global_writes, FptrTable, HashIndex};
 use plugin_core::rtl_interface::{FptrIndex, FptrMapEntry, FPTR_MAP_P, OMP_DECLARE_TARGET_INDIRECT};
