@@ -230,11 +230,6 @@ symbol_names! {
     /// The C++ runtime's `dynamic_cast` (Itanium ABI 2.9.7), which clang calls for a cast to a
     /// pointer or reference of class type.
     CXX_DYNAMIC_CAST = "__dynamic_cast";
-    /// `void __omptarget_indirect_x86_64_image_loaded(const void *anchor)`: defined by the
-    /// registration library, called (weakly referenced) by the x86_64 device image's constructor
-    /// when the image is loaded, with an address inside the image, so that a runtime that fills no
-    /// table for that device (LLVM 18-21) gets one.
-    X86_64_IMAGE_LOADED = "__omptarget_indirect_x86_64_image_loaded";
 }
 
 /// Prefix of the device globals through which the host learns where the device keeps each word

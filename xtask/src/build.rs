@@ -197,7 +197,7 @@ pub fn build_from(
 
     for sm in sms {
         let dir = dist.nvptx_dir(sm);
-        constant_device_environment(oldest, &dir.join("device_rtl.bc"))?;
+        constant_device_environment(oldest, &dir.join("device_rtl.bc"), Llvm::newest().nvptx_data_layout)?;
         if let Some(ptxas) = ptxas {
             crate::tools::compile_ptx(
                 &oldest.tool("llc"),
@@ -337,10 +337,29 @@ fn missing_libffi() -> Option<String> {
 /// in space 4 and keeps that declaration alive: LLVM's IR linker then turns the crate's uses into
 /// an addrspacecast of it (`ld.const` in PTX). Rewrites `bitcode` in place. (amdgcn device code is
 /// always linked as IR, where the same linker reconciles the spaces by itself.)
-fn constant_device_environment(llvm: &LlvmInstall, bitcode: &Path) -> Result<()> {
+///
+/// The module gets the data layout `layout` on the way. Rust's NVPTX layout is LLVM 19's; LLVM
+/// 23's offload link takes the layout of the first bitcode module it links, which is the device
+/// library's when the program's device code arrives compiled (its default without
+/// `-foffload-lto`), and stops on any layout but its own ("Target-incompatible DataLayout"); LLVM
+/// 19-22 accept a module of another layout (a warning), so the newest release's suits all.
+fn constant_device_environment(llvm: &LlvmInstall, bitcode: &Path, layout: &str) -> Result<()> {
     let ir = cmd::stdout(Command::new(llvm.tool("llvm-dis")).arg(bitcode).arg("-o").arg("-"))?;
-    let header: Vec<&str> =
-        ir.lines().filter(|l| l.starts_with("target datalayout") || l.starts_with("target triple")).collect();
+    let module: Vec<String> = ir
+        .lines()
+        .map(|l| {
+            if l.starts_with("target datalayout") {
+                format!("target datalayout = \"{layout}\"")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let header: Vec<&str> = module
+        .iter()
+        .map(String::as_str)
+        .filter(|l| l.starts_with("target datalayout") || l.starts_with("target triple"))
+        .collect();
     ensure!(header.len() == 2, "{}: no target datalayout and triple", bitcode.display());
     let declaration = bitcode.with_file_name("device_environment.ll");
     fs::write(
@@ -352,34 +371,12 @@ fn constant_device_environment(llvm: &LlvmInstall, bitcode: &Path) -> Result<()>
             header.join("\n")
         ),
     )?;
-    let linked = bitcode.with_extension("linked.bc");
-    cmd::output(Command::new(llvm.tool("llvm-link")).arg(&declaration).arg(bitcode).arg("-o").arg(&linked))?;
-    fs::rename(&linked, bitcode)?;
-    with_data_layout(llvm, bitcode, Llvm::newest().nvptx_data_layout)
-}
-
-/// Rewrites `bitcode` with the data layout `layout`. Rust's NVPTX layout is LLVM 19's; LLVM 23's
-/// offload link takes the layout of the first bitcode module it links, which is the device
-/// library's when the program's device code arrives compiled (its default without
-/// `-foffload-lto`), and stops on any layout but its own ("Target-incompatible DataLayout");
-/// LLVM 19-22 accept a module of another layout (a warning), so the newest release's suits all.
-fn with_data_layout(llvm: &LlvmInstall, bitcode: &Path, layout: &str) -> Result<()> {
-    let ir = cmd::stdout(Command::new(llvm.tool("llvm-dis")).arg(bitcode).arg("-o").arg("-"))?;
     let text = bitcode.with_extension("layout.ll");
-    let lines: Vec<String> = ir
-        .lines()
-        .map(|l| {
-            if l.starts_with("target datalayout") {
-                format!("target datalayout = \"{layout}\"")
-            } else {
-                l.to_string()
-            }
-        })
-        .collect();
-    fs::write(&text, lines.join("\n") + "\n")?;
-    // llvm-link assembles it (llvm-as is one tool more that an LLVM install may lack).
-    cmd::output(Command::new(llvm.tool("llvm-link")).arg(&text).arg("-o").arg(bitcode))?;
+    fs::write(&text, module.join("\n") + "\n")?;
+    let linked = bitcode.with_extension("linked.bc");
+    cmd::output(Command::new(llvm.tool("llvm-link")).arg(&declaration).arg(&text).arg("-o").arg(&linked))?;
     fs::remove_file(&text)?;
+    fs::rename(&linked, bitcode)?;
     Ok(())
 }
 

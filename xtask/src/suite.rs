@@ -109,10 +109,9 @@ pub fn run(workspace: &Path) -> Result<()> {
         "preflight: all {} requirements of scripts/requirements.txt are here",
         requirements::all().len()
     );
-    let cargo_step = |args: &[&str]| cargo_step(workspace, args);
-    report.step("cargo fmt --check", || cargo_step(&["fmt", "--all", "--", "--check"]));
+    report.step("cargo fmt --check", || cargo_step(workspace, &["fmt", "--all", "--", "--check"]));
     report.step("cargo clippy -D warnings", || {
-        cargo_step(&["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"])
+        cargo_step(workspace, &["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"])
     });
     let archs = Archs::default();
     if !report.step(BUILD_STEP, || build::build(workspace, &tools, &archs).map(|_| String::new())) {
