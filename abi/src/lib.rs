@@ -260,6 +260,158 @@ pub fn write_vtable_word(out: &mut impl core::fmt::Write, index: u64, vtable: &s
     write!(out, "{VTABLE_WORD_PREFIX}{index}_{vtable}")
 }
 
+/// The section in which host compiles (the pass plugin, in host modules of OpenMP programs) record
+/// where each vtable and construction vtable they define with external linkage is, so that the
+/// host side pairs vtables without symbol names: stripped executables, `-fvisibility=hidden`,
+/// shared libraries. Allocated (the loader applies its relocations) and retained
+/// (`SHF_GNU_RETAIN`); the linker concatenates every object's records, 8-aligned, zero padding
+/// between them. Found through the loaded object's section headers (which `strip` keeps) and read
+/// from memory.
+pub const HOST_VTABLES_SECTION: &str = "omptarget_indirect_vtables";
+
+/// A zero 8-byte global that every device module compiled with the pass plugin defines, and that
+/// each host object recording vtables ([`HOST_VTABLES_SECTION`]) gives an offload entry (flags 0,
+/// size 8, one per shared object: hidden, in a COMDAT group). libomptarget loads no image whose
+/// program or library registers no entry: a class library with no OpenMP in it has none of its
+/// own, yet its image holds the device copies of its classes.
+pub const IMAGE_ANCHOR: &str = "__omptarget_indirect_image_anchor";
+
+/// First word of a [`HostVtableRecord`]: `"OIVT"` read as a little-endian `u32`.
+pub const HOST_VTABLE_MAGIC: u32 = u32::from_le_bytes(*b"OIVT");
+
+/// The fixed part of one record of [`HOST_VTABLES_SECTION`], followed by the vtable's symbol,
+/// NUL-terminated and zero-padded so that `length` is a multiple of 8.
+///
+/// ```c
+/// struct { uint32_t magic; uint32_t length; const void *vtable; uint64_t size; char name[]; };
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostVtableRecord {
+    /// [`HOST_VTABLE_MAGIC`].
+    pub magic: u32,
+    /// Bytes of the whole record, name and padding included (a multiple of 8).
+    pub length: u32,
+    /// The host address of the vtable (relocated by the loader).
+    pub vtable: u64,
+    /// The vtable's size in bytes (8 per word).
+    pub size: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<HostVtableRecord>() == 24);
+
+/// One vtable a [`HOST_VTABLES_SECTION`] records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostVtable<'a> {
+    /// Its host address.
+    pub address: u64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its symbol (`_ZTV*` or `_ZTC*`).
+    pub name: &'a str,
+}
+
+/// The vtables the bytes of a [`HOST_VTABLES_SECTION`] record, in order. Zero words between
+/// records (the linker's alignment padding) are skipped; the walk stops at the first thing that is
+/// not a well-formed record (a wrong magic, a length that is not a multiple of 8 or runs past the
+/// end, a name that is not NUL-terminated UTF-8 naming a vtable), so bad bytes yield no vtable.
+pub fn host_vtables(bytes: &[u8]) -> impl Iterator<Item = HostVtable<'_>> {
+    let mut at = 0usize;
+    core::iter::from_fn(move || loop {
+        let word = |offset: usize| -> Option<u64> {
+            let bytes: [u8; 8] = bytes.get(offset..offset.checked_add(8)?)?.try_into().ok()?;
+            Some(u64::from_le_bytes(bytes))
+        };
+        let first = word(at)?;
+        if first == 0 {
+            at += 8;
+            continue;
+        }
+        let (magic, length) = (first as u32, (first >> 32) as usize);
+        let header = core::mem::size_of::<HostVtableRecord>();
+        if magic != HOST_VTABLE_MAGIC || length <= header || length % 8 != 0 {
+            at = bytes.len();
+            return None;
+        }
+        let (Some(address), Some(size), Some(record)) =
+            (word(at + 8), word(at + 16), bytes.get(at..at.checked_add(length)?))
+        else {
+            at = bytes.len();
+            return None;
+        };
+        let name = &record[header..];
+        let name = name.iter().position(|&b| b == 0).and_then(|end| core::str::from_utf8(&name[..end]).ok());
+        match name {
+            Some(name) if name.starts_with("_ZTV") || name.starts_with("_ZTC") => {
+                at += length;
+                return Some(HostVtable { address, size, name });
+            }
+            _ => {
+                at = bytes.len();
+                return None;
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod host_vtable_tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    fn record(address: u64, size: u64, name: &str) -> Vec<u8> {
+        let length = (24 + name.len() + 1).div_ceil(8) * 8;
+        let mut out = Vec::new();
+        out.extend(HOST_VTABLE_MAGIC.to_le_bytes());
+        out.extend((length as u32).to_le_bytes());
+        out.extend(address.to_le_bytes());
+        out.extend(size.to_le_bytes());
+        out.extend(name.as_bytes());
+        out.resize(length, 0);
+        out
+    }
+
+    #[test]
+    fn records_and_padding_are_read_in_order() {
+        let mut bytes = record(0x1000, 40, "_ZTV6Circle");
+        bytes.extend([0u8; 16]);
+        bytes.extend(record(0x2000, 96, "_ZTC1D0_1B"));
+        let found: Vec<_> = host_vtables(&bytes).collect();
+        assert_eq!(
+            found,
+            [
+                HostVtable { address: 0x1000, size: 40, name: "_ZTV6Circle" },
+                HostVtable { address: 0x2000, size: 96, name: "_ZTC1D0_1B" }
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_bytes_end_the_walk() {
+        let good = record(0x1000, 40, "_ZTV6Circle");
+        let mut wrong_magic = good.clone();
+        wrong_magic[0] ^= 1;
+        let mut too_long = good.clone();
+        too_long[4] = 200;
+        let mut odd_length = good.clone();
+        odd_length[4] = 41;
+        let mut no_nul = good.clone();
+        for b in &mut no_nul[24..] {
+            *b = b'x';
+        }
+        let not_a_vtable = record(0x1000, 40, "_ZTI6Circle");
+        let truncated = &good[..20];
+        for bad in [&wrong_magic[..], &too_long, &odd_length, &no_nul, &not_a_vtable, truncated] {
+            let mut bytes = bad.to_vec();
+            bytes.extend(&good);
+            assert_eq!(host_vtables(&bytes).count(), 0, "{bad:?}");
+        }
+        assert_eq!(host_vtables(&[]).count(), 0);
+        assert_eq!(host_vtables(&[0u8; 13]).count(), 0);
+    }
+}
+
 #[cfg(test)]
 mod vtable_word_tests {
     use super::*;

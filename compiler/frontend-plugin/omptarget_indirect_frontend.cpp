@@ -13,10 +13,14 @@
 //  2. Vtables of classes whose objects only host code constructs (a mapped arena, containers under
 //     unified shared memory, a factory in another file): no device vtable, no device copies of
 //     the virtual functions, nothing to pair with the host's vtable.
-//     Policy: every dynamic class defined in a `declare target` region or declaring a
-//     `declare target` member function, and each of its dynamic bases, has its vtable marked
-//     used (with a definition), as a constructor in device code would. clang then defines the
-//     vtable, its construction vtables and thunks, and every virtual function it names.
+//     Policy: every dynamic class this file completes outside system headers (no OpenMP needed
+//     in it: class libraries are written without), a library's class (system header) that a
+//     `declare target` region encloses and this file's own code constructs, and each of their
+//     dynamic bases, has its vtable marked used (with a definition), as a constructor in device
+//     code would. clang then defines the vtable where the host does (the file of the key
+//     function, or every file that completes a class without one), its construction vtables and
+//     thunks, and every virtual function it names. `vtables=declare-target` keeps only classes
+//     defined in a region or declaring a `declare target` member (docs/frontend.md: the cost).
 //     A virtual function that is not `declare target` and reaches host-only code (a
 //     `device_type(host)` function, or a function or variable that is neither defined in this
 //     file nor `declare target`) is not compiled for the device: its declaration becomes weak and
@@ -67,6 +71,17 @@ constexpr const char *RemarkName = "omptarget-indirect";
 
 /// How far the host-only check follows calls into functions defined in the file.
 constexpr unsigned MaxCallDepth = 8;
+
+/// Which dynamic classes outside system headers get their vtables on the device
+/// (`-fplugin-arg-omptarget-indirect-vtables=all|declare-target`).
+enum class VTablePolicy {
+  /// Every one this file completes (the default): host code may build objects of any class and
+  /// hand them to device code, with no OpenMP in the class. A class whose key function another
+  /// file defines costs nothing here: that file's device compile emits its vtable.
+  All,
+  /// Only classes defined in a `declare target` region or declaring a `declare target` member.
+  DeclareTarget,
+};
 
 using DeviceType = OMPDeclareTargetDeclAttr::DevTypeTy;
 
@@ -272,8 +287,8 @@ DeviceDefinitions *ActiveDeviceCompile = nullptr;
 
 class DeviceDefinitions final : public SemaConsumer {
 public:
-  explicit DeviceDefinitions(CompilerInstance &CI)
-      : Context(CI.getASTContext()), Diags(CI.getDiagnostics()),
+  DeviceDefinitions(CompilerInstance &CI, VTablePolicy Policy)
+      : Context(CI.getASTContext()), Diags(CI.getDiagnostics()), Policy(Policy),
         Remarks(CI.getCodeGenOpts().OptimizationRemark.patternMatches(RemarkName)) {
     KeptRemark = Diags.getCustomDiagID(
         DiagnosticsEngine::Remark,
@@ -324,21 +339,27 @@ public:
     auto *Class = dyn_cast<CXXRecordDecl>(Tag);
     if (!Class || !TheSema || !isDeviceCompile())
       return;
-    if (!TheSema->OpenMP().isInOpenMPDeclareTargetContext() && !declaresDeviceMember(Class))
+    bool Declared =
+        TheSema->OpenMP().isInOpenMPDeclareTargetContext() || declaresDeviceMember(Class);
+    bool Library = inSystemHeader(Class);
+    if (!Declared && (Policy != VTablePolicy::All || Library || !Class->isDynamicClass()))
       return;
     // A library's class (a header a region encloses) goes to the device when this file's own
     // code constructs its objects or its own classes derive from it, not for being declared.
-    if (inSystemHeader(Class) && Class->isDynamicClass())
+    if (Library && Class->isDynamicClass())
       LibraryClasses.insert(Class->getCanonicalDecl());
     else
       markVTable(Class, Class->getLocation());
   }
 
-  // Sema is defining the vtable: decide, before code generation reads them, which of the
-  // virtual functions it names (its own and those it inherits) the device cannot compile.
+  // Sema is defining the vtable (this file emits it: its key function is here, or it has none):
+  // decide, before code generation reads them, which of the virtual functions it names (its own
+  // and those it inherits) the device cannot compile.
   void HandleVTable(CXXRecordDecl *Class) override {
-    if (Marked.contains(Class->getCanonicalDecl()))
-      trapHostOnlyVirtuals(Class);
+    if (!Marked.contains(Class->getCanonicalDecl()))
+      return;
+    remark(Class->getLocation(), VTableRemark) << qualified(Class);
+    trapHostOnlyVirtuals(Class);
   }
 
   void HandleTranslationUnit(ASTContext &) override {
@@ -440,7 +461,6 @@ private:
         S.VTableUses.push_back({Class->getCanonicalDecl(), Where});
       }
     }
-    remark(Class->getLocation(), VTableRemark) << qualified(Class);
     for (const CXXBaseSpecifier &Base : Class->bases())
       if (CXXRecordDecl *BaseClass = Base.getType()->getAsCXXRecordDecl())
         markVTable(BaseClass, Where);
@@ -468,8 +488,10 @@ private:
         Why = "declared device_type(host)";
       } else if (!Type) {
         const NamedDecl *HostOnly = HostOnlyFinder().find(Method);
-        if (!HostOnly)
+        if (!HostOnly) {
+          declareOutOfLineDestructor(Method);
           continue;
+        }
         Why = "not declare target, reaches host-only `" + HostOnly->getQualifiedNameAsString() + "`";
         // Code generation then leaves its body out of the device module.
         for (FunctionDecl *Redeclaration : Method->redecls())
@@ -485,6 +507,23 @@ private:
           Redeclaration->addAttr(WeakAttr::CreateImplicit(Context));
       remark(Method->getLocation(), TrapRemark) << qualified(Method) << Why;
     }
+  }
+
+  /// Makes a virtual destructor this file defines out of line (`Shape::~Shape() {}`) `declare
+  /// target`. Code generation emits a function that is not `declare target` for the device when
+  /// device code (here: the vtable) first names it, once per declaration: of a destructor only the
+  /// first variant named (the complete one, an alias of the base one) would be emitted, the alias
+  /// then pointing to nothing (clang 19 crashes). Declared `declare target`, every variant named
+  /// is emitted. Other virtual functions, and destructors defined in their class, need nothing.
+  void declareOutOfLineDestructor(CXXMethodDecl *Method) {
+    const FunctionDecl *Definition = nullptr;
+    if (!isa<CXXDestructorDecl>(Method) || !Method->hasBody(Definition) ||
+        isa<CXXRecordDecl>(Definition->getLexicalDeclContext()))
+      return;
+    for (FunctionDecl *Redeclaration : Method->redecls())
+      Redeclaration->addAttr(OMPDeclareTargetDeclAttr::CreateImplicit(
+          Context, OMPDeclareTargetDeclAttr::MT_To, OMPDeclareTargetDeclAttr::DT_Any,
+          /*IndirectExpr=*/nullptr, /*Indirect=*/false, /*Level=*/0));
   }
 
   /// `D`'s name with its scopes and template arguments, as remarks quote it.
@@ -509,6 +548,7 @@ private:
 
   ASTContext &Context;
   DiagnosticsEngine &Diags;
+  VTablePolicy Policy;
   Sema *TheSema = nullptr;
   bool Remarks;
   unsigned KeptRemark = 0, VTableRemark = 0, TrapRemark = 0, SkippedRemark = 0;
@@ -527,15 +567,33 @@ protected:
     // Host compiles and C get a consumer that does nothing.
     if (!CI.getLangOpts().OpenMP || !CI.getLangOpts().OpenMPIsTargetDevice)
       return std::make_unique<ASTConsumer>();
-    return std::make_unique<DeviceDefinitions>(CI);
+    return std::make_unique<DeviceDefinitions>(CI, Policy);
   }
 
-  bool ParseArgs(const CompilerInstance &, const std::vector<std::string> &) override {
+  // -fplugin-arg-omptarget-indirect-vtables=all|declare-target. An unknown argument is warned
+  // about and ignored: a plugin never stops a build for its own options.
+  bool ParseArgs(const CompilerInstance &CI, const std::vector<std::string> &Args) override {
+    for (const std::string &Arg : Args) {
+      if (Arg == "vtables=all") {
+        Policy = VTablePolicy::All;
+      } else if (Arg == "vtables=declare-target") {
+        Policy = VTablePolicy::DeclareTarget;
+      } else {
+        DiagnosticsEngine &Diags = CI.getDiagnostics();
+        Diags.Report(Diags.getCustomDiagID(DiagnosticsEngine::Warning,
+                                           "omptarget-indirect: unknown plugin argument '%0' "
+                                           "ignored (known: vtables=all, vtables=declare-target)"))
+            << Arg;
+      }
+    }
     return true;
   }
 
   // Beside code generation, in the same compile: no -plugin flag needed.
   ActionType getActionType() override { return AddBeforeMainAction; }
+
+private:
+  VTablePolicy Policy = VTablePolicy::All;
 };
 
 } // namespace

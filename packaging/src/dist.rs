@@ -92,7 +92,7 @@ impl Dist {
         self.lib_dir().join("libomptarget-indirect.a")
     }
 
-    /// The pass plugin for clang of `llvm` (`-Xarch_device -fpass-plugin=`).
+    /// The pass plugin for clang of `llvm` (`-fpass-plugin=`, host and device compiles).
     pub fn pass_plugin(&self, llvm: Llvm) -> PathBuf {
         self.lib_dir().join(llvm.pass_plugin_file)
     }

@@ -164,7 +164,7 @@ fn pkg_config_flags(parts: &crate::dist::Parts) -> (&'static str, String, &'stat
     if parts.frontend.contains(&llvm) {
         cflags = format!("-fplugin=${{libdir}}/{} ", llvm.frontend_plugin_file());
     }
-    cflags.push_str(&format!("-Xarch_device -fpass-plugin=${{libdir}}/{}", llvm.pass_plugin_file));
+    cflags.push_str(&format!("-fpass-plugin=${{libdir}}/{}", llvm.pass_plugin_file));
     (llvm.major, cflags, llvm.pkg_config_libs())
 }
 

@@ -336,15 +336,15 @@ impl Llvm {
     /// prefix are: `share/omptarget-indirect/` beside `lib/`, so the tree works wherever it is.
     /// It loads the frontend plugin into every compile (it acts in device compiles only: clang
     /// forwards no `-fplugin=` to one side alone), when the tree has one (`frontend`), and the
-    /// pass plugin into the device compiles; with [`Release::config_links`] it also links the
+    /// pass plugin into host and device compiles (the host side records its vtables); with [`Release::config_links`] it also links the
     /// device library (`$`-prefixed lines apply only to links; `$-L` is ignored there, `$-Wl,-L`
     /// is not).
     pub fn clang_config(self, frontend: bool) -> String {
         let mut text = format!(
             "# omptarget-indirect for clang {major}: loads the frontend plugin, which makes device compiles\n\
              # define what host code hands to device code (indirect functions, vtables), and the pass plugin\n\
-             # into the device compiles (every -O level, -foffload-lto too), so that indirect calls in device\n\
-             # code reach the device copies.\n",
+             # (every -O level, -foffload-lto too): in device compiles indirect calls then reach the device\n\
+             # copies, host compiles record where their vtables are (stripped and hidden ones included).\n",
             major = self.major,
         );
         if frontend {
@@ -356,7 +356,7 @@ impl Llvm {
                  # indirect`, need it: docs/frontend.md.)\n",
             );
         }
-        text.push_str(&format!("-Xarch_device -fpass-plugin=<CFGDIR>/../../lib/{}\n", self.pass_plugin_file));
+        text.push_str(&format!("-fpass-plugin=<CFGDIR>/../../lib/{}\n", self.pass_plugin_file));
         if !self.config_links {
             text.push_str(&format!(
                 "# clang {} cannot hold link-only options here: link with -L<prefix>/lib -lomptarget-indirect.\n",

@@ -169,7 +169,7 @@ impl<'a> Toolchain<'a> {
         }
     }
 
-    /// The flag that loads the pass plugin into the device compiles: the dist tree's
+    /// The flag that loads the pass plugin (and the frontend plugin) into every compile: the dist tree's
     /// configuration file for this release, as users are told to pass it.
     pub fn pass_plugin_args(&self) -> Vec<OsString> {
         vec![prefixed("--config=", &self.dist.clang_config(self.llvm))]
@@ -221,7 +221,7 @@ impl<'a> Toolchain<'a> {
     /// configuration file (which also loads the frontend plugin): the negative control of the
     /// programs that need the frontend plugin.
     pub fn pass_plugin_only_args(&self) -> Vec<OsString> {
-        vec!["-Xarch_device".into(), prefixed("-fpass-plugin=", &self.dist.pass_plugin(self.llvm))]
+        vec![prefixed("-fpass-plugin=", &self.dist.pass_plugin(self.llvm))]
     }
 
     /// The pass plugin the configuration file loads.

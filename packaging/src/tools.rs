@@ -33,6 +33,8 @@ pub struct Tools {
     pub llvm_objdump: PathBuf,
     /// `llvm-ar-19`: writes the static libraries.
     pub llvm_ar: PathBuf,
+    /// `llvm-strip-19`: strips executables and shared libraries as release installs do.
+    pub llvm_strip: PathBuf,
     /// `llvm-link-19`: links the GPU bundle's kernels with the device runtime's bitcode.
     pub llvm_link: PathBuf,
     /// `llvm-extract-19`: takes LLVM's lookup out of its DeviceRTL bitcode.
@@ -172,6 +174,7 @@ impl Tools {
             llvm_readelf: path("llvm-readelf-19"),
             llvm_objdump: path("llvm-objdump-19"),
             llvm_ar: path("llvm-ar-19"),
+            llvm_strip: path("llvm-strip-19"),
             llvm_link: path("llvm-link-19"),
             llvm_extract: path("llvm-extract-19"),
             opt: path("opt-19"),

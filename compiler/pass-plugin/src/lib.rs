@@ -5,10 +5,11 @@
 //! indirect call, so a pointer that reached the device as data (mapped, in an array, in a struct)
 //! still holds the *host* address. This plugin rewrites, in device modules only, every such call
 //! into `__kmpc_target_translate_fptr(fp)` followed by a call of the result ([`rewrite`]); the
-//! device library then maps host addresses to device addresses.
+//! device library then maps host addresses to device addresses. In host modules it records where
+//! the module's vtables are ([`host_vtables`]), which the host side pairs with the device's.
 //!
 //! ```sh
-//! clang-19 -fopenmp --offload-arch=sm_90 -Xarch_device -fpass-plugin=libomptarget-indirect-pass.so ...
+//! clang-19 -fopenmp --offload-arch=sm_90 -fpass-plugin=libomptarget-indirect-pass.so ...
 //! ```
 //!
 //! The C++ registration shim (`src/shim.cpp`) adds the pass at the pipeline start and after the
@@ -17,6 +18,8 @@
 pub mod dynamic_casts;
 pub mod fortran;
 pub mod host_only;
+pub mod host_vtables;
+pub mod image_anchor;
 pub mod llvm;
 pub mod llvm_lookups;
 pub mod loop_cache;

@@ -2,6 +2,7 @@
 //! ([`Pass`]), what a run did ([`Summary`]), and the IR questions several parts ask.
 
 use std::collections::HashSet;
+use std::ffi::CStr;
 
 use crate::llvm::core::*;
 use crate::llvm::debuginfo::LLVMInstructionGetDebugLoc;
@@ -69,6 +70,11 @@ pub struct Summary {
     /// Host module: indirect offload entries added for Fortran procedures named through the
     /// `omptarget_indirect` module ([`crate::fortran`]).
     pub fortran_entries: usize,
+    /// Host module: vtables recorded in [`omptarget_indirect_abi::HOST_VTABLES_SECTION`]
+    /// ([`crate::host_vtables`]).
+    pub host_vtables: usize,
+    /// Device module: the image anchor was defined ([`crate::image_anchor`]).
+    pub image_anchor: bool,
 }
 
 /// What a translation translates.
@@ -116,6 +122,8 @@ impl Summary {
             || self.host_only_stubs > 0
             || self.dynamic_casts > 0
             || self.fortran_entries > 0
+            || self.host_vtables > 0
+            || self.image_anchor
             || self.cached > 0
             || self.guarded > 0
     }
@@ -480,12 +488,29 @@ pub(crate) unsafe fn value_name(value: LLVMValueRef) -> Option<String> {
 /// Appends `globals` to `llvm.compiler.used` (which keeps a global through optimization and
 /// linking without making it a root of the program), creating it if the module has none.
 pub(crate) unsafe fn keep(module: LLVMModuleRef, context: LLVMContextRef, globals: &[LLVMValueRef]) {
+    // SAFETY: the caller's precondition, passed on.
+    unsafe { append_to_used(module, context, c"llvm.compiler.used", globals) }
+}
+
+/// Appends `globals` to `llvm.used`, which also keeps them through the linker's garbage
+/// collection of sections (ELF: `SHF_GNU_RETAIN`).
+pub(crate) unsafe fn keep_in_links(module: LLVMModuleRef, context: LLVMContextRef, globals: &[LLVMValueRef]) {
+    // SAFETY: the caller's precondition, passed on.
+    unsafe { append_to_used(module, context, c"llvm.used", globals) }
+}
+
+unsafe fn append_to_used(
+    module: LLVMModuleRef,
+    context: LLVMContextRef,
+    list: &CStr,
+    globals: &[LLVMValueRef],
+) {
     // SAFETY: the old array's elements are read before it is deleted; the new one has the same
-    // name, linkage and section, as LLVM's own appendToCompilerUsed makes it.
+    // name, linkage and section, as LLVM's own appendToUsed and appendToCompilerUsed make it.
     unsafe {
         let generic = LLVMPointerTypeInContext(context, 0);
         let mut elements = Vec::new();
-        let old = LLVMGetNamedGlobal(module, c"llvm.compiler.used".as_ptr());
+        let old = LLVMGetNamedGlobal(module, list.as_ptr());
         if !old.is_null() {
             let init = LLVMGetInitializer(old);
             if !init.is_null() {
@@ -496,7 +521,7 @@ pub(crate) unsafe fn keep(module: LLVMModuleRef, context: LLVMContextRef, global
         }
         elements.extend(globals.iter().map(|&g| LLVMConstPointerCast(g, generic)));
         let array = LLVMConstArray2(generic, elements.as_mut_ptr(), elements.len() as u64);
-        let used = LLVMAddGlobal(module, LLVMTypeOf(array), c"llvm.compiler.used".as_ptr());
+        let used = LLVMAddGlobal(module, LLVMTypeOf(array), list.as_ptr());
         LLVMSetInitializer(used, array);
         LLVMSetLinkage(used, LLVMLinkage::LLVMAppendingLinkage);
         LLVMSetSection(used, c"llvm.metadata".as_ptr());

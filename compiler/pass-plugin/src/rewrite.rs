@@ -3,7 +3,8 @@
 //!
 //! - Only device modules (module flag `openmp-device`: nvptx64, amdgcn and the x86_64
 //!   host-offload device); in the host module only Fortran's `omptarget_indirect` holders get
-//!   their indirect offload entries ([`crate::fortran`]).
+//!   their indirect offload entries ([`crate::fortran`]) and the vtables are recorded
+//!   ([`crate::host_vtables`]).
 //! - An indirect call is a call or invoke whose callee is not a known function: not a function,
 //!   an alias, inline asm, null or undef (intrinsics are functions). Its callee operand is
 //!   replaced in place, so it keeps its attributes, calling convention, operand bundles and
@@ -72,8 +73,14 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
     unsafe {
         let mut summary = Summary::default();
         if !is_device_module(module) {
-            if phase == Phase::PipelineStart {
-                summary.fortran_entries = crate::fortran::add_indirect_entries(module);
+            match phase {
+                Phase::PipelineStart => {
+                    summary.fortran_entries = crate::fortran::add_indirect_entries(module)
+                }
+                // After the optimizer: only the vtables the object file will define.
+                Phase::OptimizerLast => {
+                    summary.host_vtables = crate::host_vtables::record_host_vtables(module)
+                }
             }
             return summary;
         }
@@ -97,6 +104,7 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
         }
         if phase == Phase::PipelineStart {
             pass.adopt_llvm_lookups();
+            pass.summary.image_anchor = crate::image_anchor::define_in_device(module);
             pass.export_vtable_words();
             pass.route_dynamic_casts();
         }

@@ -95,26 +95,7 @@ impl Pass<'_> {
     pub(crate) unsafe fn export_vtable_words(&mut self) {
         // SAFETY: globals of the module; new globals are added after the walk.
         unsafe {
-            let layout = LLVMGetModuleDataLayout(self.module);
-            let mut vtables = Vec::new();
-            let mut global = LLVMGetFirstGlobal(self.module);
-            while !global.is_null() {
-                let name = value_name_bytes(global).unwrap_or_default();
-                let linkage = LLVMGetLinkage(global);
-                if (name.starts_with(b"_ZTV") || name.starts_with(b"_ZTC"))
-                    && LLVMIsDeclaration(global) == 0
-                    && !matches!(
-                        linkage,
-                        LLVMLinkage::LLVMInternalLinkage
-                            | LLVMLinkage::LLVMPrivateLinkage
-                            | LLVMLinkage::LLVMAvailableExternallyLinkage
-                    )
-                {
-                    let size = LLVMABISizeOfType(layout, LLVMGlobalGetValueType(global));
-                    vtables.push((global, String::from_utf8_lossy(name).into_owned(), size));
-                }
-                global = LLVMGetNextGlobal(global);
-            }
+            let vtables = defined_vtables(self.module);
             let i8_type = LLVMInt8TypeInContext(self.context);
             let i64_type = LLVMInt64TypeInContext(self.context);
             let mut defined = Vec::new();
@@ -151,6 +132,37 @@ impl Pass<'_> {
             self.summary.vtable_words += defined.len();
             keep(self.module, self.context, &defined);
         }
+    }
+}
+
+/// Every vtable and construction vtable (`_ZTV*`, `_ZTC*`) `module` defines with external
+/// linkage, as `(global, symbol, size in bytes)`: the ones another module may pair by name.
+/// Vtables of classes with internal linkage (anonymous namespaces, local classes) are left out:
+/// two units may each define one of the same name.
+pub(crate) unsafe fn defined_vtables(module: LLVMModuleRef) -> Vec<(LLVMValueRef, String, u64)> {
+    // SAFETY: reads of the globals of a valid module (the caller's precondition).
+    unsafe {
+        let layout = LLVMGetModuleDataLayout(module);
+        let mut vtables = Vec::new();
+        let mut global = LLVMGetFirstGlobal(module);
+        while !global.is_null() {
+            let name = value_name_bytes(global).unwrap_or_default();
+            let linkage = LLVMGetLinkage(global);
+            if (name.starts_with(b"_ZTV") || name.starts_with(b"_ZTC"))
+                && LLVMIsDeclaration(global) == 0
+                && !matches!(
+                    linkage,
+                    LLVMLinkage::LLVMInternalLinkage
+                        | LLVMLinkage::LLVMPrivateLinkage
+                        | LLVMLinkage::LLVMAvailableExternallyLinkage
+                )
+            {
+                let size = LLVMABISizeOfType(layout, LLVMGlobalGetValueType(global));
+                vtables.push((global, String::from_utf8_lossy(name).into_owned(), size));
+            }
+            global = LLVMGetNextGlobal(global);
+        }
+        vtables
     }
 }
 

@@ -5,15 +5,17 @@
 //!
 //! The device side names its words: the pass plugin defines, per word, a global
 //! `omptarget_indirect_abi::VTABLE_WORD_PREFIX<k>_<vtable>` holding the word's device address.
-//! The host side is found by name among the symbols of the loaded objects of the process (the
-//! executable's and each library's `.symtab`, else their dynamic symbols), device images left out.
-//! What that cannot see: a stripped executable's vtables (a non-exported vtable is in `.symtab`
-//! only), and vtables of classes with internal linkage (the pass exports none).
+//! The host side is found by name among the loaded objects of the process, device images left
+//! out: in the records the pass plugin's host compiles leave in each object
+//! ([`omptarget_indirect_abi::HOST_VTABLES_SECTION`]: stripped executables, hidden visibility),
+//! and among their symbols (the executable's and each library's `.symtab`, else their dynamic
+//! symbols: objects compiled without the pass plugin). What neither can see: vtables of classes
+//! with internal linkage (the pass exports none).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{c_int, c_void, CStr};
 
-use omptarget_indirect_abi::vtable_word;
+use omptarget_indirect_abi::{host_vtables, vtable_word, HOST_VTABLES_SECTION};
 
 /// Environment variable that, set to `0` or `off`, leaves the images' vtables out of the map (the
 /// plugins) and out of the registered entries (`libomptarget-indirect-register.so`): virtual calls
@@ -61,28 +63,41 @@ pub fn device_words(image: &[u8]) -> Vec<DeviceWord> {
 /// process except device images. A vtable may have several (a class with inline virtual
 /// functions has a copy in each object that uses it): each is a key of the map.
 pub fn host_definitions(vtables: &BTreeSet<&str>) -> BTreeMap<String, Vec<(u64, u64)>> {
-    use object::{Object as _, ObjectSymbol, SymbolKind};
+    use object::{Object as _, ObjectSection as _, ObjectSymbol, SymbolKind};
     let mut found: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
     if vtables.is_empty() {
         return found;
     }
-    for (path, base) in loaded_objects() {
+    let mut add = |name: &str, definition: (u64, u64)| {
+        let all = found.entry(name.to_string()).or_default();
+        if !all.contains(&definition) {
+            all.push(definition);
+        }
+    };
+    for object in loaded_objects() {
         // Mapped, not read: of a large library (libLLVM, 140 MB) only the headers and the symbol
         // tables are touched.
-        let Some(data) = MappedFile::open(&path) else { continue };
+        let Some(data) = MappedFile::open(&object.path) else { continue };
         let Ok(file) = object::File::parse(data.bytes()) else { continue };
         // The loader's base is the bias of a position-independent object and 0 for a
         // fixed-address executable.
+        let base = object.base;
+        if let Some(section) = file.section_by_name(HOST_VTABLES_SECTION) {
+            let start = base.wrapping_add(section.address());
+            // Read where the loader put it (the addresses relocated), if it lies in one of the
+            // object's loaded segments: a file replaced on disk since it was loaded is not trusted.
+            if let Some(records) = object.loaded_bytes(start, section.size()) {
+                for vtable in host_vtables(records).filter(|v| vtables.contains(v.name)) {
+                    add(vtable.name, (vtable.address, vtable.size));
+                }
+            }
+        }
         for symbol in file.symbols().chain(file.dynamic_symbols()) {
             let Ok(name) = symbol.name() else { continue };
             if !symbol.is_definition() || symbol.kind() != SymbolKind::Data || !vtables.contains(name) {
                 continue;
             }
-            let definition = (base.wrapping_add(symbol.address()), symbol.size());
-            let all = found.entry(name.to_string()).or_default();
-            if !all.contains(&definition) {
-                all.push(definition);
-            }
+            add(name, (base.wrapping_add(symbol.address()), symbol.size()));
         }
     }
     found
@@ -132,12 +147,35 @@ fn is_device_image(path: &str) -> bool {
     path.starts_with("/proc/self/fd/") || path.starts_with("/memfd:")
 }
 
-/// `(file, load base)` of every loaded object of the process but the vDSO and device images;
-/// the executable as `/proc/self/exe`.
-fn loaded_objects() -> Vec<(String, u64)> {
+/// A loaded object of the process: its file, load base and loaded segments.
+struct LoadedObject {
+    /// Its file (`/proc/self/exe` for the executable).
+    path: String,
+    /// The loader's bias.
+    base: u64,
+    /// `[start, end)` in memory of each `PT_LOAD` segment, readable while the object is loaded.
+    segments: Vec<(u64, u64)>,
+}
+
+impl LoadedObject {
+    /// The `len` bytes at `start` in memory, if they lie within one of the object's loaded
+    /// segments; None otherwise.
+    fn loaded_bytes(&self, start: u64, len: u64) -> Option<&[u8]> {
+        let end = start.checked_add(len)?;
+        self.segments.iter().find(|&&(from, to)| from <= start && end <= to)?;
+        // SAFETY: within a PT_LOAD segment the loader mapped (readable: the dynamic loader maps
+        // every loaded segment readable on x86_64) and that stays mapped while the object is
+        // loaded; the plugins call this while loading an image, when no object is being unloaded.
+        Some(unsafe { std::slice::from_raw_parts(start as usize as *const u8, usize::try_from(len).ok()?) })
+    }
+}
+
+/// Every loaded object of the process but the vDSO and device images; the executable as
+/// `/proc/self/exe`.
+fn loaded_objects() -> Vec<LoadedObject> {
     unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
         // SAFETY: dl_iterate_phdr passes a valid info and the vector given below.
-        let (info, found) = unsafe { (&*info, &mut *(data as *mut Vec<(String, u64)>)) };
+        let (info, found) = unsafe { (&*info, &mut *(data as *mut Vec<LoadedObject>)) };
         // SAFETY: a non-null dlpi_name is a NUL-terminated string of the loader's.
         let name = if info.dlpi_name.is_null() {
             String::new()
@@ -147,14 +185,26 @@ fn loaded_objects() -> Vec<(String, u64)> {
         };
         let path = if found.is_empty() { "/proc/self/exe".to_string() } else { name };
         if !path.is_empty() && !path.starts_with("linux-vdso") && !is_device_image(&path) {
-            found.push((path, info.dlpi_addr));
+            let headers: &[libc::Elf64_Phdr] = if info.dlpi_phdr.is_null() {
+                &[]
+            } else {
+                // SAFETY: the loader's program headers of this object, `dlpi_phnum` of them.
+                unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) }
+            };
+            let base = info.dlpi_addr;
+            let segments = headers
+                .iter()
+                .filter(|h| h.p_type == libc::PT_LOAD)
+                .map(|h| (base.wrapping_add(h.p_vaddr), base.wrapping_add(h.p_vaddr).wrapping_add(h.p_memsz)))
+                .collect();
+            found.push(LoadedObject { path, base, segments });
         }
         0
     }
-    let mut found: Vec<(String, u64)> = Vec::new();
+    let mut found: Vec<LoadedObject> = Vec::new();
     // SAFETY: `each` matches the callback type and only reads what the loader hands it; the first
     // object it is given is the executable.
-    unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Vec<(String, u64)> as *mut c_void) };
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Vec<LoadedObject> as *mut c_void) };
     found
 }
 
@@ -167,7 +217,17 @@ mod tests {
         assert!(is_device_image("/proc/self/fd/7"));
         assert!(is_device_image("/memfd:omptarget-image (deleted)"));
         assert!(!is_device_image("/usr/lib/x86_64-linux-gnu/libstdc++.so.6"));
-        assert!(!loaded_objects().iter().any(|(p, _)| is_device_image(p)));
-        assert_eq!(loaded_objects().first().map(|(p, _)| p.as_str()), Some("/proc/self/exe"));
+        assert!(!loaded_objects().iter().any(|o| is_device_image(&o.path)));
+        assert_eq!(loaded_objects().first().map(|o| o.path.as_str()), Some("/proc/self/exe"));
+    }
+
+    #[test]
+    fn only_bytes_within_loaded_segments_are_read() {
+        let executable = loaded_objects().remove(0);
+        let &(start, end) = executable.segments.first().expect("the executable has a loaded segment");
+        assert!(executable.loaded_bytes(start, end - start).is_some());
+        assert!(executable.loaded_bytes(start, end - start + 1).is_none());
+        assert!(executable.loaded_bytes(u64::MAX - 4, 8).is_none());
+        assert!(executable.loaded_bytes(start.wrapping_sub(1), 2).is_none());
     }
 }

@@ -58,7 +58,15 @@ impl<B: Backend> Plugin<B> {
             );
             return Ok(());
         }
-        let pairs: Vec<FptrMapEntry> = state.images.iter().flat_map(|i| i.indirect.iter().copied()).collect();
+        // A key an earlier image pairs keeps that image's device address: two images may each
+        // define a copy of the same inline function or vtable (a class with no key function in a
+        // library and in the program), equal by the ODR. Within one image a key pairs once.
+        let mut earlier = std::collections::HashSet::new();
+        let mut pairs: Vec<FptrMapEntry> = Vec::new();
+        for image in &state.images {
+            pairs.extend(image.indirect.iter().filter(|pair| !earlier.contains(&pair.host_ptr)));
+            earlier.extend(image.indirect.iter().map(|pair| pair.host_ptr));
+        }
         let table = FptrTable::from_pairs(pairs)?;
         self.install(device, state, &table)
     }

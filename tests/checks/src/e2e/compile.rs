@@ -42,8 +42,15 @@ pub fn build_as(
         .map(|u| sources.join(u.source))
         .collect();
     inputs.extend(
-        ["check.h", "indirect_check.h", "device_copy.h", "library_objects.h", "host_scene.h"]
-            .map(|h| sources.join(h)),
+        [
+            "check.h",
+            "indirect_check.h",
+            "device_copy.h",
+            "library_objects.h",
+            "host_scene.h",
+            "class_library.h",
+        ]
+        .map(|h| sources.join(h)),
     );
     inputs.extend([toolchain.dist().fat_lib(), toolchain.libomptarget()]);
     if program.unmodified {
@@ -130,6 +137,14 @@ pub fn build_as(
         link.arg("-L").arg(&out).arg(format!("-l{name}")).arg(format!("-Wl,-rpath,{}", out.display()));
     }
     cmd::output(link.args(&link_args).arg("-o").arg(&exe))?;
+    if program.stripped {
+        let mut strip = Command::new(&toolchain.tools().llvm_strip);
+        strip.arg("--strip-all").arg(&exe);
+        if !program.shared_library.is_empty() {
+            strip.arg(out.join(format!("lib{}_shared.so", program.name)));
+        }
+        cmd::output(&mut strip)?;
+    }
     check_needs(&exe, toolchain.libomptarget_soname())?;
     Ok(exe)
 }

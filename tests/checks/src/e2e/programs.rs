@@ -67,6 +67,9 @@ pub struct Program {
     /// What its x86_64 device image may need that no GPU provides, because the code that needs
     /// it is compiled for x86_64 only (`#if`): [`expect_gpu_linkable`](super::expect_gpu_linkable) lets these through.
     pub x86_64_only_symbols: &'static [&'static str],
+    /// The executable and its shared library are stripped after linking (`llvm-strip`, as release
+    /// installs do): no `.symtab` is left to find the host's vtables by name.
+    pub stripped: bool,
 }
 
 impl Program {
@@ -90,6 +93,7 @@ impl Program {
         gpu_flags: &[],
         on_gpus_with_pageable_memory: false,
         x86_64_only_symbols: &[],
+        stripped: false,
     };
 
     /// Whether it runs with `llvm`'s toolchain: Fortran needs the release's flang
@@ -181,6 +185,11 @@ impl Build {
         }
     }
 }
+
+/// The name `class_library_main.cpp` reports under, per program built from it.
+const CLASS_LIBRARY_HIDDEN: &str = "-DPROGRAM_NAME=\"class_library_hidden\"";
+const CLASS_LIBRARY_STRIPPED: &str = "-DPROGRAM_NAME=\"class_library_stripped\"";
+const CLASS_LIBRARY_SHARED: &str = "-DPROGRAM_NAME=\"class_library_shared\"";
 
 /// Every program, in the order of the end-to-end issue's list.
 pub const PROGRAMS: &[Program] = &[
@@ -322,6 +331,59 @@ pub const PROGRAMS: &[Program] = &[
         on_gpus: false,
         on_gpus_with_pageable_memory: true,
         frontend: FrontendControl::StrictStop,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "class_library",
+        about: "frontend plugin: a class library with no OpenMP in it (pure virtual base, inline virtual functions, \
+                key functions in its own unit, two dynamic bases, a class template), objects placement-new'ed by the \
+                library into a mapped arena, virtual calls through base pointers in the program's one target region",
+        units: &[unit("class_library_main.cpp"), unit("class_library.cpp")],
+        host_vtables: true,
+        unmodified: true,
+        frontend: FrontendControl::StrictStop,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "class_library_hidden",
+        about: "frontend plugin: the class library, every unit compiled with -fvisibility=hidden",
+        units: &[
+            Unit { source: "class_library_main.cpp", flags: &["-fvisibility=hidden", CLASS_LIBRARY_HIDDEN] },
+            Unit { source: "class_library.cpp", flags: &["-fvisibility=hidden"] },
+        ],
+        host_vtables: true,
+        unmodified: true,
+        frontend: FrontendControl::StrictStop,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "class_library_stripped",
+        about: "frontend plugin: the class library, the executable stripped after linking (no .symtab: the host's \
+                vtables are found through the records its host compiles left)",
+        units: &[Unit { source: "class_library_main.cpp", flags: &[CLASS_LIBRARY_STRIPPED] }, unit("class_library.cpp")],
+        host_vtables: true,
+        unmodified: true,
+        frontend: FrontendControl::StrictStop,
+        stripped: true,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "class_library_shared",
+        about: "frontend plugin: the class library as a shared library with its own device image, built with \
+                -fvisibility=hidden and stripped with the executable",
+        units: &[Unit { source: "class_library_main.cpp", flags: &[CLASS_LIBRARY_SHARED] }],
+        shared_library: &[Unit { source: "class_library.cpp", flags: &["-fvisibility=hidden"] }],
+        host_vtables: true,
+        unmodified: true,
+        frontend: FrontendControl::StrictStop,
+        stripped: true,
+        on_gpus: false,
+        // A stock libomptarget builds one table per image: the program's image has none of the
+        // vtables whose key functions the library defines (docs/virtual.md).
+        project_plugins_only: true,
+        // The program's own Dot and Polygon name Shape's type_info, which the library's image
+        // defines (x86_64 device code has RTTI; GPU device code has none).
+        x86_64_only_symbols: &["_ZTI5Shape"],
         ..Program::DEFAULT
     },
     Program {

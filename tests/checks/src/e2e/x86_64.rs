@@ -397,14 +397,22 @@ fn expect_strict_stop(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: 
         "negative control on the strict device: {what}, {} exited with {code}:\n{output}",
         exe.display()
     );
-    // "call of host function `f` at 0x...", "read of host variable `v`+0x10 at 0x...".
-    let touched = line
-        .strip_prefix("omptarget-indirect strict: ")
-        .and_then(|rest| rest.split_once(" at 0x"))
+    // "call of host function `f` at 0x...", "read of host variable `v`+0x10 at 0x...", or in a
+    // stripped object, which names no symbol: "read of host address 0x... in /path/object by ...".
+    let rest = line.strip_prefix("omptarget-indirect strict: ").unwrap_or_default();
+    let named = rest
+        .split_once(" at 0x")
         .map(|(touched, _)| touched.to_string())
-        .filter(|t| t.contains("of host function `") || t.contains("of host variable `"))
-        .with_context(|| format!("{what}: the strict line names no host function or variable: {line}"))?;
-    Ok(touched)
+        .filter(|t| t.contains("of host function `") || t.contains("of host variable `"));
+    let unnamed = || {
+        let (access, rest) = rest.split_once(" of host address 0x")?;
+        let (_, object) = rest.split_once(" in ")?;
+        let object = object.split(" by ").next()?.rsplit('/').next()?;
+        Some(format!("{access} of host address in {object} (stripped: no symbol to name)"))
+    };
+    named.or_else(unnamed).with_context(|| {
+        format!("{what}: the strict line names no host function, variable or object: {line}")
+    })
 }
 
 /// `tests/e2e/strict.c`'s modes that touch the host program from device code (a host global

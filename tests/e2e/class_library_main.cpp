@@ -1,0 +1,64 @@
+// A first offload port of a program that uses a class library with no OpenMP in it
+// (class_library.h, class_library.cpp): the host builds the objects into one byte arena, which is
+// mapped as a whole; the one target region forms base pointers from offsets and calls virtual
+// functions. Every result must equal the host's, and each name must come from the device's copy
+// of the library (a string of the device image: its address differs from the host's, which a
+// host copy of `name` would return).
+#include <string.h>
+
+#include "check.h"
+#include "class_library.h"
+
+#ifndef PROGRAM_NAME
+#define PROGRAM_NAME "class_library"
+#endif
+
+enum { ARENA = 1024, NAME = 16 };
+
+struct Result {
+  double area;
+  int corners;
+  int label;
+  const char *name;
+  char text[NAME];
+};
+
+int main() {
+  alignas(16) static unsigned char arena[ARENA];
+  size_t offsets[LIBRARY_SHAPES];
+  int tile = -1;
+  int count = build_shapes(arena, ARENA, offsets, &tile);
+  EXPECT(count == LIBRARY_SHAPES && tile >= 0, "the shapes do not fit the arena");
+  if (count != LIBRARY_SHAPES || tile < 0)
+    return finish(PROGRAM_NAME);
+
+  static Result results[LIBRARY_SHAPES];
+#pragma omp target map(to : arena, offsets) map(from : results)
+  for (int i = 0; i < LIBRARY_SHAPES; i++) {
+    const Shape *shape = reinterpret_cast<const Shape *>(arena + offsets[i]);
+    Result &r = results[i];
+    r.area = shape->area();
+    r.corners = shape->corners();
+    r.name = shape->name();
+    int n = 0;
+    for (; n < NAME - 1 && r.name[n]; n++)
+      r.text[n] = r.name[n];
+    r.text[n] = 0;
+    const Labelled *labelled = i == tile ? static_cast<const Labelled *>(static_cast<const Tile *>(shape)) : nullptr;
+    r.label = labelled ? labelled->label() : -1;
+  }
+
+  for (int i = 0; i < LIBRARY_SHAPES; i++) {
+    const Shape *shape = reinterpret_cast<const Shape *>(arena + offsets[i]);
+    const Result &r = results[i];
+    EXPECT(r.area == shape->area(), "shape %d (%s): area %g, host %g", i, shape->name(), r.area, shape->area());
+    EXPECT(r.corners == shape->corners(), "shape %d (%s): %d corners, host %d", i, shape->name(), r.corners,
+           shape->corners());
+    EXPECT(strcmp(r.text, shape->name()) == 0, "shape %d: name \"%s\", host \"%s\"", i, r.text, shape->name());
+    EXPECT(r.name != shape->name(), "shape %d (%s): the name is the host's string: a host copy of name() ran", i,
+           shape->name());
+    int label = i == tile ? static_cast<const Labelled *>(static_cast<const Tile *>(shape))->label() : -1;
+    EXPECT(r.label == label, "shape %d (%s): label %d, host %d", i, shape->name(), r.label, label);
+  }
+  return finish(PROGRAM_NAME);
+}
