@@ -224,6 +224,17 @@ impl<'a> Toolchain<'a> {
         vec![prefixed("-fpass-plugin=", &self.dist.pass_plugin(self.llvm))]
     }
 
+    /// The flags of a build whose host compiles record no vtables: both plugins loaded directly,
+    /// the pass plugin into the device compiles alone (`-Xarch_device`): the negative control of
+    /// the programs whose host vtables only those records find (stripped).
+    pub fn device_only_pass_plugin_args(&self) -> Vec<OsString> {
+        vec![
+            prefixed("-fplugin=", &self.dist.frontend_plugin(self.llvm)),
+            "-Xarch_device".into(),
+            prefixed("-fpass-plugin=", &self.dist.pass_plugin(self.llvm)),
+        ]
+    }
+
     /// The pass plugin the configuration file loads.
     pub fn pass_plugin(&self) -> PathBuf {
         self.dist.pass_plugin(self.llvm)

@@ -66,6 +66,7 @@ pub fn build_as(
     std::fs::create_dir_all(&out)?;
     let with_plugin = program.unmodified && how != Build::WithoutPassPlugin;
     let pass_plugin_only = how == Build::WithoutFrontendPlugin;
+    let device_only = how == Build::WithoutHostRecords;
     // Each unit's flags: its language's offload flags and configuration file.
     let flags_for = |source: &str| -> Vec<OsString> {
         let mut flags: Vec<OsString> = toolchain.offload_args_for(target, source);
@@ -83,6 +84,8 @@ pub fn build_as(
         }
         if pass_plugin_only {
             flags.extend(toolchain.pass_plugin_only_args());
+        } else if device_only {
+            flags.extend(toolchain.device_only_pass_plugin_args());
         } else if with_plugin {
             flags.extend(toolchain.pass_plugin_args_for(source));
         }
@@ -105,7 +108,7 @@ pub fn build_as(
         Ok(object)
     };
     let compile = |u: &Unit| compile_as(u, false);
-    let mut link_args = if with_plugin && !pass_plugin_only {
+    let mut link_args = if with_plugin && !pass_plugin_only && !device_only {
         toolchain.link_args_with_config()
     } else {
         toolchain.link_args()

@@ -160,14 +160,19 @@ pub enum Build {
     /// `-O2` with the pass plugin alone (loaded directly, no configuration file): the negative
     /// control of a program that needs the frontend plugin.
     WithoutFrontendPlugin,
+    /// `-O2` with both plugins, the pass plugin in device compiles only: host compiles record no
+    /// vtables (the negative control of a [`Program::stripped`] program).
+    WithoutHostRecords,
 }
 
 impl Build {
     pub(super) fn flags(self) -> &'static [&'static str] {
         match self {
-            Build::O2 | Build::WithoutPassPlugin | Build::WithoutNaming | Build::WithoutFrontendPlugin => {
-                &["-O2"]
-            }
+            Build::O2
+            | Build::WithoutPassPlugin
+            | Build::WithoutNaming
+            | Build::WithoutFrontendPlugin
+            | Build::WithoutHostRecords => &["-O2"],
             Build::O0 => &["-O0"],
             Build::OffloadLto => &["-O2", "-foffload-lto"],
         }
@@ -182,6 +187,7 @@ impl Build {
             Build::WithoutPassPlugin => "without-pass-plugin",
             Build::WithoutNaming => "without-naming",
             Build::WithoutFrontendPlugin => "without-frontend-plugin",
+            Build::WithoutHostRecords => "without-host-records",
         }
     }
 }

@@ -200,6 +200,15 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
         }
     }
     detail.push_str(&frontend_controls(workspace, toolchain, program)?);
+    if program.stripped {
+        let what = "built without the host compiles' vtable records";
+        let control = build_as(workspace, toolchain, &target, program, Build::WithoutHostRecords)?;
+        let failed = expect_failure(toolchain, &control, MapSetup::Indexed, what)?;
+        let stopped = expect_strict_stop(toolchain, &control, MapSetup::Indexed, what)?;
+        detail.push_str(&format!(
+            "; {what}: {failed} checks fail, and the strict device stops it at the {stopped} (negative controls)"
+        ));
+    }
     if !program.without_naming.is_empty() {
         let control = build_as(workspace, toolchain, &target, program, Build::WithoutNaming)?;
         let what = "compiled without naming its procedures";
