@@ -1,7 +1,9 @@
 //===- omptarget_indirect_frontend.cpp - what the device module must define ------------------===//
 //
-// A clang frontend plugin (clang 19 and 22), loaded by the configuration files with -fplugin=.
-// It runs beside code generation in every compile and acts in OpenMP device compiles only.
+// A clang frontend plugin (clang 19 to 23), loaded by the configuration files with -fplugin=.
+// It runs beside code generation in every compile. In OpenMP host compiles it only annotates the
+// functions declared `indirect` (IndirectAnnotations: the pass plugin gives each its own offload
+// entry); the rest acts in OpenMP device compiles.
 //
 // clang emits on the device only what device code odr-uses. Two things that host code hands to
 // device code are then missing from the device module:
@@ -176,6 +178,60 @@ private:
   llvm::SmallPtrSet<const Decl *, 32> Seen;
   const NamedDecl *Found = nullptr;
   unsigned Depth = 0;
+};
+
+/// Whether `FD` is a definition of a function declared `indirect` for the device (any
+/// `device_type` but host).
+bool isIndirectDefinition(const FunctionDecl *FD) {
+  if (!FD || FD->isDependentContext() || !FD->doesThisDeclarationHaveABody())
+    return false;
+  std::optional<OMPDeclareTargetDeclAttr *> Active = OMPDeclareTargetDeclAttr::getActiveAttr(FD);
+  return Active && (*Active)->getIndirect() &&
+         (*Active)->getDevType() != OMPDeclareTargetDeclAttr::DT_Host;
+}
+
+/// The annotation that tells the pass plugin, in host modules, which functions are indirect
+/// (`llvm.global.annotations`): it gives each its own offload entry.
+constexpr const char *IndirectAnnotation = "omptarget_indirect";
+
+/// Host compiles: annotates every function declared `indirect` that the file defines (template
+/// instantiations and overloads included). clang names an indirect function's offload entry
+/// after its declaration's name and line, so that every instantiation of a template, and every
+/// overload declared on one line, shares one name and the host keeps one entry of them; the pass
+/// plugin names each after its symbol instead, host and device alike, and adds the entries the
+/// host module lacks for the functions annotated here.
+class IndirectAnnotations final : public ASTConsumer {
+public:
+  explicit IndirectAnnotations(ASTContext &Context) : Context(Context) {}
+
+  bool HandleTopLevelDecl(DeclGroupRef Group) override {
+    for (Decl *D : Group)
+      visit(D);
+    return true;
+  }
+  void HandleInlineFunctionDefinition(FunctionDecl *FD) override { annotate(FD); }
+  void HandleCXXImplicitFunctionInstantiation(FunctionDecl *FD) override { annotate(FD); }
+
+private:
+  void visit(Decl *D) {
+    if (auto *FD = dyn_cast<FunctionDecl>(D)) {
+      annotate(FD);
+    } else if (isa<NamespaceDecl>(D) || isa<LinkageSpecDecl>(D) || isa<ExportDecl>(D)) {
+      for (Decl *Inner : cast<DeclContext>(D)->decls())
+        visit(Inner);
+    }
+  }
+
+  void annotate(FunctionDecl *FD) {
+    if (!isIndirectDefinition(FD))
+      return;
+    for (const AnnotateAttr *Annotation : FD->specific_attrs<AnnotateAttr>())
+      if (Annotation->getAnnotation() == IndirectAnnotation)
+        return;
+    FD->addAttr(AnnotateAttr::CreateImplicit(Context, IndirectAnnotation, nullptr, 0));
+  }
+
+  ASTContext &Context;
 };
 
 /// Whether `D` is declared in a system header (a library's, the C and C++ libraries included).
@@ -398,12 +454,7 @@ private:
   }
 
   void keepIfIndirect(FunctionDecl *FD) {
-    if (!isDeviceCompile() || !FD || FD->isDependentContext() || FD->hasAttr<UsedAttr>() ||
-        !FD->doesThisDeclarationHaveABody())
-      return;
-    std::optional<OMPDeclareTargetDeclAttr *> Active = OMPDeclareTargetDeclAttr::getActiveAttr(FD);
-    if (!Active || !(*Active)->getIndirect() ||
-        (*Active)->getDevType() == OMPDeclareTargetDeclAttr::DT_Host)
+    if (!isDeviceCompile() || !FD || FD->hasAttr<UsedAttr>() || !isIndirectDefinition(FD))
       return;
     FD->addAttr(UsedAttr::CreateImplicit(Context));
     remark(FD->getLocation(), KeptRemark) << qualified(FD);
@@ -564,9 +615,11 @@ private:
 class DeviceDefinitionsAction final : public PluginASTAction {
 protected:
   std::unique_ptr<ASTConsumer> CreateASTConsumer(CompilerInstance &CI, llvm::StringRef) override {
-    // Host compiles and C get a consumer that does nothing.
-    if (!CI.getLangOpts().OpenMP || !CI.getLangOpts().OpenMPIsTargetDevice)
+    // C and compiles without OpenMP get a consumer that does nothing.
+    if (!CI.getLangOpts().OpenMP)
       return std::make_unique<ASTConsumer>();
+    if (!CI.getLangOpts().OpenMPIsTargetDevice)
+      return std::make_unique<IndirectAnnotations>(CI.getASTContext());
     return std::make_unique<DeviceDefinitions>(CI, Policy);
   }
 

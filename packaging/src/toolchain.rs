@@ -224,9 +224,9 @@ impl<'a> Toolchain<'a> {
         vec![prefixed("-fpass-plugin=", &self.dist.pass_plugin(self.llvm))]
     }
 
-    /// The flags of a build whose host compiles record no vtables: both plugins loaded directly,
-    /// the pass plugin into the device compiles alone (`-Xarch_device`): the negative control of
-    /// the programs whose host vtables only those records find (stripped).
+    /// The flags of a build whose host compiles the pass plugin does not run in: both plugins
+    /// loaded directly, the pass plugin into the device compiles alone (`-Xarch_device`). The
+    /// negative control of what its host side does (vtable records, an entry per function).
     pub fn device_only_pass_plugin_args(&self) -> Vec<OsString> {
         vec![
             prefixed("-fplugin=", &self.dist.frontend_plugin(self.llvm)),

@@ -24,45 +24,14 @@ use std::ffi::CString;
 
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
+use crate::offload_entries::{offload_entries, Entry, INDIRECT};
 use crate::pass::{keep, value_name_bytes};
 
 /// The LLVM name flang gives the derived type `indirect` of module `omptarget_indirect`.
 pub const HOLDER_TYPE: &str = "_QMomptarget_indirectTindirect";
 
-/// `OMP_DECLARE_TARGET_INDIRECT`, the entry flag of an indirect function.
-const INDIRECT: u64 = 0x08;
-
 extern "C" {
     fn omptarget_indirect_error(module: LLVMModuleRef, message: *const u8);
-}
-
-/// Where the fields an entry is rewritten by lie in each entry layout.
-#[derive(Clone, Copy)]
-struct Layout {
-    address: u32,
-    flags: u32,
-}
-
-impl Layout {
-    /// LLVM 20+ (`{u64 reserved, u16 version, u16 kind, u32 flags, ptr address, ptr name, u64
-    /// size, u64 data, ptr aux}`), or LLVM 19 and older (`{ptr address, ptr name, u64 size, i32
-    /// flags, i32 reserved}`), told apart by the number of fields.
-    fn of(fields: u32) -> Option<Layout> {
-        match fields {
-            9 => Some(Layout { address: 4, flags: 3 }),
-            5 => Some(Layout { address: 0, flags: 3 }),
-            _ => None,
-        }
-    }
-}
-
-/// An offload entry of the module.
-struct Entry {
-    global: LLVMValueRef,
-    init: LLVMValueRef,
-    layout: Layout,
-    address: LLVMValueRef,
-    flags: u64,
 }
 
 /// Adds the indirect entries of the module's `omptarget_indirect` holders and reports holders
@@ -151,45 +120,6 @@ unsafe fn is_holder(global: LLVMValueRef) -> bool {
         name.strip_prefix(HOLDER_TYPE.as_bytes()).is_some_and(|rest| {
             rest.is_empty() || (rest[0] == b'.' && rest[1..].iter().all(u8::is_ascii_digit))
         })
-    }
-}
-
-/// The module's offload entries: constant globals in an offload entry section.
-unsafe fn offload_entries(module: LLVMModuleRef) -> Vec<Entry> {
-    // SAFETY: reads of the module's globals and their constant initializers.
-    unsafe {
-        let mut entries = Vec::new();
-        let mut global = LLVMGetFirstGlobal(module);
-        while !global.is_null() {
-            let section = LLVMGetSection(global);
-            let in_entries = !section.is_null()
-                && matches!(
-                    std::ffi::CStr::from_ptr(section).to_bytes(),
-                    b"llvm_offload_entries" | b"omp_offloading_entries"
-                );
-            let init = if in_entries { LLVMGetInitializer(global) } else { std::ptr::null_mut() };
-            if !init.is_null()
-                && LLVMGetTypeKind(LLVMTypeOf(init)) == crate::llvm::LLVMTypeKind::LLVMStructTypeKind
-            {
-                let layout = Layout::of(LLVMCountStructElementTypes(LLVMTypeOf(init)));
-                if let Some(layout) = layout {
-                    let flags = LLVMGetOperand(init, layout.flags);
-                    entries.push(Entry {
-                        global,
-                        init,
-                        layout,
-                        address: LLVMGetOperand(init, layout.address),
-                        flags: if LLVMIsAConstantInt(flags).is_null() {
-                            0
-                        } else {
-                            LLVMConstIntGetZExtValue(flags)
-                        },
-                    });
-                }
-            }
-            global = LLVMGetNextGlobal(global);
-        }
-        entries
     }
 }
 

@@ -16,6 +16,7 @@ use crate::llvm::comdat::{LLVMGetOrInsertComdat, LLVMSetComdat};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::{LLVMLinkage, LLVMUnnamedAddr, LLVMVisibility};
+use crate::offload_entries::{ENTRIES_SECTION, ENTRY_ALIGNMENT, ENTRY_NAMES_SECTION};
 use crate::pass::keep;
 
 /// Defines the anchor in a device module (weak, protected, zero, in `llvm.compiler.used`), unless
@@ -89,20 +90,6 @@ pub unsafe fn register_in_host(module: LLVMModuleRef) {
         keep(module, context, &[entry]);
     }
 }
-
-/// Where clang puts a host module's offload entries, and their names (LLVM 21+).
-#[cfg(feature = "llvm19")]
-const ENTRIES_SECTION: &std::ffi::CStr = c"omp_offloading_entries";
-#[cfg(feature = "llvm19")]
-const ENTRY_NAMES_SECTION: Option<&std::ffi::CStr> = None;
-#[cfg(feature = "llvm19")]
-const ENTRY_ALIGNMENT: u32 = 1;
-#[cfg(not(feature = "llvm19"))]
-const ENTRIES_SECTION: &std::ffi::CStr = c"llvm_offload_entries";
-#[cfg(not(feature = "llvm19"))]
-const ENTRY_NAMES_SECTION: Option<&std::ffi::CStr> = Some(c".llvm.rodata.offloading");
-#[cfg(not(feature = "llvm19"))]
-const ENTRY_ALIGNMENT: u32 = 8;
 
 /// The entry of a global variable of 8 bytes, as clang writes it: LLVM 19's `__tgt_offload_entry`
 /// `{ptr addr, ptr name, i64 size, i32 flags, i32 reserved}`.

@@ -73,6 +73,9 @@ pub struct Summary {
     /// Host module: vtables recorded in [`omptarget_indirect_abi::HOST_VTABLES_SECTION`]
     /// ([`crate::host_vtables`]).
     pub host_vtables: usize,
+    /// Entries of indirect functions named per function ([`crate::indirect_entries`]): host
+    /// entries renamed or added, device globals added.
+    pub indirect_entries: usize,
     /// Device module: the image anchor was defined ([`crate::image_anchor`]).
     pub image_anchor: bool,
 }
@@ -124,6 +127,7 @@ impl Summary {
             || self.fortran_entries > 0
             || self.host_vtables > 0
             || self.image_anchor
+            || self.indirect_entries > 0
             || self.cached > 0
             || self.guarded > 0
     }

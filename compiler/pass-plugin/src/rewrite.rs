@@ -75,7 +75,8 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
         if !is_device_module(module) {
             match phase {
                 Phase::PipelineStart => {
-                    summary.fortran_entries = crate::fortran::add_indirect_entries(module)
+                    summary.fortran_entries = crate::fortran::add_indirect_entries(module);
+                    summary.indirect_entries = crate::indirect_entries::name_host_entries(module);
                 }
                 // After the optimizer: only the vtables the object file will define.
                 Phase::OptimizerLast => {
@@ -105,6 +106,7 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
         if phase == Phase::PipelineStart {
             pass.adopt_llvm_lookups();
             pass.summary.image_anchor = crate::image_anchor::define_in_device(module);
+            pass.summary.indirect_entries = crate::indirect_entries::name_device_globals(module);
             pass.export_vtable_words();
             pass.route_dynamic_casts();
         }

@@ -66,7 +66,7 @@ pub fn build_as(
     std::fs::create_dir_all(&out)?;
     let with_plugin = program.unmodified && how != Build::WithoutPassPlugin;
     let pass_plugin_only = how == Build::WithoutFrontendPlugin;
-    let device_only = how == Build::WithoutHostRecords;
+    let device_only = how == Build::WithoutHostPass;
     // Each unit's flags: its language's offload flags and configuration file.
     let flags_for = |source: &str| -> Vec<OsString> {
         let mut flags: Vec<OsString> = toolchain.offload_args_for(target, source);

@@ -70,6 +70,10 @@ pub struct Program {
     /// The executable and its shared library are stripped after linking (`llvm-strip`, as release
     /// installs do): no `.symtab` is left to find the host's vtables by name.
     pub stripped: bool,
+    /// Needs the pass plugin in host compiles too (the vtable records of a stripped program, an
+    /// entry per instantiation or overload of an indirect function): built with it in device
+    /// compiles only, it must fail its checks and be stopped on the strict device.
+    pub needs_host_pass: bool,
 }
 
 impl Program {
@@ -94,6 +98,7 @@ impl Program {
         on_gpus_with_pageable_memory: false,
         x86_64_only_symbols: &[],
         stripped: false,
+        needs_host_pass: false,
     };
 
     /// Whether it runs with `llvm`'s toolchain: Fortran needs the release's flang
@@ -161,8 +166,8 @@ pub enum Build {
     /// control of a program that needs the frontend plugin.
     WithoutFrontendPlugin,
     /// `-O2` with both plugins, the pass plugin in device compiles only: host compiles record no
-    /// vtables (the negative control of a [`Program::stripped`] program).
-    WithoutHostRecords,
+    /// vtables and keep clang's entry names (the negative control of [`Program::needs_host_pass`]).
+    WithoutHostPass,
 }
 
 impl Build {
@@ -172,7 +177,7 @@ impl Build {
             | Build::WithoutPassPlugin
             | Build::WithoutNaming
             | Build::WithoutFrontendPlugin
-            | Build::WithoutHostRecords => &["-O2"],
+            | Build::WithoutHostPass => &["-O2"],
             Build::O0 => &["-O0"],
             Build::OffloadLto => &["-O2", "-foffload-lto"],
         }
@@ -187,7 +192,7 @@ impl Build {
             Build::WithoutPassPlugin => "without-pass-plugin",
             Build::WithoutNaming => "without-naming",
             Build::WithoutFrontendPlugin => "without-frontend-plugin",
-            Build::WithoutHostRecords => "without-host-records",
+            Build::WithoutHostPass => "without-host-pass",
         }
     }
 }
@@ -371,6 +376,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         frontend: FrontendControl::StrictStop,
         stripped: true,
+        needs_host_pass: true,
         ..Program::DEFAULT
     },
     Program {
@@ -383,6 +389,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         frontend: FrontendControl::StrictStop,
         stripped: true,
+        needs_host_pass: true,
         on_gpus: false,
         // A stock libomptarget builds one table per image: the program's image has none of the
         // vtables whose key functions the library defines (docs/virtual.md).
@@ -400,6 +407,18 @@ pub const PROGRAMS: &[Program] = &[
         units: &[unit("inline_indirect.cpp")],
         unmodified: true,
         frontend: FrontendControl::CompileFails,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "indirect_instances",
+        about: "frontend and pass plugins, host side: explicit and implicit instantiations of indirect function \
+                templates (two and three of one template, a namespace's, a member template), three overloads on \
+                one line, a function with internal linkage, each its own entry, called through host pointers in \
+                mapped data",
+        units: &[unit("indirect_instances.cpp")],
+        unmodified: true,
+        frontend: FrontendControl::CompileFails,
+        needs_host_pass: true,
         ..Program::DEFAULT
     },
     Program {

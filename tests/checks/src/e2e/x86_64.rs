@@ -200,9 +200,9 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
         }
     }
     detail.push_str(&frontend_controls(workspace, toolchain, program)?);
-    if program.stripped {
-        let what = "built without the host compiles' vtable records";
-        let control = build_as(workspace, toolchain, &target, program, Build::WithoutHostRecords)?;
+    if program.needs_host_pass {
+        let what = "built with the pass plugin in device compiles only";
+        let control = build_as(workspace, toolchain, &target, program, Build::WithoutHostPass)?;
         let failed = expect_failure(toolchain, &control, MapSetup::Indexed, what)?;
         let stopped = expect_strict_stop(toolchain, &control, MapSetup::Indexed, what)?;
         detail.push_str(&format!(

@@ -1,0 +1,288 @@
+//! One offload entry per indirect function, host and device alike.
+//!
+//! clang names an indirect function's entry after the function's *declaration*: its file, its
+//! unqualified name and its line (`__omp_offloading_<device>_<file>_twice_l2`). Every
+//! instantiation of a function template, and every overload declared on one line, gets the same
+//! name: the host module keeps one entry (the first), the device module renames the others'
+//! globals (`..._l2.1`), so only one of them reaches the device table and a pointer to another
+//! stops on the device (a host address).
+//!
+//! Here each gets a name of its own, the same on both sides, from the function's symbol:
+//! `__omp_offloading_indirect_<symbol>` (with a hash of the source file's name before the
+//! symbol when the function has internal linkage: two files may each have one of that name).
+//!
+//! - **Device modules**: each global clang made for an indirect function (`__omp_offloading_*`,
+//!   holding a function's address) gets a twin of the new name beside it (weak, protected:
+//!   every file that defines an inline function defines it). clang's own stays, so a host
+//!   compiled without this plugin still finds what it names.
+//! - **Host modules**: each indirect entry clang named so is renamed, and each function the
+//!   frontend plugin marked indirect (annotation [`ANNOTATION`], host compiles) that has no entry
+//!   gets one, a copy of another indirect entry of the module with its address and name.
+
+use std::collections::HashSet;
+use std::ffi::CString;
+
+use crate::llvm::core::*;
+use crate::llvm::prelude::*;
+use crate::llvm::{LLVMLinkage, LLVMUnnamedAddr, LLVMVisibility};
+use crate::offload_entries::{offload_entries, string_of, Entry, ENTRY_NAMES_SECTION, INDIRECT};
+use crate::pass::{keep, value_name_bytes};
+
+/// The prefix clang gives the names of its entries of indirect functions (and kernels).
+const CLANG_PREFIX: &[u8] = b"__omp_offloading_";
+
+/// The prefix of the names given here.
+pub const PREFIX: &str = "__omp_offloading_indirect_";
+
+/// The annotation the frontend plugin puts on each indirect function in host compiles
+/// (`llvm.global.annotations`).
+pub const ANNOTATION: &[u8] = b"omptarget_indirect";
+
+/// The name of `function`'s entry in `module` (host or device: both compile the same file).
+unsafe fn entry_name(module: LLVMModuleRef, function: LLVMValueRef) -> Option<String> {
+    // SAFETY: the names of a valid module and function.
+    unsafe {
+        let symbol = String::from_utf8(value_name_bytes(function)?.to_vec()).ok()?;
+        let local = matches!(
+            LLVMGetLinkage(function),
+            LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+        );
+        if !local {
+            return Some(format!("{PREFIX}{symbol}"));
+        }
+        let mut length = 0usize;
+        let file = LLVMGetSourceFileName(module, &mut length);
+        let file =
+            if file.is_null() { &[][..] } else { std::slice::from_raw_parts(file.cast::<u8>(), length) };
+        Some(format!("{PREFIX}{:016x}_{symbol}", fnv1a(file)))
+    }
+}
+
+/// 64-bit FNV-1a: a stable hash of a file name, the same in the host and the device compile.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// The function `value` is, through pointer casts; None for anything else.
+unsafe fn function_of(mut value: LLVMValueRef) -> Option<LLVMValueRef> {
+    // SAFETY: operand reads of valid constants.
+    unsafe {
+        while !value.is_null() && !LLVMIsAConstantExpr(value).is_null() && LLVMGetNumOperands(value) == 1 {
+            value = LLVMGetOperand(value, 0);
+        }
+        (!value.is_null() && !LLVMIsAFunction(value).is_null()).then_some(value)
+    }
+}
+
+/// Device module: the twin of each of clang's indirect-function globals. Returns how many it added.
+///
+/// # Safety
+/// `module` must be a valid device module that no one else accesses during the call.
+pub unsafe fn name_device_globals(module: LLVMModuleRef) -> usize {
+    // SAFETY: the module's globals, read before the twins are added.
+    unsafe {
+        let mut found = Vec::new();
+        let mut global = LLVMGetFirstGlobal(module);
+        while !global.is_null() {
+            let init = LLVMGetInitializer(global);
+            if value_name_bytes(global)
+                .is_some_and(|n| n.starts_with(CLANG_PREFIX) && !n.starts_with(PREFIX.as_bytes()))
+                && LLVMIsDeclaration(global) == 0
+                && !init.is_null()
+            {
+                if let Some(function) = function_of(init) {
+                    found.push((global, init, function));
+                }
+            }
+            global = LLVMGetNextGlobal(global);
+        }
+        let mut added = Vec::new();
+        for (global, init, function) in found {
+            let Some(name) = entry_name(module, function).and_then(|n| CString::new(n).ok()) else {
+                continue;
+            };
+            if !LLVMGetNamedGlobal(module, name.as_ptr()).is_null() {
+                continue;
+            }
+            let twin = LLVMAddGlobalInAddressSpace(
+                module,
+                LLVMTypeOf(init),
+                name.as_ptr(),
+                LLVMGetPointerAddressSpace(LLVMTypeOf(global)),
+            );
+            LLVMSetInitializer(twin, init);
+            LLVMSetGlobalConstant(twin, 1);
+            let local = matches!(
+                LLVMGetLinkage(function),
+                LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+            );
+            LLVMSetLinkage(
+                twin,
+                if local { LLVMLinkage::LLVMExternalLinkage } else { LLVMLinkage::LLVMWeakODRLinkage },
+            );
+            LLVMSetVisibility(twin, LLVMVisibility::LLVMProtectedVisibility);
+            LLVMSetAlignment(twin, LLVMGetAlignment(global));
+            added.push(twin);
+        }
+        if !added.is_empty() {
+            keep(module, LLVMGetModuleContext(module), &added);
+        }
+        added.len()
+    }
+}
+
+/// Host module: renames clang's indirect entries and adds the missing ones. Returns how many
+/// entries it renamed or added.
+///
+/// # Safety
+/// `module` must be a valid host module that no one else accesses during the call.
+pub unsafe fn name_host_entries(module: LLVMModuleRef) -> usize {
+    // SAFETY: the module's entries and annotations, read before any is replaced.
+    unsafe {
+        let entries = offload_entries(module);
+        let mut named: HashSet<LLVMValueRef> = HashSet::new();
+        let mut template: Option<(LLVMValueRef, LLVMValueRef)> = None;
+        let mut changed = 0;
+        for entry in &entries {
+            let Some(function) = function_of(entry.address) else { continue };
+            if entry.flags & INDIRECT == 0 || !entry.name().is_some_and(|n| n.starts_with(CLANG_PREFIX)) {
+                continue;
+            }
+            let Some(name) = entry_name(module, function) else { continue };
+            let (global, init) = rename(module, entry, &name);
+            template = Some((global, init));
+            named.insert(function);
+            changed += 1;
+        }
+        let Some((template, template_init)) = template else { return changed };
+        let mut added = Vec::new();
+        for function in annotated_functions(module) {
+            if LLVMIsDeclaration(function) != 0 || !named.insert(function) {
+                continue;
+            }
+            let Some(name) = entry_name(module, function) else { continue };
+            added.push(copy_entry(module, template, template_init, function, &name));
+        }
+        if !added.is_empty() {
+            keep(module, LLVMGetModuleContext(module), &added);
+        }
+        changed + added.len()
+    }
+}
+
+/// The entry `entry`, named `name`: its initializer points to a new string, and its global is
+/// called `.offloading.entry.<name>` (as clang calls them). Returns the global and its initializer.
+unsafe fn rename(module: LLVMModuleRef, entry: &Entry, name: &str) -> (LLVMValueRef, LLVMValueRef) {
+    // SAFETY: a valid entry of `module`; the new initializer has the old one's type.
+    unsafe {
+        let init = with_fields(entry.init, &[(entry.layout.name, name_string(module, name))]);
+        LLVMSetInitializer(entry.global, init);
+        let symbol = format!(".offloading.entry.{name}");
+        LLVMSetValueName2(entry.global, symbol.as_ptr().cast(), symbol.len());
+        (entry.global, init)
+    }
+}
+
+/// A new entry like `template` (initializer `template_init`) for `function`, named `name`.
+unsafe fn copy_entry(
+    module: LLVMModuleRef,
+    template: LLVMValueRef,
+    template_init: LLVMValueRef,
+    function: LLVMValueRef,
+    name: &str,
+) -> LLVMValueRef {
+    // SAFETY: `template` is an entry of `module` in one of the known layouts.
+    unsafe {
+        let layout = offload_entries(module)
+            .into_iter()
+            .find(|e| e.global == template)
+            .map(|e| e.layout)
+            .expect("the template is one of the module's entries");
+        let init = with_fields(
+            template_init,
+            &[(layout.address, function), (layout.name, name_string(module, name))],
+        );
+        let symbol = CString::new(format!(".offloading.entry.{name}")).expect("no NUL in a symbol");
+        let entry = LLVMAddGlobal(module, LLVMTypeOf(init), symbol.as_ptr());
+        LLVMSetInitializer(entry, init);
+        LLVMSetGlobalConstant(entry, 1);
+        LLVMSetLinkage(entry, LLVMGetLinkage(template));
+        LLVMSetSection(entry, LLVMGetSection(template));
+        LLVMSetAlignment(entry, LLVMGetAlignment(template));
+        entry
+    }
+}
+
+/// `init` (a constant struct) with the fields at the given indices replaced.
+unsafe fn with_fields(init: LLVMValueRef, replaced: &[(u32, LLVMValueRef)]) -> LLVMValueRef {
+    // SAFETY: operands of a constant struct; the replacements have the fields' types (pointers).
+    unsafe {
+        let count = LLVMCountStructElementTypes(LLVMTypeOf(init));
+        let mut fields: Vec<LLVMValueRef> = (0..count).map(|i| LLVMGetOperand(init, i)).collect();
+        for &(index, value) in replaced {
+            fields[index as usize] = value;
+        }
+        let struct_type = LLVMTypeOf(init);
+        if LLVMGetStructName(struct_type).is_null() {
+            LLVMConstStructInContext(
+                LLVMGetTypeContext(struct_type),
+                fields.as_mut_ptr(),
+                count,
+                LLVMIsPackedStruct(struct_type),
+            )
+        } else {
+            LLVMConstNamedStruct(struct_type, fields.as_mut_ptr(), count)
+        }
+    }
+}
+
+/// A new private constant holding `name`, NUL-terminated, where clang keeps entry names.
+unsafe fn name_string(module: LLVMModuleRef, name: &str) -> LLVMValueRef {
+    // SAFETY: a new global of a valid module.
+    unsafe {
+        let context = LLVMGetModuleContext(module);
+        let text = LLVMConstStringInContext2(context, name.as_ptr().cast(), name.len(), 0);
+        let global = LLVMAddGlobal(module, LLVMTypeOf(text), c".omptarget_indirect.entry_name".as_ptr());
+        LLVMSetInitializer(global, text);
+        LLVMSetGlobalConstant(global, 1);
+        LLVMSetLinkage(global, LLVMLinkage::LLVMPrivateLinkage);
+        LLVMSetUnnamedAddress(global, LLVMUnnamedAddr::LLVMGlobalUnnamedAddr);
+        if let Some(section) = ENTRY_NAMES_SECTION {
+            LLVMSetSection(global, section.as_ptr());
+        }
+        global
+    }
+}
+
+/// The functions `llvm.global.annotations` annotates with [`ANNOTATION`].
+unsafe fn annotated_functions(module: LLVMModuleRef) -> Vec<LLVMValueRef> {
+    // SAFETY: reads of the annotations array's constant operands.
+    unsafe {
+        let annotations = LLVMGetNamedGlobal(module, c"llvm.global.annotations".as_ptr());
+        if annotations.is_null() || LLVMGetInitializer(annotations).is_null() {
+            return Vec::new();
+        }
+        let array = LLVMGetInitializer(annotations);
+        let mut found = Vec::new();
+        for i in 0..LLVMGetNumOperands(array).max(0) as u32 {
+            let annotation = LLVMGetOperand(array, i);
+            if LLVMGetNumOperands(annotation) < 2 {
+                continue;
+            }
+            let Some(function) = function_of(LLVMGetOperand(annotation, 0)) else { continue };
+            if string_of(LLVMGetOperand(annotation, 1)).as_deref() == Some(ANNOTATION) {
+                found.push(function);
+            }
+        }
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn file_hashes_are_fnv1a() {
+        assert_eq!(super::fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(super::fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}
