@@ -75,7 +75,7 @@ constexpr const char *RemarkName = "omptarget-indirect";
 constexpr unsigned MaxCallDepth = 8;
 
 /// Which dynamic classes outside system headers get their vtables on the device
-/// (`-fplugin-arg-omptarget-indirect-vtables=all|declare-target`).
+/// (`-fplugin-arg-omptarget_indirect-vtables=all|declare-target`).
 enum class VTablePolicy {
   /// Every one this file completes (the default): host code may build objects of any class and
   /// hand them to device code, with no OpenMP in the class. A class whose key function another
@@ -623,7 +623,7 @@ protected:
     return std::make_unique<DeviceDefinitions>(CI, Policy);
   }
 
-  // -fplugin-arg-omptarget-indirect-vtables=all|declare-target. An unknown argument is warned
+  // -fplugin-arg-omptarget_indirect-vtables=all|declare-target. An unknown argument is warned
   // about and ignored: a plugin never stops a build for its own options.
   bool ParseArgs(const CompilerInstance &CI, const std::vector<std::string> &Args) override {
     for (const std::string &Arg : Args) {
@@ -664,4 +664,6 @@ omptarget_indirect_frontend_device_provides(const char *Name, size_t Length) {
 }
 
 static FrontendPluginRegistry::Add<DeviceDefinitionsAction>
-    Registration("omptarget-indirect", "emit on the device what host code hands to device code");
+    // clang hands `-fplugin-arg-<name>-<argument>` to the plugin named up to the first `-`: the
+    // name has none.
+    Registration("omptarget_indirect", "emit on the device what host code hands to device code");

@@ -65,7 +65,8 @@ struct Dot final : Shape {
 enum { LIBRARY_SHAPES = 7 };
 
 // Builds LIBRARY_SHAPES objects into `arena` (placement new) and writes each one's offset;
-// `tile` gets the index of the Tile. Returns how many were built, 0 if they do not fit.
-CLASS_LIBRARY_API int build_shapes(unsigned char *arena, size_t capacity, size_t *offsets, int *tile);
+// `tile` gets the index of the Tile. Returns how many were built, 0 if they do not fit. C linkage:
+// a program may look it up with dlsym.
+extern "C" CLASS_LIBRARY_API int build_shapes(unsigned char *arena, size_t capacity, size_t *offsets, int *tile);
 
 #endif

@@ -4,7 +4,15 @@
 // functions. Every result must equal the host's, and each name must come from the device's copy
 // of the library (a string of the device image: its address differs from the host's, which a
 // host copy of `name` would return).
+//
+// With CLASS_LIBRARY_DLOPEN (the library's file name), the program is not linked with the library:
+// it loads it with dlopen from its own directory before its target region.
 #include <string.h>
+#ifdef CLASS_LIBRARY_DLOPEN
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
+#endif
 
 #include "check.h"
 #include "class_library.h"
@@ -14,6 +22,29 @@
 #endif
 
 enum { ARENA = 1024, NAME = 16 };
+
+typedef int (*ShapeBuilder)(unsigned char *, size_t, size_t *, int *);
+
+// The library's build_shapes: linked, or loaded from the executable's directory.
+static ShapeBuilder shape_builder() {
+#ifdef CLASS_LIBRARY_DLOPEN
+  char path[PATH_MAX];
+  ssize_t length = readlink("/proc/self/exe", path, sizeof path - sizeof CLASS_LIBRARY_DLOPEN - 1);
+  char *slash = length > 0 ? static_cast<char *>(memrchr(path, '/', length)) : nullptr;
+  if (!slash)
+    return nullptr;
+  strcpy(slash + 1, CLASS_LIBRARY_DLOPEN);
+  // Global: the program's x86_64 device image names the library's type_info of Shape.
+  void *library = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  if (!library) {
+    printf("dlopen %s: %s\n", path, dlerror());
+    return nullptr;
+  }
+  return reinterpret_cast<ShapeBuilder>(dlsym(library, "build_shapes"));
+#else
+  return build_shapes;
+#endif
+}
 
 struct Result {
   double area;
@@ -27,7 +58,11 @@ int main() {
   alignas(16) static unsigned char arena[ARENA];
   size_t offsets[LIBRARY_SHAPES];
   int tile = -1;
-  int count = build_shapes(arena, ARENA, offsets, &tile);
+  ShapeBuilder build = shape_builder();
+  EXPECT(build != nullptr, "no build_shapes");
+  if (!build)
+    return finish(PROGRAM_NAME);
+  int count = build(arena, ARENA, offsets, &tile);
   EXPECT(count == LIBRARY_SHAPES && tile >= 0, "the shapes do not fit the arena");
   if (count != LIBRARY_SHAPES || tile < 0)
     return finish(PROGRAM_NAME);

@@ -11,7 +11,9 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
 
-use checks::{fuzz, gpu_bundle, install_check, strict_bench, translation_bench, virtual_bench};
+use checks::{
+    frontend_bench, fuzz, gpu_bundle, install_check, strict_bench, translation_bench, virtual_bench,
+};
 use dist::Archs;
 use packaging::{cmd, dist, llvm, offload, requirements, toolchain, tools};
 use tools::Tools;
@@ -27,9 +29,11 @@ commands:
                                                 without the project, C function pointers (clang 19;
                                                 NVIDIA GPU 0 if present, else x86_64 host offload)
   env                                           print the compile flags and environment for users
-  bench                                         build, then time set_function_ptr_map, the
-                                                translation the pass plugin inserts, and what strict
-                                                mode adds to a target region (target/bench/)
+  bench [frontend]                              build, then time set_function_ptr_map, the
+                                                translation the pass plugin inserts, what strict
+                                                mode adds to a target region, and what the frontend
+                                                plugin's vtable policy costs device compiles
+                                                (target/bench/; `frontend`: that part alone)
   gpu-test [--part llvm16|llvm22]               build the GPU bundle's parts (target/gpu-bundle/: clang 19
            [--require-gpu]                      through libomptarget 16; target/gpu-bundle-llvm22/: clang
                                                 22 through the stock libomptarget 22), each part given or
@@ -82,10 +86,15 @@ fn run(args: Vec<String>) -> Result<()> {
             no_options(command, rest)?;
             print_env(workspace.as_path())
         }
-        "bench" => {
-            no_options(command, rest)?;
-            bench(&workspace)
-        }
+        "bench" => match rest {
+            [] => bench(&workspace),
+            [part] if part == "frontend" => {
+                let tools = Tools::locate(&workspace)?;
+                let dist = build::build(&workspace, &tools, &Archs::default())?;
+                frontend_bench::run(&workspace, &tools, &dist)
+            }
+            _ => bail!("usage: cargo xtask bench [frontend]"),
+        },
         "gpu-test" => {
             let (parts, require_gpu) = gpu_test_options(rest)?;
             let tools = Tools::locate(&workspace)?;
@@ -263,7 +272,8 @@ fn nvidia_gpu() -> Option<String> {
 
 /// Builds the dist tree, then runs the plugin benchmark (release profile) through the installed
 /// plugin: `set_function_ptr_map` against sort + memcpy; then the cost of the translation the
-/// pass plugin inserts, against untranslated calls. Figures in `target/bench/`.
+/// pass plugin inserts, against untranslated calls; strict mode's cost; the frontend plugin's vtable
+/// policy's cost to device compiles. Figures in `target/bench/`.
 fn bench(workspace: &Path) -> Result<()> {
     let tools = Tools::locate(workspace)?;
     let dist = build::build(workspace, &tools, &Archs::default())?;
@@ -276,7 +286,8 @@ fn bench(workspace: &Path) -> Result<()> {
     ]))?;
     translation_bench::run(workspace, &tools, &dist)?;
     virtual_bench::run(workspace, &tools, &dist)?;
-    strict_bench::run(workspace, &tools, &dist)
+    strict_bench::run(workspace, &tools, &dist)?;
+    frontend_bench::run(workspace, &tools, &dist)
 }
 
 /// `cargo xtask env`: what a user needs to build and run their own program with this project,

@@ -150,6 +150,60 @@ impl Pass<'_> {
         }
     }
 
+    /// On amdgcn, defines `__cxa_pure_virtual` and `__cxa_deleted_virtual` where the module names
+    /// them without a definition (the vtable of a class with a pure virtual or deleted function):
+    /// no AMDGPU device library here defines them (the nvptx DeviceRTL does), and the device link
+    /// would refuse a vtable this project emitted. Weak, so that a program's own definition wins;
+    /// the C++ runtime calls them only for a call that is undefined behaviour: they trap.
+    pub(crate) unsafe fn define_abi_traps(&mut self) {
+        // SAFETY: the module's target string and functions; a body is given to a declaration only.
+        unsafe {
+            let target = std::ffi::CStr::from_ptr(LLVMGetTarget(self.module)).to_bytes();
+            if !target.starts_with(b"amdgcn") {
+                return;
+            }
+            for name in [c"__cxa_pure_virtual", c"__cxa_deleted_virtual"] {
+                let function = LLVMGetNamedFunction(self.module, name.as_ptr());
+                if function.is_null() || LLVMIsDeclaration(function) == 0 {
+                    continue;
+                }
+                let builder = LLVMCreateBuilderInContext(self.context);
+                let entry = LLVMAppendBasicBlockInContext(self.context, function, c"entry".as_ptr());
+                LLVMPositionBuilderAtEnd(builder, entry);
+                self.build_trap(builder);
+                LLVMDisposeBuilder(builder);
+                LLVMSetLinkage(function, LLVMLinkage::LLVMWeakAnyLinkage);
+                self.summary.host_only_stubs += 1;
+            }
+        }
+    }
+
+    /// On the x86_64 device, makes the module's declarations of type_info objects (`_ZTI*`) weak.
+    /// The vtables this project emits name their classes' type_info, and a base class's is
+    /// defined where its key function is: in a shared library the program may load with `dlopen`
+    /// only later, which the device image's link cannot see (a strong reference stops it). The
+    /// image, loaded at the first target region, binds them to the host program's (GPU device
+    /// code has no RTTI).
+    pub(crate) unsafe fn weaken_type_info_references(&mut self) {
+        // SAFETY: reads and linkage changes of the module's global declarations.
+        unsafe {
+            if !self.on_x86_64() {
+                return;
+            }
+            let mut global = LLVMGetFirstGlobal(self.module);
+            while !global.is_null() {
+                if LLVMIsDeclaration(global) != 0
+                    && value_name_bytes(global).is_some_and(|n| n.starts_with(b"_ZTI"))
+                    && LLVMGetLinkage(global) == LLVMLinkage::LLVMExternalLinkage
+                {
+                    LLVMSetLinkage(global, LLVMLinkage::LLVMExternalWeakLinkage);
+                    self.summary.weakened_type_info += 1;
+                }
+                global = LLVMGetNextGlobal(global);
+            }
+        }
+    }
+
     /// The functions of the module the device cannot have, each with why: the frontend's
     /// `extern_weak` declarations; with the frontend plugin loaded (`query`), the declarations
     /// the device does not provide and every defined function that reaches one.
@@ -177,18 +231,22 @@ impl Pass<'_> {
                 }
                 function = LLVMGetNextFunction(function);
             }
-            if query.is_none() {
+            // Code that calls a function kept off the device cannot be compiled for it either (a
+            // derived class's destructor calls its base's, which another file defines: a weak
+            // declaration left in the module stops ptxas).
+            let kept_off: Vec<LLVMValueRef> = missing.keys().copied().collect();
+            if query.is_none() && kept_off.is_empty() {
                 return missing;
             }
             let mut global = LLVMGetFirstGlobal(self.module);
             while !global.is_null() {
                 let name = value_name_bytes(global).unwrap_or_default();
-                if LLVMIsDeclaration(global) != 0 && !name.is_empty() && !provides(name) {
+                if query.is_some() && LLVMIsDeclaration(global) != 0 && !name.is_empty() && !provides(name) {
                     undefined.push(global);
                 }
                 global = LLVMGetNextGlobal(global);
             }
-            if undefined.is_empty() {
+            if undefined.is_empty() && kept_off.is_empty() {
                 // The usual module: nothing to trace, no need to read every instruction.
                 return missing;
             }
@@ -209,6 +267,8 @@ impl Pass<'_> {
                 missing.insert(symbol, Missing::Reaches(name.clone()));
                 pending.push((symbol, name));
             }
+            pending
+                .extend(kept_off.into_iter().map(|symbol| (symbol, value_name(symbol).unwrap_or_default())));
             while let Some((symbol, name)) = pending.pop() {
                 for &user in users.get(&symbol).map(Vec::as_slice).unwrap_or_default() {
                     if let std::collections::hash_map::Entry::Vacant(entry) = missing.entry(user) {
@@ -218,6 +278,21 @@ impl Pass<'_> {
                 }
             }
             missing
+        }
+    }
+
+    /// Ends the block `builder` is at with `llvm.trap` and `unreachable`.
+    unsafe fn build_trap(&self, builder: LLVMBuilderRef) {
+        // SAFETY: a builder positioned in a function of the module; the intrinsic is declared once.
+        unsafe {
+            let void = LLVMVoidTypeInContext(self.context);
+            let trap_type = LLVMFunctionType(void, std::ptr::null_mut(), 0, 0);
+            let mut trap = LLVMGetNamedFunction(self.module, c"llvm.trap".as_ptr());
+            if trap.is_null() {
+                trap = LLVMAddFunction(self.module, c"llvm.trap".as_ptr(), trap_type);
+            }
+            LLVMBuildCall2(builder, trap_type, trap, std::ptr::null_mut(), 0, c"".as_ptr());
+            LLVMBuildUnreachable(builder);
         }
     }
 
@@ -252,14 +327,7 @@ impl Pass<'_> {
                 let mut args = [LLVMConstInt(int, 2, 0), text];
                 LLVMBuildCall2(builder, dprintf_type, dprintf, args.as_mut_ptr(), 2, c"".as_ptr());
             }
-            let void = LLVMVoidTypeInContext(self.context);
-            let trap_type = LLVMFunctionType(void, std::ptr::null_mut(), 0, 0);
-            let mut trap = LLVMGetNamedFunction(self.module, c"llvm.trap".as_ptr());
-            if trap.is_null() {
-                trap = LLVMAddFunction(self.module, c"llvm.trap".as_ptr(), trap_type);
-            }
-            LLVMBuildCall2(builder, trap_type, trap, std::ptr::null_mut(), 0, c"".as_ptr());
-            LLVMBuildUnreachable(builder);
+            self.build_trap(builder);
             LLVMDisposeBuilder(builder);
             stub
         }
@@ -286,6 +354,11 @@ unsafe fn collect_functions(value: LLVMValueRef, found: &mut Vec<LLVMValueRef>, 
             if !found.contains(&value) {
                 found.push(value);
             }
+            return;
+        }
+        // A complete destructor is an alias of the base one (`-mconstructor-aliases`).
+        if !LLVMIsAGlobalAlias(value).is_null() {
+            collect_functions(LLVMAliasGetAliasee(value), found, depth + 1);
             return;
         }
         if LLVMIsAConstant(value).is_null() || !LLVMIsAGlobalValue(value).is_null() {

@@ -76,6 +76,9 @@ pub struct Summary {
     /// Entries of indirect functions named per function ([`crate::indirect_entries`]): host
     /// entries renamed or added, device globals added.
     pub indirect_entries: usize,
+    /// x86_64 device module: type_info declarations made weak
+    /// ([`Pass::weaken_type_info_references`](crate::pass::Pass)).
+    pub weakened_type_info: usize,
     /// Device module: the image anchor was defined ([`crate::image_anchor`]).
     pub image_anchor: bool,
 }
@@ -127,6 +130,7 @@ impl Summary {
             || self.fortran_entries > 0
             || self.host_vtables > 0
             || self.image_anchor
+            || self.weakened_type_info > 0
             || self.indirect_entries > 0
             || self.cached > 0
             || self.guarded > 0

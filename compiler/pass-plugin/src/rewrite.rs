@@ -102,6 +102,8 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
         if phase == Phase::OptimizerLast {
             // After optimization: the module then knows what it leaves undefined.
             pass.stub_host_only_virtuals();
+            pass.define_abi_traps();
+            pass.weaken_type_info_references();
         }
         if phase == Phase::PipelineStart {
             pass.adopt_llvm_lookups();

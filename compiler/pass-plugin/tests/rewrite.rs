@@ -575,6 +575,131 @@ fn a_fortran_holder_declared_target_gets_an_indirect_entry_for_its_procedure() {
     assert_eq!(module.rewrite(Phase::PipelineStart).fortran_entries, 0);
 }
 
+/// A host module of an OpenMP compile (LLVM 20+ entry layout): two instantiations of one indirect
+/// template, one entry between them as clang leaves it, both annotated by the frontend plugin;
+/// an external vtable and an internal one.
+const CXX_HOST: &str = r#"
+%struct.__tgt_offload_entry = type { i64, i16, i16, i32, ptr, ptr, i64, i64, ptr }
+@name = internal unnamed_addr constant [38 x i8] c"__omp_offloading_fe00_9dc043_twice_l2\00", section ".llvm.rodata.offloading"
+@.offloading.entry.__omp_offloading_fe00_9dc043_twice_l2 = weak constant %struct.__tgt_offload_entry { i64 0, i16 1, i16 1, i32 8, ptr @_Z5twiceIiET_S0_, ptr @name, i64 8, i64 0, ptr null }, section "llvm_offload_entries", align 8
+@.str = private unnamed_addr constant [19 x i8] c"omptarget_indirect\00", section "llvm.metadata"
+@.file = private unnamed_addr constant [6 x i8] c"t.cpp\00", section "llvm.metadata"
+@llvm.global.annotations = appending global [2 x { ptr, ptr, ptr, i32, ptr }] [{ ptr, ptr, ptr, i32, ptr } { ptr @_Z5twiceIiET_S0_, ptr @.str, ptr @.file, i32 2, ptr null }, { ptr, ptr, ptr, i32, ptr } { ptr @_Z5twiceIdET_S0_, ptr @.str, ptr @.file, i32 2, ptr null }], section "llvm.metadata"
+@_ZTV6Circle = constant { [4 x ptr] } { [4 x ptr] [ptr null, ptr null, ptr @_Z5twiceIiET_S0_, ptr @_Z5twiceIdET_S0_] }
+@_ZTVN12_GLOBAL__N_15LocalE = internal constant { [3 x ptr] } { [3 x ptr] [ptr null, ptr null, ptr @_Z5twiceIiET_S0_] }
+@use = global ptr @_ZTVN12_GLOBAL__N_15LocalE
+define weak_odr i32 @_Z5twiceIiET_S0_(i32 %x) {
+  ret i32 %x
+}
+define weak_odr double @_Z5twiceIdET_S0_(double %x) {
+  ret double %x
+}
+!llvm.module.flags = !{!0}
+!0 = !{i32 7, !"openmp", i32 51}
+"#;
+
+#[test]
+fn host_modules_name_an_entry_per_instantiation_and_record_their_vtables() {
+    let module = Module::parse(CXX_HOST);
+    let start = module.rewrite(Phase::PipelineStart);
+    // clang's entry renamed after twice<int>, and one added for twice<double>.
+    assert_eq!(start.indirect_entries, 2);
+    let text = module.text();
+    for symbol in ["_Z5twiceIiET_S0_", "_Z5twiceIdET_S0_"] {
+        let entry = text
+            .lines()
+            .find(|l| l.starts_with(&format!("@.offloading.entry.__omp_offloading_indirect_{symbol} = ")))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no entry for {symbol} in
+{text}"
+                )
+            });
+        assert!(entry.contains(&format!("i32 8, ptr @{symbol}, ptr @")), "{entry}");
+        assert!(text.contains(&format!("c\"__omp_offloading_indirect_{symbol}\\00\"")), "{text}");
+    }
+    let end = module.rewrite(Phase::OptimizerLast);
+    assert_eq!(end.host_vtables, 1, "the internal vtable has no name to pair by");
+    let text = module.text();
+    let record =
+        text.lines().find(|l| l.contains("section \"omptarget_indirect_vtables\"")).unwrap_or_else(|| {
+            panic!(
+                "no record in
+{text}"
+            )
+        });
+    // "OIVT", 40 bytes (24 + "_ZTV6Circle" NUL-padded to 16), the vtable, 32 bytes.
+    assert!(record.contains("i32 1414941007, i32 40, ptr @_ZTV6Circle, i64 32"), "{record}");
+    assert!(text
+        .lines()
+        .any(|l| l.starts_with("@llvm.used") && l.contains("@__omptarget_indirect_host_vtable")));
+    let anchor = text
+        .lines()
+        .find(|l| l.starts_with("@.offloading.entry.__omptarget_indirect_image_anchor = "))
+        .unwrap_or_else(|| {
+            panic!(
+                "no anchor entry in
+{text}"
+            )
+        });
+    // In the entry layout of the LLVM the plugin is built for: flags 0, 8 bytes.
+    assert!(
+        anchor.contains("ptr @__omptarget_indirect_image_anchor, ptr @.omptarget_indirect.anchor_name")
+            && anchor.contains("i64 8")
+            && anchor.contains("comdat($__omptarget_indirect_image_anchor)"),
+        "{anchor}"
+    );
+    assert!(
+        text.contains("@__omptarget_indirect_image_anchor = linkonce_odr hidden global i64 0, comdat"),
+        "{text}"
+    );
+    // A module that is not OpenMP's gets nothing.
+    let plain = Module::parse(
+        "@_ZTV1A = constant [2 x ptr] zeroinitializer
+",
+    );
+    assert_eq!(plain.rewrite(Phase::OptimizerLast).host_vtables, 0);
+}
+
+#[test]
+fn device_modules_name_a_global_per_indirect_function_beside_clangs() {
+    let module = Module::parse(&format!(
+        "@__omp_offloading_fe00_9dc043_twice_l2 = protected constant ptr @_Z5twiceIiET_S0_
+         @__omp_offloading_fe00_9dc043_twice_l2.1 = protected constant ptr @_Z5twiceIdET_S0_
+         @__omp_offloading_fe00_9dc043_local_l3 = protected constant ptr @_ZL5locali
+         define weak_odr i32 @_Z5twiceIiET_S0_(i32 %x) {{
+  ret i32 %x
+}}
+         define weak_odr double @_Z5twiceIdET_S0_(double %x) {{
+  ret double %x
+}}
+         define internal i32 @_ZL5locali(i32 %x) {{
+  ret i32 %x
+}}
+{DEVICE_FLAG}"
+    ));
+    let summary = module.rewrite(Phase::PipelineStart);
+    assert_eq!((summary.indirect_entries, summary.image_anchor), (3, true));
+    let text = module.text();
+    for symbol in ["_Z5twiceIiET_S0_", "_Z5twiceIdET_S0_"] {
+        assert!(
+            text.contains(&format!(
+                "@__omp_offloading_indirect_{symbol} = weak_odr protected constant ptr @{symbol}"
+            )),
+            "{text}"
+        );
+    }
+    // Internal linkage: the file's hash before the symbol (test.ll), strong.
+    assert!(
+        text.lines().any(|l| l.starts_with("@__omp_offloading_indirect_")
+            && l.contains("__ZL5locali = protected constant ptr @_ZL5locali")),
+        "{text}"
+    );
+    // clang's globals stay, for a host compiled without the plugin.
+    assert!(text.contains("@__omp_offloading_fe00_9dc043_twice_l2.1 = protected constant"));
+    assert!(text.contains("@__omptarget_indirect_image_anchor = weak_odr protected global i64 0"));
+}
+
 /// After the optimizer, a vtable pointer's translation in a loop whose key changes keeps its last
 /// key and result: the lookup is called on the miss path only, a phi picks the cached result on
 /// the hit path, and the key registers start null. A loop-invariant key (LICM's job), a

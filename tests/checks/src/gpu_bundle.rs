@@ -189,6 +189,10 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
             let exe = e2e::build_as(workspace, &toolchain, &target, program, how)
                 .with_context(|| format!("building {} for the bundle's {dir}", program.name))?;
             copy(&exe, &root.join(dir).join(program.name))?;
+            // Its rpath is `$ORIGIN`: the library goes beside it.
+            if let Some(library) = e2e::shared_library_of(program, &exe) {
+                copy(&library, &root.join(dir).join(library.file_name().context("no name")?))?;
+            }
         }
     }
     array_bench(workspace, &toolchain, &root.join("bench"))?;

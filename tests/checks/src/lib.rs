@@ -18,6 +18,7 @@ pub mod cluster_install;
 pub mod corpus;
 pub mod demo;
 pub mod e2e;
+pub mod frontend_bench;
 pub mod fuzz;
 pub mod gpu_bundle;
 pub mod hit_path;

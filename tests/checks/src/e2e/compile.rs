@@ -135,21 +135,28 @@ pub fn build_as(
                 .args(&members)
                 .args(&link_args)
                 .arg("-o")
-                .arg(out.join(format!("lib{name}.so"))),
+                .args(shared_library_of(program, &exe)),
         )?;
-        link.arg("-L").arg(&out).arg(format!("-l{name}")).arg(format!("-Wl,-rpath,{}", out.display()));
+        // Found beside the executable wherever it is copied with it (the GPU bundle).
+        if !program.loads_shared_library {
+            link.arg("-L").arg(&out).arg(format!("-l{name}")).arg("-Wl,-rpath,$ORIGIN");
+        }
     }
     cmd::output(link.args(&link_args).arg("-o").arg(&exe))?;
     if program.stripped {
         let mut strip = Command::new(&toolchain.tools().llvm_strip);
         strip.arg("--strip-all").arg(&exe);
-        if !program.shared_library.is_empty() {
-            strip.arg(out.join(format!("lib{}_shared.so", program.name)));
-        }
+        strip.args(shared_library_of(program, &exe));
         cmd::output(&mut strip)?;
     }
     check_needs(&exe, toolchain.libomptarget_soname())?;
     Ok(exe)
+}
+
+/// The shared library [`build_as`] builds for `program` beside `exe`, if it has one.
+pub fn shared_library_of(program: &Program, exe: &Path) -> Option<PathBuf> {
+    let dir = exe.parent()?;
+    (!program.shared_library.is_empty()).then(|| dir.join(format!("lib{}_shared.so", program.name)))
 }
 
 /// Whether `output` exists and was written after every one of `inputs`.

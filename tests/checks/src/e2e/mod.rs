@@ -19,7 +19,7 @@ pub mod gpu;
 pub mod programs;
 pub mod x86_64;
 
-pub use compile::{build, build_as, extract_image};
+pub use compile::{build, build_as, extract_image, shared_library_of};
 pub use gpu::build_gpu;
 pub use programs::{Build, FrontendControl, Program, Unit, PROGRAMS};
 pub use x86_64::{expect_gpu_linkable, run, run_with, run_x86_64, strict_stops, Device, MapSetup};

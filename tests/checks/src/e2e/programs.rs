@@ -27,8 +27,11 @@ pub struct Program {
     /// Archived into `lib<name>.a` and linked with `-l<name>`.
     pub library: &'static [Unit],
     /// Linked into the shared library `lib<name>_shared.so` (with its own device image), which
-    /// the program links with `-l<name>_shared` and finds through its rpath.
+    /// the program links with `-l<name>_shared` and finds through its rpath (`$ORIGIN`).
     pub shared_library: &'static [Unit],
+    /// The program is not linked with its [`Program::shared_library`]: it loads it with `dlopen`
+    /// from its own directory after it started.
+    pub loads_shared_library: bool,
     /// Runs only where the project's libomptarget 16 plugins run it ([`Runtime::ProjectPlugins`](crate::llvm::Runtime::ProjectPlugins)):
     /// what a stock libomptarget's per-image tables cannot do (the entry says why). Programs run
     /// with every release otherwise, Fortran ones with those whose flang compiles them.
@@ -85,6 +88,7 @@ impl Program {
         units: &[],
         library: &[],
         shared_library: &[],
+        loads_shared_library: false,
         project_plugins_only: false,
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
@@ -201,6 +205,10 @@ impl Build {
 const CLASS_LIBRARY_HIDDEN: &str = "-DPROGRAM_NAME=\"class_library_hidden\"";
 const CLASS_LIBRARY_STRIPPED: &str = "-DPROGRAM_NAME=\"class_library_stripped\"";
 const CLASS_LIBRARY_SHARED: &str = "-DPROGRAM_NAME=\"class_library_shared\"";
+const CLASS_LIBRARY_DLOPEN: &[&str] = &[
+    "-DPROGRAM_NAME=\"class_library_dlopen\"",
+    "-DCLASS_LIBRARY_DLOPEN=\"libclass_library_dlopen_shared.so\"",
+];
 
 /// Every program, in the order of the end-to-end issue's list.
 pub const PROGRAMS: &[Program] = &[
@@ -390,7 +398,6 @@ pub const PROGRAMS: &[Program] = &[
         frontend: FrontendControl::StrictStop,
         stripped: true,
         needs_host_pass: true,
-        on_gpus: false,
         // A stock libomptarget builds one table per image: the program's image has none of the
         // vtables whose key functions the library defines (docs/virtual.md).
         project_plugins_only: true,
@@ -407,6 +414,23 @@ pub const PROGRAMS: &[Program] = &[
         units: &[unit("inline_indirect.cpp")],
         unmodified: true,
         frontend: FrontendControl::CompileFails,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "class_library_dlopen",
+        about: "frontend plugin: the class library as a stripped shared library with its own device image, built \
+                with -fvisibility=hidden, which the program loads with dlopen before its target region",
+        units: &[Unit { source: "class_library_main.cpp", flags: CLASS_LIBRARY_DLOPEN }],
+        shared_library: &[Unit { source: "class_library.cpp", flags: &["-fvisibility=hidden"] }],
+        loads_shared_library: true,
+        host_vtables: true,
+        unmodified: true,
+        frontend: FrontendControl::StrictStop,
+        stripped: true,
+        needs_host_pass: true,
+        // As class_library_shared.
+        project_plugins_only: true,
+        x86_64_only_symbols: &["_ZTI5Shape"],
         ..Program::DEFAULT
     },
     Program {
