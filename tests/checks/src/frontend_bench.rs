@@ -107,12 +107,13 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
 }
 
 /// How many vtables and construction vtables an object file defines (a cubin's or an x86_64
-/// object's symbols; 0 for what does not parse).
+/// object's symbols, whatever their type: a cubin's are processor-specific; 0 for what does not
+/// parse).
 fn vtables_in(object: &[u8]) -> usize {
     use object::{Object as _, ObjectSymbol as _};
     let Ok(file) = object::File::parse(object) else { return 0 };
     file.symbols()
-        .filter(|s| s.is_definition())
+        .filter(|s| !s.is_undefined())
         .filter_map(|s| s.name().ok())
         .filter(|n| n.starts_with("_ZTV") || n.starts_with("_ZTC"))
         .count()
