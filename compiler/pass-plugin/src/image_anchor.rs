@@ -15,8 +15,8 @@ use omptarget_indirect_abi::IMAGE_ANCHOR;
 use crate::llvm::comdat::{LLVMGetOrInsertComdat, LLVMSetComdat};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
-use crate::llvm::{LLVMLinkage, LLVMUnnamedAddr, LLVMVisibility};
-use crate::offload_entries::{ENTRIES_SECTION, ENTRY_ALIGNMENT, ENTRY_NAMES_SECTION};
+use crate::llvm::{LLVMLinkage, LLVMVisibility};
+use crate::offload_entries::{entry_name_string, ENTRIES_SECTION, ENTRY_ALIGNMENT};
 use crate::pass::keep;
 
 /// Defines the anchor in a device module (weak, protected, zero, in `llvm.compiler.used`), unless
@@ -68,15 +68,8 @@ pub unsafe fn register_in_host(module: LLVMModuleRef) {
         LLVMSetVisibility(anchor, LLVMVisibility::LLVMHiddenVisibility);
         LLVMSetAlignment(anchor, 8);
 
-        let text = LLVMConstStringInContext2(context, name.as_ptr(), IMAGE_ANCHOR.len(), 0);
-        let entry_name = LLVMAddGlobal(module, LLVMTypeOf(text), c".omptarget_indirect.anchor_name".as_ptr());
-        LLVMSetInitializer(entry_name, text);
-        LLVMSetGlobalConstant(entry_name, 1);
+        let entry_name = entry_name_string(module, IMAGE_ANCHOR);
         in_group(entry_name, LLVMLinkage::LLVMPrivateLinkage);
-        LLVMSetUnnamedAddress(entry_name, LLVMUnnamedAddr::LLVMGlobalUnnamedAddr);
-        if let Some(section) = ENTRY_NAMES_SECTION {
-            LLVMSetSection(entry_name, section.as_ptr());
-        }
 
         let init = entry(context, anchor, entry_name);
         let entry_symbol = CString::new(format!(".offloading.entry.{IMAGE_ANCHOR}")).expect("no NUL");

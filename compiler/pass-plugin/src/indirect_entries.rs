@@ -24,8 +24,8 @@ use std::ffi::CString;
 
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
-use crate::llvm::{LLVMLinkage, LLVMUnnamedAddr, LLVMVisibility};
-use crate::offload_entries::{offload_entries, string_of, Entry, ENTRY_NAMES_SECTION, INDIRECT};
+use crate::llvm::{LLVMLinkage, LLVMVisibility};
+use crate::offload_entries::{entry_name_string, offload_entries, string_of, Entry, INDIRECT};
 use crate::pass::{keep, value_name_bytes};
 
 /// The prefix clang gives the names of its entries of indirect functions (and kernels).
@@ -175,7 +175,7 @@ pub unsafe fn name_host_entries(module: LLVMModuleRef) -> usize {
 unsafe fn rename(module: LLVMModuleRef, entry: &Entry, name: &str) -> (LLVMValueRef, LLVMValueRef) {
     // SAFETY: a valid entry of `module`; the new initializer has the old one's type.
     unsafe {
-        let init = with_fields(entry.init, &[(entry.layout.name, name_string(module, name))]);
+        let init = with_fields(entry.init, &[(entry.layout.name, entry_name_string(module, name))]);
         LLVMSetInitializer(entry.global, init);
         let symbol = format!(".offloading.entry.{name}");
         LLVMSetValueName2(entry.global, symbol.as_ptr().cast(), symbol.len());
@@ -200,7 +200,7 @@ unsafe fn copy_entry(
             .expect("the template is one of the module's entries");
         let init = with_fields(
             template_init,
-            &[(layout.address, function), (layout.name, name_string(module, name))],
+            &[(layout.address, function), (layout.name, entry_name_string(module, name))],
         );
         let symbol = CString::new(format!(".offloading.entry.{name}")).expect("no NUL in a symbol");
         let entry = LLVMAddGlobal(module, LLVMTypeOf(init), symbol.as_ptr());
@@ -233,24 +233,6 @@ unsafe fn with_fields(init: LLVMValueRef, replaced: &[(u32, LLVMValueRef)]) -> L
         } else {
             LLVMConstNamedStruct(struct_type, fields.as_mut_ptr(), count)
         }
-    }
-}
-
-/// A new private constant holding `name`, NUL-terminated, where clang keeps entry names.
-unsafe fn name_string(module: LLVMModuleRef, name: &str) -> LLVMValueRef {
-    // SAFETY: a new global of a valid module.
-    unsafe {
-        let context = LLVMGetModuleContext(module);
-        let text = LLVMConstStringInContext2(context, name.as_ptr().cast(), name.len(), 0);
-        let global = LLVMAddGlobal(module, LLVMTypeOf(text), c".omptarget_indirect.entry_name".as_ptr());
-        LLVMSetInitializer(global, text);
-        LLVMSetGlobalConstant(global, 1);
-        LLVMSetLinkage(global, LLVMLinkage::LLVMPrivateLinkage);
-        LLVMSetUnnamedAddress(global, LLVMUnnamedAddr::LLVMGlobalUnnamedAddr);
-        if let Some(section) = ENTRY_NAMES_SECTION {
-            LLVMSetSection(global, section.as_ptr());
-        }
-        global
     }
 }
 

@@ -82,6 +82,24 @@ pub(crate) unsafe fn string_of(mut value: LLVMValueRef) -> Option<Vec<u8>> {
     }
 }
 
+/// A new private constant holding `name`, NUL-terminated, where clang keeps entry names.
+pub(crate) unsafe fn entry_name_string(module: LLVMModuleRef, name: &str) -> LLVMValueRef {
+    // SAFETY: a new global of a valid module.
+    unsafe {
+        let context = LLVMGetModuleContext(module);
+        let text = LLVMConstStringInContext2(context, name.as_ptr().cast(), name.len(), 0);
+        let global = LLVMAddGlobal(module, LLVMTypeOf(text), c".omptarget_indirect.entry_name".as_ptr());
+        LLVMSetInitializer(global, text);
+        LLVMSetGlobalConstant(global, 1);
+        LLVMSetLinkage(global, crate::llvm::LLVMLinkage::LLVMPrivateLinkage);
+        LLVMSetUnnamedAddress(global, crate::llvm::LLVMUnnamedAddr::LLVMGlobalUnnamedAddr);
+        if let Some(section) = ENTRY_NAMES_SECTION {
+            LLVMSetSection(global, section.as_ptr());
+        }
+        global
+    }
+}
+
 /// The module's offload entries: constant globals in an offload entry section.
 pub(crate) unsafe fn offload_entries(module: LLVMModuleRef) -> Vec<Entry> {
     // SAFETY: reads of the module's globals and their constant initializers.

@@ -644,7 +644,7 @@ fn host_modules_name_an_entry_per_instantiation_and_record_their_vtables() {
         });
     // In the entry layout of the LLVM the plugin is built for: flags 0, 8 bytes.
     assert!(
-        anchor.contains("ptr @__omptarget_indirect_image_anchor, ptr @.omptarget_indirect.anchor_name")
+        anchor.contains("ptr @__omptarget_indirect_image_anchor, ptr @.omptarget_indirect.entry_name")
             && anchor.contains("i64 8")
             && anchor.contains("comdat($__omptarget_indirect_image_anchor)"),
         "{anchor}"
