@@ -231,10 +231,13 @@ impl Pass<'_> {
                 }
                 function = LLVMGetNextFunction(function);
             }
-            // Code that calls a function kept off the device cannot be compiled for it either (a
-            // derived class's destructor calls its base's, which another file defines: a weak
-            // declaration left in the module stops ptxas).
-            let kept_off: Vec<LLVMValueRef> = missing.keys().copied().collect();
+            // On a GPU, code that calls a function kept off the device cannot be compiled for it
+            // either (a derived class's destructor calls its base's, which another file defines:
+            // a weak declaration left in the module stops ptxas). The x86_64 device binds such a
+            // declaration to the host program's function when the image loads, as it always did
+            // (a library's exception classes call libstdc++'s destructors there).
+            let kept_off: Vec<LLVMValueRef> =
+                if x86_64 { Vec::new() } else { missing.keys().copied().collect() };
             if query.is_none() && kept_off.is_empty() {
                 return missing;
             }

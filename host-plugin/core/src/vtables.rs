@@ -153,7 +153,8 @@ struct LoadedObject {
     path: String,
     /// The loader's bias.
     base: u64,
-    /// `[start, end)` in memory of each `PT_LOAD` segment, readable while the object is loaded.
+    /// `[start, end)` in memory of each readable `PT_LOAD` segment, mapped while the object is
+    /// loaded.
     segments: Vec<(u64, u64)>,
 }
 
@@ -163,9 +164,9 @@ impl LoadedObject {
     fn loaded_bytes(&self, start: u64, len: u64) -> Option<&[u8]> {
         let end = start.checked_add(len)?;
         self.segments.iter().find(|&&(from, to)| from <= start && end <= to)?;
-        // SAFETY: within a PT_LOAD segment the loader mapped (readable: the dynamic loader maps
-        // every loaded segment readable on x86_64) and that stays mapped while the object is
-        // loaded; the plugins call this while loading an image, when no object is being unloaded.
+        // SAFETY: within a readable PT_LOAD segment the loader mapped, which stays mapped while the
+        // object is loaded; the plugins call this while loading an image, when no object is being
+        // unloaded.
         Some(unsafe { std::slice::from_raw_parts(start as usize as *const u8, usize::try_from(len).ok()?) })
     }
 }
@@ -194,7 +195,7 @@ fn loaded_objects() -> Vec<LoadedObject> {
             let base = info.dlpi_addr;
             let segments = headers
                 .iter()
-                .filter(|h| h.p_type == libc::PT_LOAD)
+                .filter(|h| h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_R != 0)
                 .map(|h| (base.wrapping_add(h.p_vaddr), base.wrapping_add(h.p_vaddr).wrapping_add(h.p_memsz)))
                 .collect();
             found.push(LoadedObject { path, base, segments });
