@@ -24,7 +24,7 @@ use std::ffi::CString;
 
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
-use crate::offload_entries::{offload_entries, Entry, INDIRECT};
+use crate::offload_entries::{copy_entry, offload_entries, Entry, INDIRECT};
 use crate::pass::{keep, value_name_bytes};
 
 /// The LLVM name flang gives the derived type `indirect` of module `omptarget_indirect`.
@@ -84,22 +84,13 @@ unsafe fn holder_entry(
         if entries.iter().any(|e| e.address == procedure && e.flags & INDIRECT != 0) {
             return Ok(None);
         }
-        let count = LLVMCountStructElementTypes(LLVMTypeOf(entry.init));
-        let mut fields: Vec<LLVMValueRef> = (0..count).map(|i| LLVMGetOperand(entry.init, i)).collect();
-        let flags_type = LLVMTypeOf(fields[entry.layout.flags as usize]);
-        fields[entry.layout.flags as usize] = LLVMConstInt(flags_type, entry.flags | INDIRECT, 0);
-        fields[entry.layout.address as usize] = procedure;
-        let twin_init = LLVMConstNamedStruct(LLVMTypeOf(entry.init), fields.as_mut_ptr(), count);
+        let flags_type = LLVMTypeOf(LLVMGetOperand(entry.init, entry.layout.flags));
+        let flags = LLVMConstInt(flags_type, entry.flags | INDIRECT, 0);
         let mut name = value_name_bytes(entry.global).unwrap_or_default().to_vec();
         name.extend_from_slice(b".indirect");
         let name = CString::new(name).map_err(|_| "has an entry whose name holds a NUL")?;
-        let twin = LLVMAddGlobal(module, LLVMTypeOf(entry.init), name.as_ptr());
-        LLVMSetInitializer(twin, twin_init);
-        LLVMSetGlobalConstant(twin, 1);
-        LLVMSetLinkage(twin, LLVMGetLinkage(entry.global));
-        LLVMSetSection(twin, LLVMGetSection(entry.global));
-        LLVMSetAlignment(twin, LLVMGetAlignment(entry.global));
-        Ok(Some(twin))
+        let fields = [(entry.layout.flags, flags), (entry.layout.address, procedure)];
+        Ok(Some(copy_entry(module, entry, &fields, &name)))
     }
 }
 

@@ -17,6 +17,7 @@ use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMLinkage;
 use crate::pass::keep_in_links;
+use crate::rewrite::has_module_flag;
 use crate::vtables::defined_vtables;
 
 /// The module flag clang sets on the modules of `-fopenmp` compiles, host and device.
@@ -30,7 +31,7 @@ const OPENMP_MODULE_FLAG: &str = "openmp";
 pub unsafe fn record_host_vtables(module: LLVMModuleRef) -> usize {
     // SAFETY: globals of the module, read before the records are added after them.
     unsafe {
-        if LLVMGetModuleFlag(module, OPENMP_MODULE_FLAG.as_ptr().cast(), OPENMP_MODULE_FLAG.len()).is_null() {
+        if !has_module_flag(module, OPENMP_MODULE_FLAG) {
             return 0;
         }
         let vtables = defined_vtables(module);

@@ -25,7 +25,9 @@ use std::ffi::CString;
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::{LLVMLinkage, LLVMVisibility};
-use crate::offload_entries::{entry_name_string, offload_entries, string_of, Entry, INDIRECT};
+use crate::offload_entries::{
+    copy_entry, entry_name_string, offload_entries, string_of, with_fields, Entry, INDIRECT,
+};
 use crate::pass::{keep, value_name_bytes};
 
 /// The prefix clang gives the names of its entries of indirect functions (and kernels).
@@ -141,7 +143,7 @@ pub unsafe fn name_host_entries(module: LLVMModuleRef) -> usize {
     unsafe {
         let entries = offload_entries(module);
         let mut named: HashSet<LLVMValueRef> = HashSet::new();
-        let mut template: Option<(LLVMValueRef, LLVMValueRef)> = None;
+        let mut template: Option<Entry> = None;
         let mut changed = 0;
         for entry in &entries {
             let Some(function) = function_of(entry.address) else { continue };
@@ -149,19 +151,23 @@ pub unsafe fn name_host_entries(module: LLVMModuleRef) -> usize {
                 continue;
             }
             let Some(name) = entry_name(module, function) else { continue };
-            let (global, init) = rename(module, entry, &name);
-            template = Some((global, init));
+            template = Some(rename(module, entry, &name));
             named.insert(function);
             changed += 1;
         }
-        let Some((template, template_init)) = template else { return changed };
+        let Some(template) = template else { return changed };
         let mut added = Vec::new();
         for function in annotated_functions(module) {
             if LLVMIsDeclaration(function) != 0 || !named.insert(function) {
                 continue;
             }
             let Some(name) = entry_name(module, function) else { continue };
-            added.push(copy_entry(module, template, template_init, function, &name));
+            let Ok(symbol) = CString::new(format!(".offloading.entry.{name}")) else { continue };
+            let fields = [
+                (template.layout.address, function),
+                (template.layout.name, entry_name_string(module, &name)),
+            ];
+            added.push(copy_entry(module, &template, &fields, &symbol));
         }
         if !added.is_empty() {
             keep(module, LLVMGetModuleContext(module), &added);
@@ -171,68 +177,15 @@ pub unsafe fn name_host_entries(module: LLVMModuleRef) -> usize {
 }
 
 /// The entry `entry`, named `name`: its initializer points to a new string, and its global is
-/// called `.offloading.entry.<name>` (as clang calls them). Returns the global and its initializer.
-unsafe fn rename(module: LLVMModuleRef, entry: &Entry, name: &str) -> (LLVMValueRef, LLVMValueRef) {
+/// called `.offloading.entry.<name>` (as clang calls them). Returns it as it is now.
+unsafe fn rename(module: LLVMModuleRef, entry: &Entry, name: &str) -> Entry {
     // SAFETY: a valid entry of `module`; the new initializer has the old one's type.
     unsafe {
         let init = with_fields(entry.init, &[(entry.layout.name, entry_name_string(module, name))]);
         LLVMSetInitializer(entry.global, init);
         let symbol = format!(".offloading.entry.{name}");
         LLVMSetValueName2(entry.global, symbol.as_ptr().cast(), symbol.len());
-        (entry.global, init)
-    }
-}
-
-/// A new entry like `template` (initializer `template_init`) for `function`, named `name`.
-unsafe fn copy_entry(
-    module: LLVMModuleRef,
-    template: LLVMValueRef,
-    template_init: LLVMValueRef,
-    function: LLVMValueRef,
-    name: &str,
-) -> LLVMValueRef {
-    // SAFETY: `template` is an entry of `module` in one of the known layouts.
-    unsafe {
-        let layout = offload_entries(module)
-            .into_iter()
-            .find(|e| e.global == template)
-            .map(|e| e.layout)
-            .expect("the template is one of the module's entries");
-        let init = with_fields(
-            template_init,
-            &[(layout.address, function), (layout.name, entry_name_string(module, name))],
-        );
-        let symbol = CString::new(format!(".offloading.entry.{name}")).expect("no NUL in a symbol");
-        let entry = LLVMAddGlobal(module, LLVMTypeOf(init), symbol.as_ptr());
-        LLVMSetInitializer(entry, init);
-        LLVMSetGlobalConstant(entry, 1);
-        LLVMSetLinkage(entry, LLVMGetLinkage(template));
-        LLVMSetSection(entry, LLVMGetSection(template));
-        LLVMSetAlignment(entry, LLVMGetAlignment(template));
-        entry
-    }
-}
-
-/// `init` (a constant struct) with the fields at the given indices replaced.
-unsafe fn with_fields(init: LLVMValueRef, replaced: &[(u32, LLVMValueRef)]) -> LLVMValueRef {
-    // SAFETY: operands of a constant struct; the replacements have the fields' types (pointers).
-    unsafe {
-        let count = LLVMCountStructElementTypes(LLVMTypeOf(init));
-        let mut fields: Vec<LLVMValueRef> = (0..count).map(|i| LLVMGetOperand(init, i)).collect();
-        for &(index, value) in replaced {
-            fields[index as usize] = value;
-        }
-        let struct_type = LLVMTypeOf(init);
-        if LLVMGetStructName(struct_type).is_null() {
-            LLVMConstStructInContext(
-                LLVMGetTypeContext(struct_type),
-                fields.as_mut_ptr(),
-                count,
-                LLVMIsPackedStruct(struct_type),
-            )
-        } else {
-            LLVMConstNamedStruct(struct_type, fields.as_mut_ptr(), count)
-        }
+        Entry { init, ..*entry }
     }
 }
 

@@ -1,6 +1,8 @@
 //! A host module's offload entries, as clang writes them: one constant struct per entry in the
 //! entries section, in LLVM 19's layout or LLVM 20+'s.
 
+use std::ffi::CStr;
+
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 
@@ -43,6 +45,7 @@ impl Layout {
 }
 
 /// An offload entry of the module.
+#[derive(Clone, Copy)]
 pub(crate) struct Entry {
     pub(crate) global: LLVMValueRef,
     pub(crate) init: LLVMValueRef,
@@ -79,6 +82,50 @@ pub(crate) unsafe fn string_of(mut value: LLVMValueRef) -> Option<Vec<u8>> {
         let bytes = LLVMGetAsString(text, &mut length);
         let bytes = std::slice::from_raw_parts(bytes.cast::<u8>(), length);
         Some(bytes.strip_suffix(b"\0").unwrap_or(bytes).to_vec())
+    }
+}
+
+/// A new entry global named `symbol`, a copy of `template` (same linkage, section and alignment)
+/// with the fields at the given indices of its initializer replaced.
+pub(crate) unsafe fn copy_entry(
+    module: LLVMModuleRef,
+    template: &Entry,
+    replaced: &[(u32, LLVMValueRef)],
+    symbol: &CStr,
+) -> LLVMValueRef {
+    // SAFETY: `template` is an entry of `module`; the replacements have the fields' types.
+    unsafe {
+        let init = with_fields(template.init, replaced);
+        let entry = LLVMAddGlobal(module, LLVMTypeOf(init), symbol.as_ptr());
+        LLVMSetInitializer(entry, init);
+        LLVMSetGlobalConstant(entry, 1);
+        LLVMSetLinkage(entry, LLVMGetLinkage(template.global));
+        LLVMSetSection(entry, LLVMGetSection(template.global));
+        LLVMSetAlignment(entry, LLVMGetAlignment(template.global));
+        entry
+    }
+}
+
+/// `init` (a constant struct) with the fields at the given indices replaced.
+pub(crate) unsafe fn with_fields(init: LLVMValueRef, replaced: &[(u32, LLVMValueRef)]) -> LLVMValueRef {
+    // SAFETY: operands of a constant struct; the replacements have the fields' types.
+    unsafe {
+        let count = LLVMCountStructElementTypes(LLVMTypeOf(init));
+        let mut fields: Vec<LLVMValueRef> = (0..count).map(|i| LLVMGetOperand(init, i)).collect();
+        for &(index, value) in replaced {
+            fields[index as usize] = value;
+        }
+        let struct_type = LLVMTypeOf(init);
+        if LLVMGetStructName(struct_type).is_null() {
+            LLVMConstStructInContext(
+                LLVMGetTypeContext(struct_type),
+                fields.as_mut_ptr(),
+                count,
+                LLVMIsPackedStruct(struct_type),
+            )
+        } else {
+            LLVMConstNamedStruct(struct_type, fields.as_mut_ptr(), count)
+        }
     }
 }
 

@@ -126,10 +126,14 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
 
 /// Whether `module` carries clang's `openmp-device` module flag.
 unsafe fn is_device_module(module: LLVMModuleRef) -> bool {
+    // SAFETY: valid module (caller).
+    unsafe { has_module_flag(module, DEVICE_MODULE_FLAG) }
+}
+
+/// Whether `module` carries the module flag `flag`.
+pub(crate) unsafe fn has_module_flag(module: LLVMModuleRef, flag: &str) -> bool {
     // SAFETY: valid module (caller); the key is passed with its length.
-    unsafe {
-        !LLVMGetModuleFlag(module, DEVICE_MODULE_FLAG.as_ptr().cast(), DEVICE_MODULE_FLAG.len()).is_null()
-    }
+    unsafe { !LLVMGetModuleFlag(module, flag.as_ptr().cast(), flag.len()).is_null() }
 }
 
 /// Per-function counts for the analysis remark.

@@ -201,6 +201,29 @@ impl Build {
     }
 }
 
+/// What the programs of `class_library_main.cpp` share: host-built objects of classes with no
+/// OpenMP in them, reached only through the frontend plugin.
+const CLASS_LIBRARY: Program = Program {
+    host_vtables: true,
+    unmodified: true,
+    frontend: FrontendControl::StrictStop,
+    ..Program::DEFAULT
+};
+
+/// The class library as a stripped `-fvisibility=hidden` shared library with its own device image.
+const SHARED_CLASS_LIBRARY: Program = Program {
+    shared_library: &[Unit { source: "class_library.cpp", flags: &["-fvisibility=hidden"] }],
+    stripped: true,
+    needs_host_pass: true,
+    // A stock libomptarget builds one table per image: the program's image has none of the
+    // vtables whose key functions the library defines (docs/virtual.md).
+    project_plugins_only: true,
+    // The program's own Dot and Polygon name Shape's type_info, which the library's image
+    // defines (x86_64 device code has RTTI; GPU device code has none).
+    x86_64_only_symbols: &["_ZTI5Shape"],
+    ..CLASS_LIBRARY
+};
+
 /// The name `class_library_main.cpp` reports under, per program built from it.
 const CLASS_LIBRARY_HIDDEN: &str = "-DPROGRAM_NAME=\"class_library_hidden\"";
 const CLASS_LIBRARY_STRIPPED: &str = "-DPROGRAM_NAME=\"class_library_stripped\"";
@@ -358,10 +381,7 @@ pub const PROGRAMS: &[Program] = &[
                 key functions in its own unit, two dynamic bases, a class template), objects placement-new'ed by the \
                 library into a mapped arena, virtual calls through base pointers in the program's one target region",
         units: &[unit("class_library_main.cpp"), unit("class_library.cpp")],
-        host_vtables: true,
-        unmodified: true,
-        frontend: FrontendControl::StrictStop,
-        ..Program::DEFAULT
+        ..CLASS_LIBRARY
     },
     Program {
         name: "class_library_hidden",
@@ -370,41 +390,23 @@ pub const PROGRAMS: &[Program] = &[
             Unit { source: "class_library_main.cpp", flags: &["-fvisibility=hidden", CLASS_LIBRARY_HIDDEN] },
             Unit { source: "class_library.cpp", flags: &["-fvisibility=hidden"] },
         ],
-        host_vtables: true,
-        unmodified: true,
-        frontend: FrontendControl::StrictStop,
-        ..Program::DEFAULT
+        ..CLASS_LIBRARY
     },
     Program {
         name: "class_library_stripped",
         about: "frontend plugin: the class library, the executable stripped after linking (no .symtab: the host's \
                 vtables are found through the records its host compiles left)",
         units: &[Unit { source: "class_library_main.cpp", flags: &[CLASS_LIBRARY_STRIPPED] }, unit("class_library.cpp")],
-        host_vtables: true,
-        unmodified: true,
-        frontend: FrontendControl::StrictStop,
         stripped: true,
         needs_host_pass: true,
-        ..Program::DEFAULT
+        ..CLASS_LIBRARY
     },
     Program {
         name: "class_library_shared",
         about: "frontend plugin: the class library as a shared library with its own device image, built with \
                 -fvisibility=hidden and stripped with the executable",
         units: &[Unit { source: "class_library_main.cpp", flags: &[CLASS_LIBRARY_SHARED] }],
-        shared_library: &[Unit { source: "class_library.cpp", flags: &["-fvisibility=hidden"] }],
-        host_vtables: true,
-        unmodified: true,
-        frontend: FrontendControl::StrictStop,
-        stripped: true,
-        needs_host_pass: true,
-        // A stock libomptarget builds one table per image: the program's image has none of the
-        // vtables whose key functions the library defines (docs/virtual.md).
-        project_plugins_only: true,
-        // The program's own Dot and Polygon name Shape's type_info, which the library's image
-        // defines (x86_64 device code has RTTI; GPU device code has none).
-        x86_64_only_symbols: &["_ZTI5Shape"],
-        ..Program::DEFAULT
+        ..SHARED_CLASS_LIBRARY
     },
     Program {
         name: "inline_indirect",
@@ -421,17 +423,8 @@ pub const PROGRAMS: &[Program] = &[
         about: "frontend plugin: the class library as a stripped shared library with its own device image, built \
                 with -fvisibility=hidden, which the program loads with dlopen before its target region",
         units: &[Unit { source: "class_library_main.cpp", flags: CLASS_LIBRARY_DLOPEN }],
-        shared_library: &[Unit { source: "class_library.cpp", flags: &["-fvisibility=hidden"] }],
         loads_shared_library: true,
-        host_vtables: true,
-        unmodified: true,
-        frontend: FrontendControl::StrictStop,
-        stripped: true,
-        needs_host_pass: true,
-        // As class_library_shared.
-        project_plugins_only: true,
-        x86_64_only_symbols: &["_ZTI5Shape"],
-        ..Program::DEFAULT
+        ..SHARED_CLASS_LIBRARY
     },
     Program {
         name: "indirect_instances",
