@@ -99,6 +99,11 @@ bool isDeviceDeclaration(const ValueDecl *D) {
   return Type && *Type != OMPDeclareTargetDeclAttr::DT_Host;
 }
 
+/// Whether `D` is declared in a system header (a library's, the C and C++ libraries included).
+bool inSystemHeader(const Decl *D) {
+  return D->getASTContext().getSourceManager().isInSystemHeader(D->getLocation());
+}
+
 /// Whether a library builtin's header (null if none) is the C math library's: GPUs provide those
 /// functions (libdevice, ocml, through clang's OpenMP math headers), as they do not provide the C
 /// library's other functions.
@@ -106,11 +111,28 @@ bool isMathHeader(const char *Header) {
   return Header && (llvm::StringRef(Header) == "math.h" || llvm::StringRef(Header) == "complex.h");
 }
 
+/// Whether another device compile of the program may define `FD`, which this file declares
+/// without a body: a function with external linkage declared outside system headers (the
+/// program's own code, or a class library's other file, whose device compile defines the
+/// virtual functions of the vtables it emits and whatever its device code calls). Only the
+/// device link knows whether one does: the pass plugin gives such a declaration a weak trapping
+/// definition, which any real definition replaces.
+bool mayBeDefinedForDevice(const FunctionDecl *FD) {
+  if (deviceTypeOf(FD) == OMPDeclareTargetDeclAttr::DT_Host || !FD->isExternallyVisible())
+    return false;
+  for (const FunctionDecl *Redeclaration : FD->redecls())
+    if (inSystemHeader(Redeclaration))
+      return false;
+  return true;
+}
+
 /// Finds, in a function body and the bodies of the functions it calls that this file defines,
-/// the first thing device code cannot reach: a `device_type(host)` function, or a function or a
-/// global variable that is neither defined here nor `declare target` (its definition is host
-/// code elsewhere). Library builtins (printf, malloc, math), the replaceable allocation
-/// functions and the OpenMP API are available on the device.
+/// the first thing device code cannot reach: a `device_type(host)` function, a library's
+/// function (system header) that is neither defined here nor `declare target`, or a global
+/// variable that is neither defined here nor `declare target` (its definition is host code
+/// elsewhere). Library builtins (printf, malloc, math), the replaceable allocation functions and
+/// the OpenMP API are available on the device, and so is a function of the program's own code
+/// that another file defines ([mayBeDefinedForDevice]).
 class HostOnlyFinder : public RecursiveASTVisitor<HostOnlyFinder> {
 public:
   /// The first host-only declaration `FD`'s body reaches, or null.
@@ -156,7 +178,7 @@ private:
       Depth = Saved;
       return;
     }
-    if (isAvailableWithoutDefinition(FD))
+    if (isAvailableWithoutDefinition(FD) || mayBeDefinedForDevice(FD))
       return;
     Found = FD;
   }
@@ -234,20 +256,28 @@ private:
   ASTContext &Context;
 };
 
-/// Whether `D` is declared in a system header (a library's, the C and C++ libraries included).
-bool inSystemHeader(const Decl *D) {
-  return D->getASTContext().getSourceManager().isInSystemHeader(D->getLocation());
-}
+/// What the device has of a declaration the device module leaves undefined.
+enum class DeviceAnswer : int {
+  /// The file declares nothing of that name.
+  Unknown = -1,
+  /// Only host code defines it: what reaches it cannot be compiled for the device.
+  HostOnly = 0,
+  /// The device has it: `declare target` outside system headers (another device compile of the
+  /// program defines it), a C math function, a replaceable allocation function.
+  Provided = 1,
+  /// Another device compile of the program may define it ([mayBeDefinedForDevice]): the pass
+  /// plugin gives it a weak definition that traps, which a real definition replaces at the
+  /// device link.
+  MaybeElsewhere = 2,
+};
 
-/// Answers, by symbol name, whether the device can rely on a declaration of this file that the
-/// device module leaves undefined: the pass plugin asks it for each one after optimization,
-/// where the module knows exactly what is undefined (the AST only guesses). Provided are
-/// declarations that are `declare target` outside system headers (another device compile of the
-/// program defines them), the C math functions and the replaceable allocation functions (GPUs
-/// provide them); not provided is everything else the file declares and uses: host code
-/// elsewhere (`std::cout`, `strlen`, libstdc++'s out-of-line functions, inline variables code
-/// generation leaves out of the device module such as `std::piecewise_construct`), and library
-/// declarations a `begin declare target` region happens to enclose.
+/// Answers, by symbol name, what the device has of a declaration of this file that the device
+/// module leaves undefined (DeviceAnswer): the pass plugin asks it for each one after
+/// optimization, where the module knows exactly what is undefined (the AST only guesses). Host
+/// only is everything else the file declares and uses: host code elsewhere (`std::cout`,
+/// `strlen`, libstdc++'s out-of-line functions, inline variables code generation leaves out of
+/// the device module such as `std::piecewise_construct`), and library declarations a `begin
+/// declare target` region happens to enclose.
 class DeviceSymbolIndex : public RecursiveASTVisitor<DeviceSymbolIndex> {
 public:
   explicit DeviceSymbolIndex(ASTContext &Context) : Names(Context) {
@@ -261,13 +291,12 @@ public:
     TraverseDecl(Context.getTranslationUnitDecl());
   }
 
-  /// 1 if the device provides the declaration named `Name`, 0 if host code alone defines it,
-  /// -1 if the file uses no declaration of that name.
-  int provides(llvm::StringRef Name) const {
+  /// What the device has of the declaration named `Name`.
+  DeviceAnswer provides(llvm::StringRef Name) const {
     if (MathLibrary.contains(Name))
-      return 1;
-    auto Found = Provided.find(Name);
-    return Found == Provided.end() ? -1 : Found->second;
+      return DeviceAnswer::Provided;
+    auto Found = Answers.find(Name);
+    return Found == Answers.end() ? DeviceAnswer::Unknown : Found->second;
   }
 
   bool shouldVisitTemplateInstantiations() const { return true; }
@@ -282,15 +311,19 @@ public:
   bool VisitVarDecl(VarDecl *VD) {
     if (VD == VD->getCanonicalDecl() && VD->hasGlobalStorage() && !VD->isStaticLocal() &&
         !VD->getDeclContext()->isDependentContext() && VD->isUsed(false))
-      record(VD, declaredForDevice(VD));
+      record(VD, declaredForDevice(VD) ? DeviceAnswer::Provided : DeviceAnswer::HostOnly);
     return true;
   }
 
 private:
-  static bool providedForDevice(const FunctionDecl *FD) {
+  static DeviceAnswer providedForDevice(const FunctionDecl *FD) {
     if (deviceTypeOf(FD) == OMPDeclareTargetDeclAttr::DT_Host)
-      return false;
-    return FD->isReplaceableGlobalAllocationFunction() || declaredForDevice(FD);
+      return DeviceAnswer::HostOnly;
+    if (FD->isReplaceableGlobalAllocationFunction() || declaredForDevice(FD))
+      return DeviceAnswer::Provided;
+    if (!FD->isDefined() && mayBeDefinedForDevice(FD))
+      return DeviceAnswer::MaybeElsewhere;
+    return DeviceAnswer::HostOnly;
   }
 
   /// Some declaration of `D` is `declare target` for the device, outside system headers.
@@ -301,7 +334,7 @@ private:
     return false;
   }
 
-  void record(const NamedDecl *D, bool IsProvided) {
+  void record(const NamedDecl *D, DeviceAnswer Answer) {
     std::vector<std::string> Manglings;
     if (isa<CXXConstructorDecl>(D) || isa<CXXDestructorDecl>(D))
       Manglings = Names.getAllManglings(D);
@@ -309,12 +342,12 @@ private:
       Manglings.push_back(Names.getName(D));
     for (const std::string &Name : Manglings)
       if (!Name.empty())
-        Provided[Name] = IsProvided;
+        Answers[Name] = Answer;
   }
 
   ASTNameGenerator Names;
   llvm::StringSet<> MathLibrary;
-  llvm::StringMap<bool> Provided;
+  llvm::StringMap<DeviceAnswer> Answers;
 };
 
 /// Finds, in this file's own code (outside system headers), the library classes whose objects
@@ -368,8 +401,10 @@ public:
       ActiveDeviceCompile = nullptr;
   }
 
-  /// DeviceSymbolIndex::provides, once the file is parsed and checked (-1 before).
-  int provides(llvm::StringRef Name) const { return Index ? Index->provides(Name) : -1; }
+  /// DeviceSymbolIndex::provides, once the file is parsed and checked (Unknown before).
+  DeviceAnswer provides(llvm::StringRef Name) const {
+    return Index ? Index->provides(Name) : DeviceAnswer::Unknown;
+  }
 
   void InitializeSema(Sema &S) override { TheSema = &S; }
   void ForgetSema() override { TheSema = nullptr; }
@@ -654,13 +689,15 @@ private:
 /// Asked by the pass plugin (looked up in the compiler process, where both plugins are loaded)
 /// for each declaration that the optimized device module leaves undefined: `Name` (`Length`
 /// bytes, no NUL needed) is the symbol. Returns 1 if the device provides it (`declare target`
-/// outside system headers, a C math function, an allocation function), 0 if host code alone
-/// defines it, -1 if this file uses no such declaration or no device compile is running.
+/// outside system headers, a C math function, an allocation function), 2 if another device
+/// compile of the program may define it (a function of the program's own code that this file
+/// declares without a body), 0 if host code alone defines it, -1 if this file uses no such
+/// declaration or no device compile is running.
 extern "C" __attribute__((visibility("default"))) int
 omptarget_indirect_frontend_device_provides(const char *Name, size_t Length) {
   if (!ActiveDeviceCompile || !Name)
-    return -1;
-  return ActiveDeviceCompile->provides(llvm::StringRef(Name, Length));
+    return static_cast<int>(DeviceAnswer::Unknown);
+  return static_cast<int>(ActiveDeviceCompile->provides(llvm::StringRef(Name, Length)));
 }
 
 static FrontendPluginRegistry::Add<DeviceDefinitionsAction>

@@ -20,23 +20,36 @@
 //! compiled for the device ...` to the standard error stream first; on a GPU the trap's stub is
 //! named after the function. What only the replaced functions reached is then deleted (where the
 //! module may drop it), so that nothing undefined is left for the link.
+//!
+//! A function of the program's own code that this file declares and another file defines (a
+//! class library's out-of-line member, called from an inline virtual function of its header) is
+//! not host-only: that file's device compile may define it (the frontend plugin answers "maybe
+//! elsewhere"). Only the device link knows, so where vtable code reaches such a declaration it
+//! gets a *weak* definition of its own name that reports the call and traps ([`Pass::define_weak_traps`]):
+//! a real definition in another object of the image replaces it, and without one the link still
+//! succeeds and the call traps, naming the function. A stub never wins over a definition.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, c_int};
 
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
-use crate::llvm::{LLVMLinkage, LLVMValueKind};
+use crate::llvm::{LLVMLinkage, LLVMValueKind, LLVMVisibility};
 use crate::pass::{instructions, value_name, value_name_bytes, Pass};
 use crate::remarks::Kind;
 
 /// The stub of function `f` is named this prefix followed by `f`'s name.
 pub const STUB_PREFIX: &str = "__omptarget_indirect_not_on_device.";
 
-/// `omptarget_indirect_frontend_device_provides` of the frontend plugin: 1 if the device
-/// provides the declaration named (pointer, length), 0 if only host code defines it, -1 if the
-/// file declares no such thing.
+/// `omptarget_indirect_frontend_device_provides` of the frontend plugin: what the device has of
+/// the declaration named (pointer, length): [`PROVIDED`], [`MAYBE_ELSEWHERE`], 0 if only host
+/// code defines it, -1 if the file declares no such thing.
 type FrontendQuery = unsafe extern "C" fn(*const c_char, usize) -> c_int;
+
+/// The frontend plugin's answer for a declaration the device provides.
+const PROVIDED: c_int = 1;
+/// The frontend plugin's answer for a declaration another device compile may define.
+const MAYBE_ELSEWHERE: c_int = 2;
 
 extern "C" {
     fn omptarget_indirect_frontend_query() -> Option<FrontendQuery>;
@@ -115,7 +128,7 @@ impl Pass<'_> {
         // replacement; a function is deleted only once nothing uses it.
         unsafe {
             let query = omptarget_indirect_frontend_query();
-            let mut missing = self.missing_symbols(query);
+            let Undefined { mut missing, elsewhere } = self.undefined_symbols(query);
             let mut vtable_slots = Vec::new();
             let mut global = LLVMGetFirstGlobal(self.module);
             while !global.is_null() {
@@ -127,9 +140,13 @@ impl Pass<'_> {
                 global = LLVMGetNextGlobal(global);
             }
             let prints = self.on_x86_64();
+            let mut kept_slots = Vec::new();
             for function in vtable_slots {
                 // Removed before the function is deleted: a later function may reuse its address.
-                let Some(reason) = missing.remove(&function) else { continue };
+                let Some(reason) = missing.remove(&function) else {
+                    kept_slots.push(function);
+                    continue;
+                };
                 let Some(name) = value_name(function) else { continue };
                 let stub = self.trap_stub(function, &name, prints);
                 LLVMReplaceAllUsesWith(function, stub);
@@ -147,6 +164,54 @@ impl Pass<'_> {
                 });
             }
             delete_unused(&mut missing);
+            if !elsewhere.is_empty() {
+                self.define_weak_traps(&elsewhere, kept_slots, prints);
+            }
+        }
+    }
+
+    /// Gives each declaration of `elsewhere` (another device compile may define it) that the
+    /// vtable slots `roots` reach, directly or through functions of the module, a weak definition
+    /// that reports the call and traps (module documentation). Protected, so that on the x86_64
+    /// device a host function of the same name never stands in for it.
+    unsafe fn define_weak_traps(&mut self, elsewhere: &HashSet<LLVMValueRef>, roots: Vec<LLVMValueRef>, prints: bool) {
+        // SAFETY: functions of the module (the slots left after stubbing, none deleted); a body
+        // is given to a declaration only.
+        unsafe {
+            let mut reached = HashSet::new();
+            let mut pending = roots;
+            while let Some(function) = pending.pop() {
+                if !reached.insert(function) || LLVMIsDeclaration(function) != 0 {
+                    continue;
+                }
+                for used in referenced_globals(function) {
+                    let used = if LLVMIsAGlobalAlias(used).is_null() { used } else { LLVMAliasGetAliasee(used) };
+                    if !LLVMIsAFunction(used).is_null() {
+                        pending.push(used);
+                    }
+                }
+            }
+            for &function in elsewhere {
+                if !reached.contains(&function) || LLVMIsDeclaration(function) == 0 {
+                    continue;
+                }
+                let Some(name) = value_name(function) else { continue };
+                let message = format!(
+                    "omptarget-indirect: {name} is not compiled for the device (no device compile of the program \
+                     defines it: the file that defines it was compiled without offloading, or its definition reaches \
+                     host code), but device code called it\n"
+                );
+                self.build_trap_body(function, prints.then_some(message.as_str()));
+                LLVMSetLinkage(function, LLVMLinkage::LLVMWeakAnyLinkage);
+                LLVMSetVisibility(function, LLVMVisibility::LLVMProtectedVisibility);
+                self.summary.weak_traps += 1;
+                self.remarks.emit(Kind::Passed, function, c"WeakTrapDefined", || {
+                    format!(
+                        "{name} is declared here and defined by another file: a weak definition that traps stands in \
+                         for it until the device link finds that file's device definition"
+                    )
+                });
+            }
         }
     }
 
@@ -167,11 +232,7 @@ impl Pass<'_> {
                 if function.is_null() || LLVMIsDeclaration(function) == 0 {
                     continue;
                 }
-                let builder = LLVMCreateBuilderInContext(self.context);
-                let entry = LLVMAppendBasicBlockInContext(self.context, function, c"entry".as_ptr());
-                LLVMPositionBuilderAtEnd(builder, entry);
-                self.build_trap(builder);
-                LLVMDisposeBuilder(builder);
+                self.build_trap_body(function, None);
                 LLVMSetLinkage(function, LLVMLinkage::LLVMWeakAnyLinkage);
                 self.summary.host_only_stubs += 1;
             }
@@ -204,18 +265,27 @@ impl Pass<'_> {
         }
     }
 
-    /// The functions of the module the device cannot have, each with why: the frontend's
-    /// `extern_weak` declarations; with the frontend plugin loaded (`query`), the declarations
-    /// the device does not provide and every defined function that reaches one.
-    unsafe fn missing_symbols(&self, query: Option<FrontendQuery>) -> HashMap<LLVMValueRef, Missing> {
+    /// What the module leaves undefined: in [`Undefined::missing`] the functions the device cannot
+    /// have, each with why: the frontend's `extern_weak` declarations; with the frontend plugin
+    /// loaded (`query`), the declarations the device does not provide and every defined function
+    /// that reaches one; in [`Undefined::elsewhere`] the declarations another device compile
+    /// may define.
+    unsafe fn undefined_symbols(&self, query: Option<FrontendQuery>) -> Undefined {
         // SAFETY: reads of the module's globals, functions and their instructions.
         unsafe {
             let mut missing = HashMap::new();
+            let mut elsewhere = HashSet::new();
             let mut undefined = Vec::new();
             let x86_64 = self.on_x86_64();
-            let provides = |name: &[u8]| {
-                runtime_provides(name, x86_64)
-                    || query.is_some_and(|query| query(name.as_ptr().cast(), name.len()) == 1)
+            let ask = |query: FrontendQuery, name: &[u8]| query(name.as_ptr().cast(), name.len());
+            let answer = |name: &[u8]| match query {
+                _ if runtime_provides(name, x86_64) => PROVIDED,
+                // A thunk is emitted with the function it adjusts `this` for: it is where that is.
+                Some(query) => match (ask(query, name), thunk_target(name)) {
+                    (-1, Some(target)) => ask(query, &target),
+                    (found, _) => found,
+                },
+                None => PROVIDED,
             };
             let mut function = LLVMGetFirstFunction(self.module);
             while !function.is_null() {
@@ -225,8 +295,14 @@ impl Pass<'_> {
                         && name.starts_with(b"_Z")
                     {
                         missing.insert(function, Missing::KeptOff);
-                    } else if query.is_some() && !name.is_empty() && !provides(name) {
-                        undefined.push(function);
+                    } else if !name.is_empty() {
+                        match answer(name) {
+                            PROVIDED => {}
+                            MAYBE_ELSEWHERE => {
+                                elsewhere.insert(function);
+                            }
+                            _ => undefined.push(function),
+                        }
                     }
                 }
                 function = LLVMGetNextFunction(function);
@@ -239,19 +315,21 @@ impl Pass<'_> {
             let kept_off: Vec<LLVMValueRef> =
                 if x86_64 { Vec::new() } else { missing.keys().copied().collect() };
             if query.is_none() && kept_off.is_empty() {
-                return missing;
+                return Undefined { missing, elsewhere };
             }
             let mut global = LLVMGetFirstGlobal(self.module);
             while !global.is_null() {
                 let name = value_name_bytes(global).unwrap_or_default();
-                if query.is_some() && LLVMIsDeclaration(global) != 0 && !name.is_empty() && !provides(name) {
+                // A variable another file defines is host-only: only `declare target` ones (which
+                // the frontend answers as provided) are on the device.
+                if LLVMIsDeclaration(global) != 0 && !name.is_empty() && answer(name) != PROVIDED {
                     undefined.push(global);
                 }
                 global = LLVMGetNextGlobal(global);
             }
             if undefined.is_empty() && kept_off.is_empty() {
                 // The usual module: nothing to trace, no need to read every instruction.
-                return missing;
+                return Undefined { missing, elsewhere };
             }
             // Who uses what: the functions whose instructions name each global value.
             let mut users: HashMap<LLVMValueRef, Vec<LLVMValueRef>> = HashMap::new();
@@ -280,7 +358,7 @@ impl Pass<'_> {
                     }
                 }
             }
-            missing
+            Undefined { missing, elsewhere }
         }
     }
 
@@ -301,24 +379,35 @@ impl Pass<'_> {
 
     /// Defines the stub that replaces `function` (named `name`): internal, of the same type.
     unsafe fn trap_stub(&mut self, function: LLVMValueRef, name: &str, prints: bool) -> LLVMValueRef {
-        // SAFETY: new functions, blocks and instructions of the module's context.
+        // SAFETY: a new function of the module, of `function`'s type.
         unsafe {
             let stub_name = format!("{STUB_PREFIX}{name}\0");
             let stub =
                 LLVMAddFunction(self.module, stub_name.as_ptr().cast(), LLVMGlobalGetValueType(function));
             LLVMSetLinkage(stub, LLVMLinkage::LLVMInternalLinkage);
+            let message = format!(
+                "omptarget-indirect: {name} is not compiled for the device (a virtual function that is not declare \
+                 target and reaches host code; -Rpass=omptarget-indirect at compile time says why), but device \
+                 code called it\n"
+            );
+            self.build_trap_body(stub, prints.then_some(message.as_str()));
+            stub
+        }
+    }
+
+    /// Gives the declaration `function` a body that writes `message` (if any: the x86_64
+    /// device) to the standard error stream and traps.
+    unsafe fn build_trap_body(&self, function: LLVMValueRef, message: Option<&str>) {
+        // SAFETY: new blocks and instructions of the module's context, in a function that has none.
+        unsafe {
             let builder = LLVMCreateBuilderInContext(self.context);
-            let entry = LLVMAppendBasicBlockInContext(self.context, stub, c"entry".as_ptr());
+            let entry = LLVMAppendBasicBlockInContext(self.context, function, c"entry".as_ptr());
             LLVMPositionBuilderAtEnd(builder, entry);
-            if prints {
-                let message = format!(
-                    "omptarget-indirect: {name} is not compiled for the device (a virtual function that is not \
-                     declare target and reaches host code; -Rpass=omptarget-indirect at compile time says why), \
-                     but device code called it\n"
-                );
-                // A pointer to the global is the global itself (opaque pointers).
-                let text =
-                    LLVMBuildGlobalString(builder, format!("{message}\0").as_ptr().cast(), c"".as_ptr());
+            if let Some(message) = message {
+                // `dprintf(2, "%s", message)`: the message holds a symbol name, which is data.
+                // A pointer to a global is the global itself (opaque pointers).
+                let format = LLVMBuildGlobalString(builder, c"%s".as_ptr(), c"".as_ptr());
+                let text = LLVMBuildGlobalString(builder, format!("{message}\0").as_ptr().cast(), c"".as_ptr());
                 let int = LLVMInt32TypeInContext(self.context);
                 let ptr = LLVMPointerTypeInContext(self.context, 0);
                 let mut params = [int, ptr];
@@ -327,14 +416,21 @@ impl Pass<'_> {
                 if dprintf.is_null() {
                     dprintf = LLVMAddFunction(self.module, c"dprintf".as_ptr(), dprintf_type);
                 }
-                let mut args = [LLVMConstInt(int, 2, 0), text];
-                LLVMBuildCall2(builder, dprintf_type, dprintf, args.as_mut_ptr(), 2, c"".as_ptr());
+                let mut args = [LLVMConstInt(int, 2, 0), format, text];
+                LLVMBuildCall2(builder, dprintf_type, dprintf, args.as_mut_ptr(), 3, c"".as_ptr());
             }
             self.build_trap(builder);
             LLVMDisposeBuilder(builder);
-            stub
         }
     }
+}
+
+/// What a module leaves undefined ([`Pass::undefined_symbols`]).
+struct Undefined {
+    /// What the device cannot have, each with why.
+    missing: HashMap<LLVMValueRef, Missing>,
+    /// Declarations another device compile of the program may define.
+    elsewhere: HashSet<LLVMValueRef>,
 }
 
 /// Why the device cannot have a function.
@@ -343,6 +439,38 @@ enum Missing {
     KeptOff,
     /// It is, or reaches, this symbol, which the device does not provide.
     Reaches(String),
+}
+
+/// The symbol of the function the Itanium thunk `name` (`_ZTh`, `_ZTv`, `_ZTc` and their call
+/// offsets) adjusts `this` or the result for; None if `name` is no thunk.
+fn thunk_target(name: &[u8]) -> Option<Vec<u8>> {
+    /// The rest after a call offset of `kind` (`h <number> _`, `v <number> _ <number> _`).
+    fn call_offset(kind: u8, mut rest: &[u8]) -> Option<&[u8]> {
+        let numbers = match kind {
+            b'h' => 1,
+            b'v' => 2,
+            _ => return None,
+        };
+        for _ in 0..numbers {
+            rest = rest.strip_prefix(b"n").unwrap_or(rest);
+            let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+            if digits == 0 {
+                return None;
+            }
+            rest = rest[digits..].strip_prefix(b"_")?;
+        }
+        Some(rest)
+    }
+    let (&kind, mut rest) = name.strip_prefix(b"_ZT")?.split_first()?;
+    if kind == b'c' {
+        for _ in 0..2 {
+            let (&kind, after) = rest.split_first()?;
+            rest = call_offset(kind, after)?;
+        }
+    } else {
+        rest = call_offset(kind, rest)?;
+    }
+    (!rest.is_empty()).then(|| [b"_Z", rest].concat())
 }
 
 /// Adds to `found` the functions `value` (a constant initializer) names, looking through
@@ -454,6 +582,23 @@ unsafe fn delete_unused(missing: &mut HashMap<LLVMValueRef, Missing>) {
                     LLVMDeleteFunction(value);
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thunk_target;
+
+    #[test]
+    fn thunks_name_their_targets() {
+        assert_eq!(thunk_target(b"_ZTv0_n32_NK4Left6weightEv").as_deref(), Some(&b"_ZNK4Left6weightEv"[..]));
+        assert_eq!(thunk_target(b"_ZThn16_NK10TaggedRect3tagEv").as_deref(), Some(&b"_ZNK10TaggedRect3tagEv"[..]));
+        assert_eq!(thunk_target(b"_ZTch0_h16_NV1D1fEv").as_deref(), Some(&b"_ZNV1D1fEv"[..]));
+        assert_eq!(thunk_target(b"_ZTcv0_n12_v0_n16_N1B1fEv").as_deref(), Some(&b"_ZN1B1fEv"[..]));
+        // Vtables, VTTs, type_info and malformed thunks are no thunks.
+        for name in [&b"_ZTV4Rect"[..], b"_ZTT7Diamond", b"_ZTI5Shape", b"_ZTh16", b"_ZThn_x", b"_ZTv0_", b"_Z1fv"] {
+            assert_eq!(thunk_target(name), None, "{}", String::from_utf8_lossy(name));
         }
     }
 }

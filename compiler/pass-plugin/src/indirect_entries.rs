@@ -14,7 +14,8 @@
 //! - **Device modules**: each global clang made for an indirect function (`__omp_offloading_*`,
 //!   holding a function's address) gets a twin of the new name beside it (weak, protected:
 //!   every file that defines an inline function defines it). clang's own stays, so a host
-//!   compiled without this plugin still finds what it names.
+//!   compiled without this plugin still finds what it names; weak when the function is inline
+//!   (two files' device compiles of one header define it, and clang makes it strong).
 //! - **Host modules**: each indirect entry clang named so is renamed, and each function the
 //!   frontend plugin marked indirect (annotation [`ANNOTATION`], host compiles) that has no entry
 //!   gets one, a copy of another indirect entry of the module with its address and name.
@@ -76,7 +77,20 @@ unsafe fn function_of(mut value: LLVMValueRef) -> Option<LLVMValueRef> {
     }
 }
 
-/// Device module: the twin of each of clang's indirect-function globals. Returns how many it added.
+/// Whether `function` is defined by every file that uses it (inline, a template instance).
+unsafe fn defined_by_every_user(function: LLVMValueRef) -> bool {
+    // SAFETY: the linkage of a valid function.
+    unsafe {
+        use LLVMLinkage::*;
+        matches!(
+            LLVMGetLinkage(function),
+            LLVMLinkOnceAnyLinkage | LLVMLinkOnceODRLinkage | LLVMWeakAnyLinkage | LLVMWeakODRLinkage
+        )
+    }
+}
+
+/// Device module: the twin of each of clang's indirect-function globals (and clang's own made weak
+/// where the function is inline). Returns how many twins it added.
 ///
 /// # Safety
 /// `module` must be a valid device module that no one else accesses during the call.
@@ -100,6 +114,12 @@ pub unsafe fn name_device_globals(module: LLVMModuleRef) -> usize {
         }
         let mut added = Vec::new();
         for (global, init, function) in found {
+            // An inline function or template instance is defined by every file that uses it, and
+            // so is clang's global of it: strong, two files' would collide in the device link.
+            // Weak, not ODR: clang gives one name to several instances.
+            if defined_by_every_user(function) && LLVMGetLinkage(global) == LLVMLinkage::LLVMExternalLinkage {
+                LLVMSetLinkage(global, LLVMLinkage::LLVMWeakAnyLinkage);
+            }
             let Some(name) = entry_name(module, function).and_then(|n| CString::new(n).ok()) else {
                 continue;
             };

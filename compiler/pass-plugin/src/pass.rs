@@ -59,6 +59,9 @@ pub struct Summary {
     /// Host-only virtual functions whose vtable slots now hold a trapping stub
     /// ([`crate::host_only`]).
     pub host_only_stubs: usize,
+    /// Declarations that another device compile of the program may define, reached from
+    /// vtable slots, given a weak definition that traps ([`crate::host_only`]).
+    pub weak_traps: usize,
     /// Translations in loops that now keep their last key and result ([`crate::loop_cache`]).
     pub cached: usize,
     /// Translations of function pointers in loops that now look up only a key in the table's
@@ -126,6 +129,7 @@ impl Summary {
             || self.vtable_loads > 0
             || self.vtable_words > 0
             || self.host_only_stubs > 0
+            || self.weak_traps > 0
             || self.dynamic_casts > 0
             || self.fortran_entries > 0
             || self.host_vtables > 0

@@ -233,6 +233,37 @@ const CLASS_LIBRARY_DLOPEN: &[&str] = &[
     "-DCLASS_LIBRARY_DLOPEN=\"libclass_library_dlopen_shared.so\"",
 ];
 
+/// What the programs of `split_main.cpp` share: a class library split over a header and a file
+/// of its own (`split.h`, `split_lib.cpp`), whose inline virtual functions call the other file's
+/// out-of-line functions; each program puts the two together another way.
+const SPLIT: Program = Program {
+    host_vtables: true,
+    unmodified: true,
+    frontend: FrontendControl::StrictStop,
+    trap_argument: Some("call-host-only"),
+    ..Program::DEFAULT
+};
+
+/// The split library as a stripped `-fvisibility=hidden` shared library with its own device image.
+const SHARED_SPLIT: Program = Program {
+    shared_library: &[Unit { source: "split_lib.cpp", flags: &["-fvisibility=hidden"] }],
+    stripped: true,
+    needs_host_pass: true,
+    // A stock libomptarget builds one table per image: the program's image has none of the
+    // vtables whose key functions the library defines (docs/virtual.md).
+    project_plugins_only: true,
+    x86_64_only_symbols: &["_ZTI5Shape"],
+    ..SPLIT
+};
+
+/// The name `split_main.cpp` reports under, per program built from it.
+const SPLIT_HEADER_ONLY: &[&str] = &["-DPROGRAM_NAME=\"split_header_only\"", "-DSPLIT_HEADER_ONLY"];
+const SPLIT_ARCHIVE: &str = "-DPROGRAM_NAME=\"split_archive\"";
+const SPLIT_HIDDEN: &str = "-DPROGRAM_NAME=\"split_hidden\"";
+const SPLIT_STRIPPED: &str = "-DPROGRAM_NAME=\"split_stripped\"";
+const SPLIT_SHARED: &str = "-DPROGRAM_NAME=\"split_shared\"";
+const SPLIT_DLOPEN: &[&str] = &["-DPROGRAM_NAME=\"split_dlopen\"", "-DSPLIT_DLOPEN=\"libsplit_dlopen_shared.so\""];
+
 /// Every program, in the order of the end-to-end issue's list.
 pub const PROGRAMS: &[Program] = &[
     Program {
@@ -425,6 +456,60 @@ pub const PROGRAMS: &[Program] = &[
         units: &[Unit { source: "class_library_main.cpp", flags: CLASS_LIBRARY_DLOPEN }],
         loads_shared_library: true,
         ..SHARED_CLASS_LIBRARY
+    },
+    Program {
+        name: "split",
+        about: "frontend plugin, class library split over files: inline virtual functions calling another file's \
+                out-of-line functions, key functions, a pure virtual base, two bases, a virtual base, an explicitly \
+                instantiated class template, a virtual member pointer, an indirect template's instance, virtual \
+                destructors; two units",
+        units: &[unit("split_main.cpp"), unit("split_lib.cpp")],
+        ..SPLIT
+    },
+    Program {
+        name: "split_header_only",
+        about: "frontend plugin: the split class library with every definition inline in its header",
+        units: &[Unit { source: "split_main.cpp", flags: SPLIT_HEADER_ONLY }],
+        ..SPLIT
+    },
+    Program {
+        name: "split_archive",
+        about: "frontend plugin: the split class library's own file in a static archive",
+        units: &[Unit { source: "split_main.cpp", flags: &[SPLIT_ARCHIVE] }],
+        library: &[unit("split_lib.cpp")],
+        ..SPLIT
+    },
+    Program {
+        name: "split_hidden",
+        about: "frontend plugin: the split class library, both units -fvisibility=hidden",
+        units: &[
+            Unit { source: "split_main.cpp", flags: &["-fvisibility=hidden", SPLIT_HIDDEN] },
+            Unit { source: "split_lib.cpp", flags: &["-fvisibility=hidden"] },
+        ],
+        ..SPLIT
+    },
+    Program {
+        name: "split_stripped",
+        about: "frontend plugin: the split class library, the executable stripped after linking",
+        units: &[Unit { source: "split_main.cpp", flags: &[SPLIT_STRIPPED] }, unit("split_lib.cpp")],
+        stripped: true,
+        needs_host_pass: true,
+        ..SPLIT
+    },
+    Program {
+        name: "split_shared",
+        about: "frontend plugin: the split class library as a stripped -fvisibility=hidden shared library with its \
+                own device image",
+        units: &[Unit { source: "split_main.cpp", flags: &[SPLIT_SHARED] }],
+        ..SHARED_SPLIT
+    },
+    Program {
+        name: "split_dlopen",
+        about: "frontend plugin: the split class library as a shared library with its own device image, loaded \
+                with dlopen before the first target region",
+        units: &[Unit { source: "split_main.cpp", flags: SPLIT_DLOPEN }],
+        loads_shared_library: true,
+        ..SHARED_SPLIT
     },
     Program {
         name: "indirect_instances",
