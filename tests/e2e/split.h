@@ -1,10 +1,10 @@
 // A class library split over files the ordinary way: this header declares the classes, with
 // inline virtual functions that call functions defined out of line in split_lib.cpp (the
 // library's own file, no OpenMP in it), key functions there, a pure virtual base with an
-// out-of-line destructor, multiple and virtual inheritance, a class template explicitly
-// instantiated there, and an indirect function template. The program (split_main.cpp) calls
+// out-of-line destructor, multiple and virtual inheritance, and a class template explicitly
+// instantiated there. The program (split_main.cpp) calls
 // them on objects split_lib.cpp builds; how the two files are put together (one executable, a
-// static archive, a shared library, dlopen, hidden visibility, stripped) is the test's matrix.
+// static archive, hidden visibility, stripped, all in the header) is the test's matrix.
 //
 // SPLIT_HEADER_ONLY: the library's definitions are included here, inline (no key functions).
 #ifndef SPLIT_H
@@ -20,15 +20,18 @@
 #define SPLIT_INLINE
 #endif
 
-// Destructors record their run here, a bit per class.
+// Destructors record their run in `*trace` (if set), a bit per class.
 enum { DESTROYED_SHAPE = 1, DESTROYED_RECT = 2, DESTROYED_LABEL = 4 };
 
+// name() returns a string literal: a copy of the device image returns the device's string, whose
+// address differs from the host's (a host copy running on the x86_64 device returns the host's).
 struct SPLIT_API Shape {
   virtual ~Shape();
   virtual double area() const = 0;
   virtual double perimeter() const = 0;
   virtual int corners() const { return 0; }
-  int destroyed = 0;
+  virtual const char *name() const = 0;
+  int *trace = nullptr;
 };
 
 // Its key function (area) and perimeter and destructor are split_lib.cpp's.
@@ -38,6 +41,7 @@ struct Rect : Shape {
   double area() const override;
   double perimeter() const override;
   int corners() const override { return 4; }
+  const char *name() const override;
   // Writes to stderr: split_lib.cpp's device compile cannot compile it.
   virtual int describe() const;
   double width, height;
@@ -47,9 +51,13 @@ struct Rect : Shape {
 // destructor calling Rect's out-of-line one.
 struct Label : Rect {
   Label(double width, double height, int id) : Rect(width, height), id(id) {}
-  ~Label() override { destroyed |= DESTROYED_LABEL; }
+  ~Label() override {
+    if (trace)
+      *trace |= DESTROYED_LABEL;
+  }
   double area() const override { return Rect::area() + id; }
   double perimeter() const override { return Rect::perimeter() * 2; }
+  const char *name() const override { return Rect::name(); }
   int describe() const override { return Rect::describe() + id; }
   int id;
 };
@@ -61,6 +69,7 @@ struct Scaled : Shape {
   explicit Scaled(int k) : k(k) {}
   double area() const override { return scale_factor(k) * 2; }
   double perimeter() const override { return scale_factor(k); }
+  const char *name() const override { return "scaled"; }
   int k;
 };
 
@@ -98,6 +107,7 @@ template <class T> struct Poly : Shape {
   double area() const override { return double(side) * double(side) * n / 4; }
   double perimeter() const override { return lengths(); }
   int corners() const override { return n; }
+  const char *name() const override;
   double lengths() const;
   T side;
   int n;
@@ -107,11 +117,6 @@ extern template struct Poly<int>;
 extern template struct Poly<double>;
 #endif
 
-// An indirect function template: split_lib.cpp hands out the host address of an instance.
-#pragma omp begin declare target indirect
-template <class T> T twice(T x) { return x + x; }
-#pragma omp end declare target
-
 enum { SPLIT_SHAPES = 7, SPLIT_NODES = 1 };
 
 // What split_lib.cpp builds into an arena: offsets of SPLIT_SHAPES shapes (Rect, Label, Scaled,
@@ -120,7 +125,6 @@ struct SplitObjects {
   size_t shapes[SPLIT_SHAPES];
   size_t diamond;
   int tagged;
-  long (*twice_long)(long);
 };
 
 // Builds the objects by placement new; 0 if they do not fit. C linkage: found with dlsym too.

@@ -7,13 +7,21 @@
 #include <new>
 #include <stdio.h>
 
-SPLIT_INLINE Shape::~Shape() { destroyed |= DESTROYED_SHAPE; }
+SPLIT_INLINE Shape::~Shape() {
+  if (trace)
+    *trace |= DESTROYED_SHAPE;
+}
 
-SPLIT_INLINE Rect::~Rect() { destroyed |= DESTROYED_RECT; }
+SPLIT_INLINE Rect::~Rect() {
+  if (trace)
+    *trace |= DESTROYED_RECT;
+}
 
 SPLIT_INLINE double Rect::area() const { return width * height; }
 
 SPLIT_INLINE double Rect::perimeter() const { return 2 * (width + height); }
+
+SPLIT_INLINE const char *Rect::name() const { return "rect"; }
 
 SPLIT_INLINE int Rect::describe() const {
   fprintf(stderr, "rect %g x %g\n", width, height);
@@ -27,6 +35,8 @@ SPLIT_INLINE int TaggedRect::tag() const { return t * 10 + corners(); }
 SPLIT_INLINE int Left::weight() const { return base_value * 2; }
 
 template <class T> double Poly<T>::lengths() const { return double(side) * n; }
+
+template <class T> const char *Poly<T>::name() const { return "poly"; }
 
 #ifndef SPLIT_HEADER_ONLY
 template struct Poly<int>;
@@ -56,7 +66,6 @@ SPLIT_INLINE int split_build(unsigned char *arena, size_t capacity, SplitObjects
   objects->shapes[6] = place<Label>(arena, capacity, used, 1.0, 1.0, 3);
   objects->diamond = place<Diamond>(arena, capacity, used);
   objects->tagged = 3;
-  objects->twice_long = twice<long>;
   if (objects->diamond == static_cast<size_t>(-1))
     return 0;
   for (size_t offset : objects->shapes)
