@@ -24,10 +24,12 @@
 //     thunks, and every virtual function it names. `vtables=declare-target` keeps only classes
 //     defined in a region or declaring a `declare target` member (docs/frontend.md: the cost).
 //     A virtual function that is not `declare target` and reaches host-only code (a
-//     `device_type(host)` function, or a function or variable that is neither defined in this
-//     file nor `declare target`) is not compiled for the device: its declaration becomes weak and
-//     the pass plugin fills its slots with a stub that traps, naming it. So is a virtual function
-//     declared `device_type(host)`.
+//     `device_type(host)` function, a library's function or a variable that is neither defined in
+//     this file nor `declare target`) is not compiled for the device: its declaration becomes weak
+//     and the pass plugin fills its slots with a stub that traps, naming it. So is a virtual
+//     function declared `device_type(host)`. A function of the program's own code that another
+//     file defines is not host-only: that file's device compile may define it, and the pass
+//     plugin gives its declaration a weak trapping definition that such a definition replaces.
 //
 // What it decides is reported as remarks under -Rpass=omptarget-indirect, as the pass plugin's
 // are; nothing is printed by default. What it cannot handle it leaves alone (docs/frontend.md).

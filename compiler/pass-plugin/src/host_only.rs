@@ -174,7 +174,12 @@ impl Pass<'_> {
     /// vtable slots `roots` reach, directly or through functions of the module, a weak definition
     /// that reports the call and traps (module documentation). Protected, so that on the x86_64
     /// device a host function of the same name never stands in for it.
-    unsafe fn define_weak_traps(&mut self, elsewhere: &HashSet<LLVMValueRef>, roots: Vec<LLVMValueRef>, prints: bool) {
+    unsafe fn define_weak_traps(
+        &mut self,
+        elsewhere: &HashSet<LLVMValueRef>,
+        roots: Vec<LLVMValueRef>,
+        prints: bool,
+    ) {
         // SAFETY: functions of the module (the slots left after stubbing, none deleted); a body
         // is given to a declaration only.
         unsafe {
@@ -185,7 +190,8 @@ impl Pass<'_> {
                     continue;
                 }
                 for used in referenced_globals(function) {
-                    let used = if LLVMIsAGlobalAlias(used).is_null() { used } else { LLVMAliasGetAliasee(used) };
+                    let used =
+                        if LLVMIsAGlobalAlias(used).is_null() { used } else { LLVMAliasGetAliasee(used) };
                     if !LLVMIsAFunction(used).is_null() {
                         pending.push(used);
                     }
@@ -407,7 +413,8 @@ impl Pass<'_> {
                 // `dprintf(2, "%s", message)`: the message holds a symbol name, which is data.
                 // A pointer to a global is the global itself (opaque pointers).
                 let format = LLVMBuildGlobalString(builder, c"%s".as_ptr(), c"".as_ptr());
-                let text = LLVMBuildGlobalString(builder, format!("{message}\0").as_ptr().cast(), c"".as_ptr());
+                let text =
+                    LLVMBuildGlobalString(builder, format!("{message}\0").as_ptr().cast(), c"".as_ptr());
                 let int = LLVMInt32TypeInContext(self.context);
                 let ptr = LLVMPointerTypeInContext(self.context, 0);
                 let mut params = [int, ptr];
@@ -593,11 +600,16 @@ mod tests {
     #[test]
     fn thunks_name_their_targets() {
         assert_eq!(thunk_target(b"_ZTv0_n32_NK4Left6weightEv").as_deref(), Some(&b"_ZNK4Left6weightEv"[..]));
-        assert_eq!(thunk_target(b"_ZThn16_NK10TaggedRect3tagEv").as_deref(), Some(&b"_ZNK10TaggedRect3tagEv"[..]));
+        assert_eq!(
+            thunk_target(b"_ZThn16_NK10TaggedRect3tagEv").as_deref(),
+            Some(&b"_ZNK10TaggedRect3tagEv"[..])
+        );
         assert_eq!(thunk_target(b"_ZTch0_h16_NV1D1fEv").as_deref(), Some(&b"_ZNV1D1fEv"[..]));
         assert_eq!(thunk_target(b"_ZTcv0_n12_v0_n16_N1B1fEv").as_deref(), Some(&b"_ZN1B1fEv"[..]));
         // Vtables, VTTs, type_info and malformed thunks are no thunks.
-        for name in [&b"_ZTV4Rect"[..], b"_ZTT7Diamond", b"_ZTI5Shape", b"_ZTh16", b"_ZThn_x", b"_ZTv0_", b"_Z1fv"] {
+        for name in
+            [&b"_ZTV4Rect"[..], b"_ZTT7Diamond", b"_ZTI5Shape", b"_ZTh16", b"_ZThn_x", b"_ZTv0_", b"_Z1fv"]
+        {
             assert_eq!(thunk_target(name), None, "{}", String::from_utf8_lossy(name));
         }
     }
