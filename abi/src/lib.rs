@@ -241,6 +241,19 @@ symbol_names! {
 /// primary or secondary) translates like a function address.
 pub const VTABLE_WORD_PREFIX: &str = "__omptarget_indirect_vtable_";
 
+/// Whether a loaded object's path (as the dynamic loader names it) is an x86_64 device image
+/// rather than a part of the host program: this project's x86_64 plugin loads images from memory
+/// files (`/proc/self/fd/N`, `/memfd:`), libomptarget 22 from `/tmp/tmpfile_XXXXXX`, libomptarget
+/// 23 from `/tmp/tmpfile-XXXXXX.tmp`.
+pub fn is_device_image_path(path: &str) -> bool {
+    path.starts_with("/proc/self/fd/")
+        || path.starts_with("/memfd:")
+        || path
+            .rsplit('/')
+            .next()
+            .is_some_and(|file| file.starts_with("tmpfile_") || file.starts_with("tmpfile-"))
+}
+
 /// The word index and the vtable symbol a [`VTABLE_WORD_PREFIX`] global names, or None when
 /// `name` is not such a global (no prefix, no decimal index, no `_`, or a vtable name that is not
 /// an Itanium vtable or construction vtable).

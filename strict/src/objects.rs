@@ -72,11 +72,7 @@ pub fn is_host_program(path: &str, is_main: bool, device_images: &[usize], base:
     !SYSTEM_DIRS.iter().any(|d| path.starts_with(d))
 }
 
-/// Whether `path` names a device image: the plugins load them from memory files (this project's)
-/// or temporary files (libomptarget 22's).
-pub fn is_device_image_path(path: &str) -> bool {
-    path.starts_with("/proc/self/fd/") || path.starts_with("/memfd:") || path.contains("/tmpfile_")
-}
+pub use omptarget_indirect_abi::is_device_image_path;
 
 /// The loaded objects of the host program, with their segments and symbols. `device_images`:
 /// load bases of objects known to be device images.
@@ -278,6 +274,7 @@ mod tests {
         assert!(!is_host_program("/work/target/tools/llvm16/lib/libomp.so.5", false, &[], 1));
         assert!(!is_host_program("/proc/self/fd/7", false, &[], 1));
         assert!(!is_host_program("/tmp/tmpfile_jhjTrN", false, &[], 1));
+        assert!(!is_host_program("/tmp/tmpfile-6d9338.tmp", false, &[], 1));
         assert!(!is_host_program("/home/me/app/libsolver.so", false, &[1], 1), "a known device image");
         assert!(!is_host_program("linux-vdso.so.1", false, &[], 1));
     }

@@ -4,7 +4,8 @@
 // out-of-line destructor, multiple and virtual inheritance, and a class template explicitly
 // instantiated there. The program (split_main.cpp) calls
 // them on objects split_lib.cpp builds; how the two files are put together (one executable, a
-// static archive, hidden visibility, stripped, all in the header) is the test's matrix.
+// static archive, a shared library linked or loaded with dlopen, hidden visibility, stripped,
+// all in the header) is the test's matrix.
 //
 // SPLIT_HEADER_ONLY: the library's definitions are included here, inline (no key functions).
 #ifndef SPLIT_H

@@ -8,7 +8,14 @@
 //
 // `call-host-only`: device code calls Rect::describe, which writes to stderr: no device compile
 // defines it, so the call must trap, naming it.
+// SPLIT_DLOPEN (the library's file name): the library is loaded with dlopen from the executable's
+// directory before the first target region.
 #include <string.h>
+#ifdef SPLIT_DLOPEN
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
+#endif
 
 #include "check.h"
 #include "split.h"
@@ -18,6 +25,29 @@
 #endif
 
 enum { ARENA = 1024 };
+
+typedef int (*Builder)(unsigned char *, size_t, SplitObjects *);
+
+// The library's split_build: linked, or loaded from the executable's directory.
+static Builder builder() {
+#ifdef SPLIT_DLOPEN
+  char path[PATH_MAX];
+  ssize_t length = readlink("/proc/self/exe", path, sizeof path - sizeof SPLIT_DLOPEN - 1);
+  char *slash = length > 0 ? static_cast<char *>(memrchr(path, '/', length)) : nullptr;
+  if (!slash)
+    return nullptr;
+  strcpy(slash + 1, SPLIT_DLOPEN);
+  // Global: the program's x86_64 device image names the library's type_info of Shape.
+  void *library = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  if (!library) {
+    printf("dlopen %s: %s\n", path, dlerror());
+    return nullptr;
+  }
+  return reinterpret_cast<Builder>(dlsym(library, "split_build"));
+#else
+  return split_build;
+#endif
+}
 
 enum { NAME = 16 };
 
@@ -35,7 +65,8 @@ static const Shape *shape_at(unsigned char *arena, size_t offset) {
 int main(int argc, char **argv) {
   alignas(16) static unsigned char arena[ARENA];
   SplitObjects objects;
-  if (split_build(arena, ARENA, &objects) != SPLIT_SHAPES) {
+  Builder build = builder();
+  if (!build || build(arena, ARENA, &objects) != SPLIT_SHAPES) {
     EXPECT(false, "the objects were not built");
     return finish(PROGRAM_NAME);
   }

@@ -128,7 +128,6 @@ impl Pass<'_> {
         // replacement; a function is deleted only once nothing uses it.
         unsafe {
             let query = omptarget_indirect_frontend_query();
-            let Undefined { mut missing, elsewhere } = self.undefined_symbols(query);
             let mut vtable_slots = Vec::new();
             let mut global = LLVMGetFirstGlobal(self.module);
             while !global.is_null() {
@@ -139,6 +138,16 @@ impl Pass<'_> {
                 }
                 global = LLVMGetNextGlobal(global);
             }
+            // clang emits the thunks of a function another file defines `available_externally`
+            // (for the optimizer). Before an LTO link (`-foffload-lto`) they are still so here,
+            // and the link drops their bodies: the vtable would name nothing. The body is the
+            // thunk's one definition (ODR), so it is kept as one.
+            for &function in &vtable_slots {
+                if LLVMGetLinkage(function) == LLVMLinkage::LLVMAvailableExternallyLinkage {
+                    LLVMSetLinkage(function, LLVMLinkage::LLVMLinkOnceODRLinkage);
+                }
+            }
+            let Undefined { mut missing, elsewhere } = self.undefined_symbols(query);
             let prints = self.on_x86_64();
             let mut kept_slots = Vec::new();
             for function in vtable_slots {

@@ -39,19 +39,22 @@ pub struct DeviceWord {
     pub vtable: String,
 }
 
-/// The vtable-word globals `image` (an ELF file) defines, from its symbol table and dynamic
-/// symbols; none when it is no ELF file or has none.
-pub fn device_words(image: &[u8]) -> Vec<DeviceWord> {
+/// The symbols `image` (an ELF file) defines, from its symbol table and dynamic symbols; none
+/// when it is no ELF file or has none.
+pub fn defined_symbols(image: &[u8]) -> BTreeSet<String> {
     use object::{Object as _, ObjectSymbol};
-    let Ok(file) = object::File::parse(image) else { return Vec::new() };
-    let names: BTreeSet<&str> = file
-        .symbols()
+    let Ok(file) = object::File::parse(image) else { return BTreeSet::new() };
+    file.symbols()
         .chain(file.dynamic_symbols())
         .filter(|s| s.is_definition())
-        .filter_map(|s| s.name().ok())
-        .collect();
-    names
-        .into_iter()
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .collect()
+}
+
+/// The vtable-word globals among `defined` (an image's [`defined_symbols`]).
+pub fn device_words(defined: &BTreeSet<String>) -> Vec<DeviceWord> {
+    defined
+        .iter()
         .filter_map(|symbol| {
             let (index, vtable) = vtable_word(symbol)?;
             Some(DeviceWord { symbol: symbol.to_string(), index, vtable: vtable.to_string() })
@@ -141,12 +144,6 @@ impl Drop for MappedFile {
     }
 }
 
-/// Whether the loaded object at `path` is a device image: the x86_64 plugin loads images from
-/// memory files.
-fn is_device_image(path: &str) -> bool {
-    path.starts_with("/proc/self/fd/") || path.starts_with("/memfd:")
-}
-
 /// A loaded object of the process: its file, load base and loaded segments.
 struct LoadedObject {
     /// Its file (`/proc/self/exe` for the executable).
@@ -185,7 +182,10 @@ fn loaded_objects() -> Vec<LoadedObject> {
             unsafe { CStr::from_ptr(info.dlpi_name) }.to_string_lossy().into_owned()
         };
         let path = if found.is_empty() { "/proc/self/exe".to_string() } else { name };
-        if !path.is_empty() && !path.starts_with("linux-vdso") && !is_device_image(&path) {
+        if !path.is_empty()
+            && !path.starts_with("linux-vdso")
+            && !omptarget_indirect_abi::is_device_image_path(&path)
+        {
             let headers: &[libc::Elf64_Phdr] = if info.dlpi_phdr.is_null() {
                 &[]
             } else {
@@ -215,10 +215,10 @@ mod tests {
 
     #[test]
     fn objects_loaded_from_memory_files_are_device_images() {
-        assert!(is_device_image("/proc/self/fd/7"));
-        assert!(is_device_image("/memfd:omptarget-image (deleted)"));
-        assert!(!is_device_image("/usr/lib/x86_64-linux-gnu/libstdc++.so.6"));
-        assert!(!loaded_objects().iter().any(|o| is_device_image(&o.path)));
+        assert!(omptarget_indirect_abi::is_device_image_path("/proc/self/fd/7"));
+        assert!(omptarget_indirect_abi::is_device_image_path("/memfd:omptarget-image (deleted)"));
+        assert!(!omptarget_indirect_abi::is_device_image_path("/usr/lib/x86_64-linux-gnu/libstdc++.so.6"));
+        assert!(!loaded_objects().iter().any(|o| omptarget_indirect_abi::is_device_image_path(&o.path)));
         assert_eq!(loaded_objects().first().map(|o| o.path.as_str()), Some("/proc/self/exe"));
     }
 

@@ -14,12 +14,18 @@
 //! an indirect function's, and pairs the two addresses in its table, which the device library
 //! reads.
 //!
+//! It also gives every device one table of every image's pairs, with the hash index, in the
+//! device library's own globals, which its translation reads first ([`device_table`]): the
+//! descriptor gets one entry per global so that libomptarget says where each image's is, and
+//! this library's `__tgt_target_kernel` installs the table before a device's first launch.
+//!
 //! libomptarget walks an image's entries and the host's in step, so the added entries go to both
-//! (one array) after every original one: a kernel keeps its index. A program without vtables in
-//! its images, entries in the legacy layout (clang 19, whose libomptarget 16 runs this project's
-//! plugins, which pair the vtables themselves), or any failure registers the original descriptor
-//! unchanged.
+//! (one array) after every original one: a kernel keeps its index. A program whose images define
+//! neither vtable words nor the device library's globals, entries in the legacy layout (clang 19,
+//! whose libomptarget 16 runs this project's plugins, which pair the vtables themselves), or any
+//! failure registers the original descriptor unchanged.
 
+mod device_table;
 mod x86_64_table;
 
 pub use x86_64_table::__omptarget_indirect_x86_64_image_loaded;
@@ -27,9 +33,14 @@ pub use x86_64_table::__omptarget_indirect_x86_64_image_loaded;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Mutex;
 
+use omptarget_indirect_abi::vtable_word;
 use plugin_core::entries::V1_ENTRY_SIZE;
-use plugin_core::rtl_interface::{TgtDeviceImage, TgtOffloadEntry, OMP_DECLARE_TARGET_INDIRECT};
+use plugin_core::rtl_interface::{
+    TgtDeviceImage, TgtOffloadEntry, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE, OMP_DECLARE_TARGET_INDIRECT,
+};
 use plugin_core::{diagnostics, image, vtables};
+
+use device_table::Shadows;
 
 /// The name in this library's diagnostics.
 const NAME: &str = "register";
@@ -87,6 +98,9 @@ struct Replacement {
     _images: Box<[TgtDeviceImage]>,
     _entries: Box<[EntryV1]>,
     _names: Vec<CString>,
+    /// The host stand-ins of the device library's globals its entries name, when every image
+    /// defines them ([`device_table`]).
+    shadows: Option<Box<Shadows>>,
 }
 
 impl Registered {
@@ -103,6 +117,27 @@ impl Registered {
         // (alive while registered: the caller's contract).
         unsafe { std::slice::from_raw_parts(first, count) }
     }
+
+    /// The stand-ins of the device library's globals registered for it, if any.
+    fn shadows(&self) -> Option<&Shadows> {
+        self.replacement.as_ref()?.shadows.as_deref()
+    }
+}
+
+/// The host address of each indirect entry of size 8 among `entries` (a function's, or a vtable
+/// word's: the bool), what libomptarget pairs with the device address the entry's global holds.
+///
+/// # Safety
+/// Each entry's symbol name must be null or NUL-terminated.
+unsafe fn indirect_keys(entries: &[EntryV1]) -> impl Iterator<Item = (u64, bool)> + '_ {
+    entries
+        .iter()
+        .filter(|e| e.flags & OMP_DECLARE_TARGET_INDIRECT != 0 && e.size == 8 && !e.symbol_name.is_null())
+        .map(|e| {
+            // SAFETY: a NUL-terminated name (the function's contract).
+            let name = unsafe { std::ffi::CStr::from_ptr(e.symbol_name) };
+            (e.address as u64, name.to_str().ok().and_then(vtable_word).is_some())
+        })
 }
 
 // SAFETY: the raw pointers point into the boxes the value owns or the program's own constant
@@ -138,20 +173,30 @@ pub unsafe extern "C" fn __tgt_register_lib(desc: *mut TgtBinDesc) {
         );
         return;
     };
-    let replacement = if vtables::enabled() {
-        // SAFETY: the caller's contract.
-        unsafe { extend(desc) }.unwrap_or_else(|why| {
-            diagnostics::info(NAME, format_args!("registering the program's images unchanged: {why}"));
-            None
-        })
-    } else {
+    let with_words = vtables::enabled();
+    if !with_words {
         eprintln!(
             "omptarget-indirect ({NAME}) notice: {}=0: the images' vtables are not registered (host-built objects \
              keep host vtables)",
             vtables::VTABLES_ENV
         );
+    }
+    // libomptarget 21 (and older), under `requires unified_shared_memory`, writes each entry's
+    // host bytes over its device global when it loads an image: over the globals a table was
+    // installed in (x86_64), and over the indirect entries' globals before it maps them (so
+    // that `omp_get_mapped_ptr` then answers garbage for them). No device table there.
+    // SAFETY: the caller's contract: a valid descriptor (or null).
+    if unsafe { desc.as_ref().and_then(|d| v1_entries(d)) }.is_some_and(requires_unified_memory) {
+        UNIFIED_MEMORY.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    let with_table =
+        !(UNIFIED_MEMORY.load(std::sync::atomic::Ordering::Relaxed) && x86_64_table::runtime_fills_none());
+    // SAFETY: the caller's contract.
+    let replacement = unsafe { extend(desc, with_words, with_table) }.unwrap_or_else(|why| {
+        diagnostics::info(NAME, format_args!("registering the program's images unchanged: {why}"));
         None
-    };
+    });
+    let with_table = replacement.as_ref().is_some_and(|r| r.shadows.is_some());
     let registered_desc =
         replacement.as_ref().map_or(desc, |r| &*r.desc as *const TgtBinDesc as *mut TgtBinDesc);
     // SAFETY: the descriptor about to be registered: the program's (the caller's contract: valid
@@ -167,7 +212,10 @@ pub unsafe extern "C" fn __tgt_register_lib(desc: *mut TgtBinDesc) {
     // SAFETY: the program's descriptor, or a replacement whose every pointer is kept alive in
     // REGISTERED (never freed); the lock is released, as libomptarget may load images (and call
     // back into this library) before it returns.
-    unsafe { register(registered_desc) }
+    unsafe { register(registered_desc) };
+    if with_table {
+        device_table::registered();
+    }
 }
 
 /// `void __tgt_unregister_lib(__tgt_bin_desc *desc)`: unregisters what [`__tgt_register_lib`]
@@ -186,9 +234,68 @@ pub unsafe extern "C" fn __tgt_unregister_lib(desc: *mut TgtBinDesc) {
         r.live = false;
         r.replacement.as_ref().map_or(desc, |p| &*p.desc as *const TgtBinDesc as *mut TgtBinDesc)
     });
+    let tables_in_use = registered.iter().any(|r| r.live && r.shadows().is_some());
     drop(registered);
+    if !tables_in_use {
+        // Before libomptarget unloads the images (and may release the devices).
+        device_table::free_all();
+    }
     // SAFETY: the descriptor registered for `desc` (never freed), or `desc` as received.
     unsafe { unregister(ours.unwrap_or(desc)) }
+}
+
+/// `int __tgt_target_kernel(ident_t *loc, int64_t device_id, int32_t num_teams, int32_t
+/// thread_limit, void *host_ptr, KernelArgsTy *args)`: libomptarget's (the next definition),
+/// after the device's table is installed if a descriptor was registered since
+/// ([`device_table`]). The arguments go through untouched. Without a libomptarget behind this
+/// library, says so on stderr and returns `OFFLOAD_FAIL` (-1), as libomptarget does for a launch
+/// that fails.
+///
+/// # Safety
+/// What libomptarget's `__tgt_target_kernel` requires of its arguments (clang's kernel launch).
+#[no_mangle]
+pub unsafe extern "C" fn __tgt_target_kernel(
+    loc: *mut c_void,
+    device_id: i64,
+    num_teams: i32,
+    thread_limit: i32,
+    host_ptr: *mut c_void,
+    args: *mut c_void,
+) -> std::ffi::c_int {
+    type LaunchFn =
+        unsafe extern "C" fn(*mut c_void, i64, i32, i32, *mut c_void, *mut c_void) -> std::ffi::c_int;
+    static NEXT: std::sync::OnceLock<Option<LaunchFn>> = std::sync::OnceLock::new();
+    let next = *NEXT.get_or_init(|| {
+        // SAFETY: dlsym with a NUL-terminated name; a non-null result is libomptarget's function
+        // of that name, whose C signature is `LaunchFn`.
+        unsafe {
+            let found = libc::dlsym(libc::RTLD_NEXT, c"__tgt_target_kernel".as_ptr());
+            (!found.is_null()).then(|| std::mem::transmute::<*mut c_void, LaunchFn>(found))
+        }
+    });
+    let Some(launch) = next else {
+        eprintln!(
+            "omptarget-indirect ({NAME}) error: no __tgt_target_kernel after this library: link libomptarget"
+        );
+        return -1;
+    };
+    device_table::before_launch(device_id);
+    // SAFETY: the caller's arguments, as received (the caller's contract).
+    unsafe { launch(loc, device_id, num_teams, thread_limit, host_ptr, args) }
+}
+
+/// Whether a registered descriptor required unified shared memory (see [`__tgt_register_lib`]).
+static UNIFIED_MEMORY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `OMP_REGISTER_REQUIRES`: the entry clang emits for the program's `requires` directives, its
+/// `data` the requirement flags.
+const OMP_REGISTER_REQUIRES: u32 = 0x10;
+
+/// Whether `entries` require unified shared memory (`OMP_REQ_UNIFIED_SHARED_MEMORY`, 0x008) or
+/// LLVM's automatic zero copy (`OMPX_REQ_AUTO_ZERO_COPY`, 0x020), under which libomptarget
+/// copies host globals over device ones.
+fn requires_unified_memory(entries: &[EntryV1]) -> bool {
+    entries.iter().any(|e| e.flags == OMP_REGISTER_REQUIRES && e.data & (0x008 | 0x020) != 0)
 }
 
 /// The host entries of `desc` in LLVM 20+'s layout (`None`: none, or the legacy layout of
@@ -209,17 +316,22 @@ unsafe fn v1_entries(desc: &TgtBinDesc) -> Option<&[EntryV1]> {
     (entries[0].reserved == 0 && entries[0].version == 1).then_some(entries)
 }
 
-/// A copy of `desc` whose entries are followed by the vtable words every image defines, or None
-/// when there are none (or the entries are in the legacy layout, or an image has entries of its
-/// own rather than the host's).
+/// A copy of `desc` whose entries are followed by the vtable words every image defines (with
+/// `with_words`) and by the entries of the device library's globals when every image defines
+/// them (with `with_table`: [`device_table`]), or None when there is nothing to add (or the entries are in the
+/// legacy layout, or an image has entries of its own rather than the host's).
 ///
 /// libomptarget walks an image's entries and the host's in step, so both are one array here:
-/// the words go to the host's entries and every image's, and only words that every image defines
+/// the additions go to the host's entries and every image's, and only what every image defines
 /// (an image missing one would fail to load).
 ///
 /// # Safety
 /// As [`__tgt_register_lib`].
-unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Replacement>, String> {
+unsafe fn extend(
+    desc: *mut TgtBinDesc,
+    with_words: bool,
+    with_table: bool,
+) -> Result<Option<Replacement>, String> {
     // SAFETY: the caller's contract: a valid descriptor.
     let original = unsafe { desc.as_ref() }.ok_or("a null descriptor")?;
     let count = usize::try_from(original.num_device_images).map_err(|_| "a negative image count")?;
@@ -233,6 +345,7 @@ unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Replacement>, String> {
     // SAFETY: `num_device_images` images at `device_images` (the caller's contract).
     let images = unsafe { std::slice::from_raw_parts(original.device_images, count) };
     let mut common: Option<std::collections::BTreeSet<(String, u64, u64)>> = None;
+    let mut has_globals = with_table;
     for img in images {
         if img.entries_begin != original.host_entries_begin || img.entries_end != original.host_entries_end {
             return Ok(None);
@@ -242,7 +355,9 @@ unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Replacement>, String> {
             .ok_or("an inverted image range")?;
         // SAFETY: the image's bytes (the caller's contract).
         let raw = unsafe { std::slice::from_raw_parts(img.image_start as *const u8, size) };
-        let words = image::unwrap(raw).map(|i| vtables::device_words(i.bytes)).unwrap_or_default();
+        let defined = image::unwrap(raw).map(|i| vtables::defined_symbols(i.bytes)).unwrap_or_default();
+        has_globals &= [FPTR_MAP_P, FPTR_MAP_SIZE, FPTR_INDEX].iter().all(|g| defined.contains(*g));
+        let words = if with_words { vtables::device_words(&defined) } else { Vec::new() };
         let wanted = words.iter().map(|w| w.vtable.as_str()).collect();
         let host = vtables::host_definitions(&wanted);
         let mut pairs = std::collections::BTreeSet::new();
@@ -260,7 +375,7 @@ unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Replacement>, String> {
         });
     }
     let common = common.unwrap_or_default();
-    if common.is_empty() {
+    if common.is_empty() && !has_globals {
         return Ok(None);
     }
     let mut names = Vec::new();
@@ -280,7 +395,24 @@ unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Replacement>, String> {
         });
         names.push(name);
     }
-    diagnostics::info(NAME, format_args!("{} vtable words added to the program's entries", common.len()));
+    if !common.is_empty() {
+        diagnostics::info(NAME, format_args!("{} vtable words added to the program's entries", common.len()));
+    }
+    let shadows = has_globals.then(Box::<Shadows>::default);
+    for (symbol, address, size) in shadows.iter().flat_map(|s| s.entries()) {
+        // A `declare target` variable: libomptarget maps the stand-in to the image's global.
+        entries.push(EntryV1 {
+            reserved: 0,
+            version: 1,
+            kind: OFFLOAD_KIND_OPENMP,
+            flags: 0,
+            address: address as *mut c_void,
+            symbol_name: symbol.as_ptr(),
+            size,
+            data: 0,
+            aux_addr: std::ptr::null_mut(),
+        });
+    }
     let mut entries = entries.into_boxed_slice();
     let range = entries.as_mut_ptr_range();
     let (first, last) = (range.start.cast::<TgtOffloadEntry>(), range.end.cast::<TgtOffloadEntry>());
@@ -299,7 +431,7 @@ unsafe fn extend(desc: *mut TgtBinDesc) -> Result<Option<Replacement>, String> {
         host_entries_begin: first,
         host_entries_end: last,
     });
-    Ok(Some(Replacement { desc: desc_copy, _images: new_images, _entries: entries, _names: names }))
+    Ok(Some(Replacement { desc: desc_copy, _images: new_images, _entries: entries, _names: names, shadows }))
 }
 
 #[cfg(test)]
@@ -338,13 +470,13 @@ mod tests {
             host_entries_end: last,
         };
         // SAFETY: a descriptor of live arrays.
-        unsafe { extend(&mut desc) }.map(|r| r.is_some())
+        unsafe { extend(&mut desc, true, true) }.map(|r| r.is_some())
     }
 
     #[test]
     fn what_has_no_vtable_words_is_registered_unchanged() {
         // SAFETY: null is refused before anything is read.
-        assert!(unsafe { extend(std::ptr::null_mut()) }.is_err());
+        assert!(unsafe { extend(std::ptr::null_mut(), true, true) }.is_err());
         let mut entries = [v1_entry(0x1000, c"kernel"), v1_entry(0x2000, c"f")];
         // An image that is no ELF file, one that is an ELF header only, an image with entries of
         // its own: nothing to add, nothing changed.

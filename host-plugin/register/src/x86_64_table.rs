@@ -82,7 +82,7 @@ pub unsafe extern "C" fn __omptarget_indirect_x86_64_image_loaded(anchor: *const
 /// Whether the libomptarget behind this library leaves the x86_64 device without a table: its
 /// file name (`libomptarget.so.21.1`) says LLVM 21 or older. A runtime whose version cannot be
 /// read is taken for a current one, which fills it.
-fn runtime_fills_none() -> bool {
+pub(crate) fn runtime_fills_none() -> bool {
     static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ANSWER.get_or_init(|| {
         let Some(register) = next(c"__tgt_register_lib") else { return false };

@@ -58,14 +58,29 @@ impl<B: Backend> Plugin<B> {
             );
             return Ok(());
         }
-        // A key an earlier image pairs keeps that image's device address: two images may each
-        // define a copy of the same inline function or vtable (a class with no key function in a
-        // library and in the program), equal by the ODR. Within one image a key pairs once.
-        let mut earlier = std::collections::HashSet::new();
+        // Two images may each define a copy of the same inline function or vtable (a class with
+        // no key function in a library and in the program), equal by the ODR but not in what
+        // they call: the program's copy of a library class's inline function calls the library's
+        // out-of-line functions, which only the library's image has. So a key two images pair
+        // keeps the address of the image its own host object registered (a shared library's
+        // host vtable pairs with that library's image), else the earlier image's.
+        let mut first: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
         let mut pairs: Vec<FptrMapEntry> = Vec::new();
         for image in &state.images {
-            pairs.extend(image.indirect.iter().filter(|pair| !earlier.contains(&pair.host_ptr)));
-            earlier.extend(image.indirect.iter().map(|pair| pair.host_ptr));
+            for pair in &image.indirect {
+                match first.get(&pair.host_ptr) {
+                    None => {
+                        first.insert(pair.host_ptr, pairs.len());
+                        pairs.push(*pair);
+                    }
+                    Some(&at)
+                        if pairs[at].tgt_ptr != pair.tgt_ptr && same_object(pair.host_ptr, image.key) =>
+                    {
+                        pairs[at] = *pair;
+                    }
+                    Some(_) => {}
+                }
+            }
         }
         let table = FptrTable::from_pairs(pairs)?;
         self.install(device, state, &table)
@@ -262,4 +277,17 @@ impl<B: Backend> Plugin<B> {
         }
         Ok(())
     }
+}
+
+/// Whether the host addresses `a` and `b` lie in the same loaded object (executable or shared
+/// library): `b` is where an image's bytes are, in the object that registered it.
+fn same_object(a: u64, b: usize) -> bool {
+    let base = |address: usize| {
+        // SAFETY: `Dl_info` is plain C data, valid all zero.
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid out-pointer; dladdr only reads the loader's tables.
+        (unsafe { libc::dladdr(address as *const std::ffi::c_void, &mut info) } != 0)
+            .then_some(info.dli_fbase)
+    };
+    base(a as usize).is_some_and(|object| base(b) == Some(object))
 }

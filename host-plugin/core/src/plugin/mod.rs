@@ -505,7 +505,7 @@ impl<B: Backend> Plugin<B> {
         image: &B::Image,
         bytes: &[u8],
     ) -> Result<(Vec<FptrMapEntry>, VtableCount)> {
-        let words = crate::vtables::device_words(bytes);
+        let words = crate::vtables::device_words(&crate::vtables::defined_symbols(bytes));
         if words.is_empty() {
             return Ok(Default::default());
         }

@@ -215,9 +215,6 @@ const SHARED_CLASS_LIBRARY: Program = Program {
     shared_library: &[Unit { source: "class_library.cpp", flags: &["-fvisibility=hidden"] }],
     stripped: true,
     needs_host_pass: true,
-    // A stock libomptarget builds one table per image: the program's image has none of the
-    // vtables whose key functions the library defines (docs/virtual.md).
-    project_plugins_only: true,
     // The program's own Dot and Polygon name Shape's type_info, which the library's image
     // defines (x86_64 device code has RTTI; GPU device code has none).
     x86_64_only_symbols: &["_ZTI5Shape"],
@@ -244,11 +241,26 @@ const SPLIT: Program = Program {
     ..Program::DEFAULT
 };
 
+/// The split library as a stripped `-fvisibility=hidden` shared library with its own device
+/// image: its vtables pair with its image's copies, whichever runtime (one table per device).
+const SHARED_SPLIT: Program = Program {
+    shared_library: &[Unit { source: "split_lib.cpp", flags: &["-fvisibility=hidden"] }],
+    stripped: true,
+    needs_host_pass: true,
+    // The program's own classes name Shape's type_info, which the library's image defines
+    // (x86_64 device code has RTTI; GPU device code has none).
+    x86_64_only_symbols: &["_ZTI5Shape"],
+    ..SPLIT
+};
+
 /// The name `split_main.cpp` reports under, per program built from it.
 const SPLIT_HEADER_ONLY: &[&str] = &["-DPROGRAM_NAME=\"split_header_only\"", "-DSPLIT_HEADER_ONLY"];
 const SPLIT_ARCHIVE: &str = "-DPROGRAM_NAME=\"split_archive\"";
 const SPLIT_HIDDEN: &str = "-DPROGRAM_NAME=\"split_hidden\"";
 const SPLIT_STRIPPED: &str = "-DPROGRAM_NAME=\"split_stripped\"";
+const SPLIT_SHARED: &str = "-DPROGRAM_NAME=\"split_shared\"";
+const SPLIT_DLOPEN: &[&str] =
+    &["-DPROGRAM_NAME=\"split_dlopen\"", "-DSPLIT_DLOPEN=\"libsplit_dlopen_shared.so\""];
 
 /// Every program, in the order of the end-to-end issue's list.
 pub const PROGRAMS: &[Program] = &[
@@ -348,9 +360,6 @@ pub const PROGRAMS: &[Program] = &[
         host_vtables: true,
         unmodified: true,
         on_gpus: false,
-        // A stock libomptarget builds one table per image: the program's image has none of the
-        // library's vtables (docs/virtual.md).
-        project_plugins_only: true,
         ..Program::DEFAULT
     },
     Program {
@@ -480,6 +489,21 @@ pub const PROGRAMS: &[Program] = &[
         stripped: true,
         needs_host_pass: true,
         ..SPLIT
+    },
+    Program {
+        name: "split_shared",
+        about: "frontend plugin: the split class library as a stripped -fvisibility=hidden shared library with its \
+                own device image",
+        units: &[Unit { source: "split_main.cpp", flags: &[SPLIT_SHARED] }],
+        ..SHARED_SPLIT
+    },
+    Program {
+        name: "split_dlopen",
+        about: "frontend plugin: the split class library as a shared library with its own device image, loaded \
+                with dlopen before the first target region",
+        units: &[Unit { source: "split_main.cpp", flags: SPLIT_DLOPEN }],
+        loads_shared_library: true,
+        ..SHARED_SPLIT
     },
     Program {
         name: "indirect_instances",
