@@ -22,6 +22,7 @@
 //!   Otherwise a launch costs two atomic loads. An image's globals are written once, before its
 //!   first kernel: an image loaded later (`dlopen` after the device ran kernels) gets a table with
 //!   every image's pairs, and the images before it keep theirs.
+//!   A launch on the default device (-1) also reads that device's number (an ICV).
 //! - **Memory**: the table and its slots are one `omp_target_alloc` per build, freed with
 //!   `omp_target_free` when the last descriptor is unregistered.
 //!
@@ -180,20 +181,26 @@ pub(crate) fn before_launch(device_id: i64) {
     if generation == 0 {
         return;
     }
-    // The cheap case first: a known device number whose table is current.
-    if let Ok(device) = usize::try_from(device_id) {
-        if device < MAX_DEVICES && BUILT[device].load(Ordering::Acquire) == generation {
-            return;
-        }
-    }
     let Some(api) = OpenMp::get() else { return };
-    // libomptarget's checkDevice: the default device for -1; nothing for the host or no device.
-    // SAFETY: OpenMP API queries without arguments.
-    let (device, devices, initial) =
-        unsafe { ((api.get_default_device)(), (api.get_num_devices)(), (api.get_initial_device)()) };
-    let device = if device_id == -1 { device } else { c_int::try_from(device_id).unwrap_or(-1) };
+    // libomptarget's checkDevice: -1 is the default device (an ICV read).
+    let device = if device_id == -1 {
+        // SAFETY: an OpenMP API query without arguments.
+        unsafe { (api.get_default_device)() }
+    } else {
+        c_int::try_from(device_id).unwrap_or(-1)
+    };
     let Ok(slot) = usize::try_from(device) else { return };
-    if device >= devices || device == initial || slot >= MAX_DEVICES {
+    if slot >= MAX_DEVICES || BUILT[slot].load(Ordering::Acquire) == generation {
+        return;
+    }
+    // Nothing for the host device or where there is no device (as the launch will find).
+    // SAFETY: OpenMP API queries without arguments.
+    let (devices, initial) = unsafe { ((api.get_num_devices)(), (api.get_initial_device)()) };
+    if device >= devices || device == initial {
+        if device == initial {
+            // The host: never a device with images; not asked again.
+            BUILT[slot].store(generation, Ordering::Release);
+        }
         return;
     }
     let mut devices_state = DEVICES.lock().unwrap_or_else(|e| e.into_inner());

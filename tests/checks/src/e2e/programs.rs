@@ -32,10 +32,6 @@ pub struct Program {
     /// The program is not linked with its [`Program::shared_library`]: it loads it with `dlopen`
     /// from its own directory after it started.
     pub loads_shared_library: bool,
-    /// Runs only where the project's libomptarget 16 plugins run it ([`Runtime::ProjectPlugins`](crate::llvm::Runtime::ProjectPlugins)):
-    /// what a stock libomptarget's per-image tables cannot do (the entry says why). Programs run
-    /// with every release otherwise, Fortran ones with those whose flang compiles them.
-    pub project_plugins_only: bool,
     /// Compile flags that leave the procedures unnamed (Fortran's `omptarget_indirect` holders):
     /// built so, the program must fail (a negative control). Empty: no such control.
     pub without_naming: &'static [&'static str],
@@ -89,7 +85,6 @@ impl Program {
         library: &[],
         shared_library: &[],
         loads_shared_library: false,
-        project_plugins_only: false,
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
@@ -105,13 +100,13 @@ impl Program {
         needs_host_pass: false,
     };
 
-    /// Whether it runs with `llvm`'s toolchain: Fortran needs the release's flang
-    /// ([`Release::flang`]), [`Program::project_plugins_only`] the project's plugins.
+    /// Whether it runs with `llvm`'s toolchain: every program does, Fortran ones with the
+    /// releases whose flang compiles them ([`Release::flang`]).
     ///
     /// [`Release::flang`]: crate::llvm::Release::flang
     pub fn runs_with(&self, llvm: Llvm) -> bool {
         let fortran = self.units.iter().any(|u| is_fortran(u.source));
-        (!fortran || llvm.flang) && (!self.project_plugins_only || llvm.runs_project_plugins())
+        !fortran || llvm.flang
     }
 
     /// Whether the GPU bundle runs it with `llvm`'s toolchain on every GPU.
