@@ -35,7 +35,7 @@ use std::ffi::{c_char, c_int};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::{LLVMLinkage, LLVMValueKind, LLVMVisibility};
-use crate::pass::{instructions, value_name, value_name_bytes, Pass};
+use crate::pass::{instructions, value_name, value_name_bytes, Pass, TRANSLATE};
 use crate::remarks::Kind;
 
 /// The stub of function `f` is named this prefix followed by `f`'s name.
@@ -158,21 +158,29 @@ impl Pass<'_> {
                 };
                 let Some(name) = value_name(function) else { continue };
                 let stub = self.trap_stub(function, &name, prints);
+                let removed = self.translations_in(function);
                 LLVMReplaceAllUsesWith(function, stub);
                 LLVMDeleteFunction(function);
                 self.summary.host_only_stubs += 1;
-                self.remarks.emit(Kind::Passed, stub, c"HostOnlyVirtualStubbed", || match reason {
-                    Missing::KeptOff => format!(
-                        "vtable slots of {name} hold a stub that traps: the function is not compiled for the \
-                         device (the frontend plugin's remark says why)"
-                    ),
-                    Missing::Reaches(symbol) => format!(
-                        "vtable slots of {name} hold a stub that traps: it reaches `{symbol}`, which no device \
-                         code defines (a GPU link would refuse it)"
-                    ),
+                self.remarks.emit(Kind::Passed, stub, c"HostOnlyVirtualStubbed", || {
+                    let why = match reason {
+                        Missing::KeptOff => "the function is not compiled for the device (the frontend plugin's \
+                                             remark says why)"
+                            .to_string(),
+                        Missing::Reaches(symbol) => {
+                            format!("it reaches `{symbol}`, which no device code defines (a GPU link would refuse it)")
+                        }
+                    };
+                    format!("vtable slots of {name} hold a stub that traps: {why}{}", removed_note(removed))
                 });
             }
-            delete_unused(&mut missing);
+            let removed = delete_unused(&mut missing, |function| self.translations_in(function));
+            if removed > 0 {
+                let anchor = LLVMGetFirstFunction(self.module);
+                self.remarks.emit(Kind::Analysis, anchor, c"HostOnlyCodeRemoved", || {
+                    format!("code only the stubs reached is removed{}", removed_note(removed))
+                });
+            }
             if !elsewhere.is_empty() {
                 self.define_weak_traps(&elsewhere, kept_slots, prints);
             }
@@ -377,6 +385,20 @@ impl Pass<'_> {
         }
     }
 
+    /// How many calls of the translation `function` makes (each was announced by a remark).
+    unsafe fn translations_in(&self, function: LLVMValueRef) -> usize {
+        // SAFETY: reads of a function of the module and its instructions.
+        unsafe {
+            let translate = LLVMGetNamedFunction(self.module, TRANSLATE.as_ptr());
+            if translate.is_null() || LLVMIsDeclaration(function) != 0 {
+                return 0;
+            }
+            instructions(function)
+                .filter(|&i| !LLVMIsACallInst(i).is_null() && LLVMGetCalledValue(i) == translate)
+                .count()
+        }
+    }
+
     /// Ends the block `builder` is at with `llvm.trap` and `unreachable`.
     unsafe fn build_trap(&self, builder: LLVMBuilderRef) {
         // SAFETY: a builder positioned in a function of the module; the intrinsic is declared once.
@@ -557,10 +579,23 @@ unsafe fn collect_globals(
     }
 }
 
+/// `; N translations removed with it`, which `-Rpass` readers add to the translations left in the
+/// module (one `translated` remark each was printed when they were made); empty for none.
+fn removed_note(removed: usize) -> String {
+    if removed == 0 {
+        String::new()
+    } else {
+        format!("; {removed} translations removed with it")
+    }
+}
+
 /// Deletes the `missing` functions and variables that nothing uses any longer and that the
 /// module may drop (discardable definitions, declarations), again until none is left: what the
-/// stubbed functions alone reached.
-unsafe fn delete_unused(missing: &mut HashMap<LLVMValueRef, Missing>) {
+/// stubbed functions alone reached. Returns the sum of `translations` over the deleted functions.
+unsafe fn delete_unused(
+    missing: &mut HashMap<LLVMValueRef, Missing>,
+    translations: impl Fn(LLVMValueRef) -> usize,
+) -> usize {
     // SAFETY: each value is deleted once, when it has no uses (so no dangling reference remains),
     // and leaves `missing` first (a value created later may reuse its address).
     unsafe {
@@ -576,6 +611,7 @@ unsafe fn delete_unused(missing: &mut HashMap<LLVMValueRef, Missing>) {
                         | LLVMAvailableExternallyLinkage
                 )
         };
+        let mut removed = 0;
         // Until nothing more can go: deleting a value may leave what only it used unused.
         loop {
             let unused: Vec<LLVMValueRef> = missing
@@ -595,10 +631,12 @@ unsafe fn delete_unused(missing: &mut HashMap<LLVMValueRef, Missing>) {
                 if LLVMIsAFunction(value).is_null() {
                     LLVMDeleteGlobal(value);
                 } else {
+                    removed += translations(value);
                     LLVMDeleteFunction(value);
                 }
             }
         }
+        removed
     }
 }
 
