@@ -513,6 +513,16 @@ pub const PROGRAMS: &[Program] = &[
         ..Program::DEFAULT
     },
     Program {
+        name: "indirect_across",
+        about: "frontend and pass plugins: indirect function template instances and an inline indirect function \
+                that two files define (one device image), called through the host addresses each file took",
+        units: &[unit("indirect_across.cpp"), unit("indirect_across_other.cpp")],
+        unmodified: true,
+        frontend: FrontendControl::CompileFails,
+        needs_host_pass: true,
+        ..Program::DEFAULT
+    },
+    Program {
         name: "loop_cache",
         about: "loop cache (pass plugin): virtual calls in loops over host-built objects of one class, grouped, \
                 alternating, random, mixed with device-built ones, over several sweeps and launches, and function \
