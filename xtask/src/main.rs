@@ -12,7 +12,8 @@ use std::process::{Command, ExitCode};
 use anyhow::{bail, Context, Result};
 
 use checks::{
-    frontend_bench, fuzz, gpu_bundle, install_check, strict_bench, translation_bench, virtual_bench,
+    frontend_bench, fuzz, gpu_bundle, install_check, stock_table_bench, strict_bench, translation_bench,
+    virtual_bench,
 };
 use dist::Archs;
 use packaging::{cmd, dist, llvm, offload, requirements, toolchain, tools};
@@ -29,11 +30,12 @@ commands:
                                                 without the project, C function pointers (clang 19;
                                                 NVIDIA GPU 0 if present, else x86_64 host offload)
   env                                           print the compile flags and environment for users
-  bench [frontend]                              build, then time set_function_ptr_map, the
-                                                translation the pass plugin inserts, what strict
-                                                mode adds to a target region, and what the frontend
-                                                plugin's vtable policy costs device compiles
-                                                (target/bench/; `frontend`: that part alone)
+  bench [frontend|stock]                        build, then time set_function_ptr_map, the
+                                                translation the pass plugin inserts, each release's
+                                                table on the x86_64 device, what strict mode adds to
+                                                a target region, and what the frontend plugin's
+                                                vtable policy costs device compiles (target/bench/;
+                                                `frontend`, `stock`: that part alone)
   gpu-test [--part llvm16|llvm22]               build the GPU bundle's parts (target/gpu-bundle/: clang 19
            [--require-gpu]                      through libomptarget 16; target/gpu-bundle-llvm22/: clang
                                                 22 through the stock libomptarget 22), each part given or
@@ -93,7 +95,12 @@ fn run(args: Vec<String>) -> Result<()> {
                 let dist = build::build(&workspace, &tools, &Archs::default())?;
                 frontend_bench::run(&workspace, &tools, &dist)
             }
-            _ => bail!("usage: cargo xtask bench [frontend]"),
+            [part] if part == "stock" => {
+                let tools = Tools::locate(&workspace)?;
+                let dist = build::build(&workspace, &tools, &Archs::default())?;
+                stock_table_bench::run(&workspace, &tools, &dist)
+            }
+            _ => bail!("usage: cargo xtask bench [frontend|stock]"),
         },
         "gpu-test" => {
             let (parts, require_gpu) = gpu_test_options(rest)?;
@@ -285,6 +292,7 @@ fn bench(workspace: &Path) -> Result<()> {
         "set_function_ptr_map",
     ]))?;
     translation_bench::run(workspace, &tools, &dist)?;
+    stock_table_bench::run(workspace, &tools, &dist)?;
     virtual_bench::run(workspace, &tools, &dist)?;
     strict_bench::run(workspace, &tools, &dist)?;
     frontend_bench::run(workspace, &tools, &dist)
