@@ -1,7 +1,7 @@
 // The class library's own file: key functions and the code that builds objects. No OpenMP.
 #include "class_library.h"
 
-#include <new>
+#include "arena.h"
 
 Shape::~Shape() {}
 
@@ -13,17 +13,6 @@ const char *Rect::name() const { return "rect"; }
 
 int Tile::label() const { return id * 10 + corners(); }
 
-namespace {
-template <class T, class... Args> size_t place(unsigned char *arena, size_t capacity, size_t &used, Args... args) {
-  used = (used + alignof(T) - 1) / alignof(T) * alignof(T);
-  if (used + sizeof(T) > capacity)
-    return static_cast<size_t>(-1);
-  size_t at = used;
-  new (arena + at) T(args...);
-  used += sizeof(T);
-  return at;
-}
-} // namespace
 
 int build_shapes(unsigned char *arena, size_t capacity, size_t *offsets, int *tile) {
   size_t used = 0;

@@ -9,9 +9,7 @@
 // it loads it with dlopen from its own directory before its target region.
 #include <string.h>
 #ifdef CLASS_LIBRARY_DLOPEN
-#include <dlfcn.h>
-#include <limits.h>
-#include <unistd.h>
+#include "beside_executable.h"
 #endif
 
 #include "check.h"
@@ -28,19 +26,7 @@ typedef int (*ShapeBuilder)(unsigned char *, size_t, size_t *, int *);
 // The library's build_shapes: linked, or loaded from the executable's directory.
 static ShapeBuilder shape_builder() {
 #ifdef CLASS_LIBRARY_DLOPEN
-  char path[PATH_MAX];
-  ssize_t length = readlink("/proc/self/exe", path, sizeof path - sizeof CLASS_LIBRARY_DLOPEN - 1);
-  char *slash = length > 0 ? static_cast<char *>(memrchr(path, '/', length)) : nullptr;
-  if (!slash)
-    return nullptr;
-  strcpy(slash + 1, CLASS_LIBRARY_DLOPEN);
-  // Global: the program's x86_64 device image names the library's type_info of Shape.
-  void *library = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-  if (!library) {
-    printf("dlopen %s: %s\n", path, dlerror());
-    return nullptr;
-  }
-  return reinterpret_cast<ShapeBuilder>(dlsym(library, "build_shapes"));
+  return reinterpret_cast<ShapeBuilder>(symbol_beside_executable(CLASS_LIBRARY_DLOPEN, "build_shapes"));
 #else
   return build_shapes;
 #endif

@@ -4,7 +4,7 @@
 #include "split.h"
 #endif
 
-#include <new>
+#include "arena.h"
 #include <stdio.h>
 
 SPLIT_INLINE Shape::~Shape() {
@@ -43,17 +43,6 @@ template struct Poly<int>;
 template struct Poly<double>;
 #endif
 
-namespace {
-template <class T, class... Args> size_t place(unsigned char *arena, size_t capacity, size_t &used, Args... args) {
-  used = (used + alignof(T) - 1) / alignof(T) * alignof(T);
-  if (used + sizeof(T) > capacity)
-    return static_cast<size_t>(-1);
-  size_t at = used;
-  new (arena + at) T(args...);
-  used += sizeof(T);
-  return at;
-}
-} // namespace
 
 SPLIT_INLINE int split_build(unsigned char *arena, size_t capacity, SplitObjects *objects) {
   size_t used = 0;

@@ -12,9 +12,7 @@
 // directory before the first target region.
 #include <string.h>
 #ifdef SPLIT_DLOPEN
-#include <dlfcn.h>
-#include <limits.h>
-#include <unistd.h>
+#include "beside_executable.h"
 #endif
 
 #include "check.h"
@@ -31,19 +29,7 @@ typedef int (*Builder)(unsigned char *, size_t, SplitObjects *);
 // The library's split_build: linked, or loaded from the executable's directory.
 static Builder builder() {
 #ifdef SPLIT_DLOPEN
-  char path[PATH_MAX];
-  ssize_t length = readlink("/proc/self/exe", path, sizeof path - sizeof SPLIT_DLOPEN - 1);
-  char *slash = length > 0 ? static_cast<char *>(memrchr(path, '/', length)) : nullptr;
-  if (!slash)
-    return nullptr;
-  strcpy(slash + 1, SPLIT_DLOPEN);
-  // Global: the program's x86_64 device image names the library's type_info of Shape.
-  void *library = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-  if (!library) {
-    printf("dlopen %s: %s\n", path, dlerror());
-    return nullptr;
-  }
-  return reinterpret_cast<Builder>(dlsym(library, "split_build"));
+  return reinterpret_cast<Builder>(symbol_beside_executable(SPLIT_DLOPEN, "split_build"));
 #else
   return split_build;
 #endif

@@ -1,0 +1,30 @@
+// What the dlopen forms of the end-to-end programs share: a library loaded from the executable's
+// own directory after the program started, as a plugin would be.
+#ifndef BESIDE_EXECUTABLE_H
+#define BESIDE_EXECUTABLE_H
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+// Loads `library` (a file name) from the executable's directory and returns its symbol `name`;
+// null, with a line on stdout, if either is missing. Global: the program's x86_64 device image
+// names the library's type_info objects.
+static void *symbol_beside_executable(const char *library, const char *name) {
+  char path[PATH_MAX];
+  ssize_t length = readlink("/proc/self/exe", path, sizeof path - strlen(library) - 1);
+  char *slash = length > 0 ? static_cast<char *>(memrchr(path, '/', length)) : nullptr;
+  if (!slash)
+    return nullptr;
+  strcpy(slash + 1, library);
+  void *handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  if (!handle) {
+    printf("dlopen %s: %s\n", path, dlerror());
+    return nullptr;
+  }
+  return dlsym(handle, name);
+}
+
+#endif
