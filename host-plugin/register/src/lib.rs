@@ -474,6 +474,42 @@ mod tests {
     }
 
     #[test]
+    fn unified_memory_is_read_from_the_requires_entry() {
+        let mut requires = v1_entry(0, c"__omp_offloading_requires");
+        requires.flags = OMP_REGISTER_REQUIRES;
+        requires.data = 0x008;
+        let kernel = v1_entry(0x1000, c"kernel");
+        assert!(requires_unified_memory(&[kernel, requires]));
+        requires.data = 0x020;
+        assert!(requires_unified_memory(&[requires]));
+        // unified_address, dynamic_allocators, reverse_offload alone: nothing is copied over.
+        requires.data = 0x002 | 0x004 | 0x010;
+        assert!(!requires_unified_memory(&[kernel, requires]));
+        // The flags of another entry kind do not count.
+        let mut indirect = v1_entry(0x2000, c"f");
+        indirect.flags = OMP_DECLARE_TARGET_INDIRECT;
+        indirect.data = 0x008;
+        assert!(!requires_unified_memory(&[indirect]));
+    }
+
+    #[test]
+    fn keys_are_the_indirect_entries_of_pointer_size() {
+        let mut function = v1_entry(0x2000, c"__omp_offloading_indirect__Z1fv");
+        function.flags = OMP_DECLARE_TARGET_INDIRECT;
+        function.size = 8;
+        let mut word = v1_entry(0x3008, c"__omptarget_indirect_vtable_1__ZTV1A");
+        word.flags = OMP_DECLARE_TARGET_INDIRECT;
+        word.size = 8;
+        let mut variable = v1_entry(0x4000, c"counter");
+        variable.size = 8;
+        let kernel = v1_entry(0x1000, c"kernel");
+        let entries = [kernel, function, variable, word];
+        // SAFETY: entries with NUL-terminated names.
+        let keys: Vec<(u64, bool)> = unsafe { indirect_keys(&entries) }.collect();
+        assert_eq!(keys, [(0x2000, false), (0x3008, true)]);
+    }
+
+    #[test]
     fn what_has_no_vtable_words_is_registered_unchanged() {
         // SAFETY: null is refused before anything is read.
         assert!(unsafe { extend(std::ptr::null_mut(), true, true) }.is_err());
