@@ -306,8 +306,8 @@ fn install(api: &OpenMp, device: c_int, tables: &mut DeviceTables) -> Result<Opt
 }
 
 /// `(pair, is a vtable word)` for each key libomptarget maps on `device`. Keys closer than 8
-/// bytes to each other are refused: libomptarget maps each key as 8 bytes, and of two
-/// overlapping ranges answers the first for both.
+/// bytes to each other, or a key mapped to itself, refuse the whole table: libomptarget maps each
+/// key as 8 bytes, and of two overlapping ranges answers the first for both.
 fn device_pairs(
     api: &OpenMp,
     device: c_int,
@@ -322,13 +322,21 @@ fn device_pairs(
             pair[0].0, pair[1].0
         ));
     }
-    Ok(sorted
-        .into_iter()
-        .filter(|&(key, _)| key != 0)
-        .filter_map(|(key, word)| {
-            api.mapped(device, key).map(|tgt_ptr| (FptrMapEntry { host_ptr: key, tgt_ptr }, word))
-        })
-        .collect())
+    let mut pairs = Vec::with_capacity(sorted.len());
+    for (key, word) in sorted.into_iter().filter(|&(key, _)| key != 0) {
+        let Some(tgt_ptr) = api.mapped(device, key) else { continue };
+        // A range mapped to itself: clang's own vtable entry (flag 0x20, emitted for classes of
+        // objects in map clauses) covers the key, libomptarget maps that range to the host's
+        // addresses, and then skips the entries inside it (the words this library added).
+        if tgt_ptr == key {
+            return Err(format!(
+                "{key:#x} maps to itself (a vtable entry of clang's covers it): the runtime's mapping does not say \
+                 where its device copy is"
+            ));
+        }
+        pairs.push((FptrMapEntry { host_ptr: key, tgt_ptr }, word));
+    }
+    Ok(pairs)
 }
 
 /// Frees every table of every device (the last descriptor is being unregistered: its images
