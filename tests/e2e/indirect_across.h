@@ -20,4 +20,9 @@ struct Taken {
 };
 Taken taken_by_other_file();
 
+// The other file's device code calling through a host address it is handed.
+#pragma omp declare target
+long apply_in_other_file(long (*f)(long), long x);
+#pragma omp end declare target
+
 #endif
