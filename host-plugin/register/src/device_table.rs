@@ -39,7 +39,7 @@ use std::sync::{Mutex, OnceLock};
 use omptarget_indirect_abi::c_names;
 use plugin_core::diagnostics;
 use plugin_core::fptr_map::{map_global_writes, slot_bytes, FptrTable, HashIndex};
-use plugin_core::rtl_interface::{FptrIndex, FptrMapEntry, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE};
+use plugin_core::rtl_interface::{FptrIndex, FptrMapEntry, FPTR_MAP_P, FPTR_MAP_SIZE};
 use plugin_core::switches::{switch_from_env, HASH_INDEX_ENV, MAP_ON_LOAD_ENV};
 
 use crate::{NAME, REGISTERED};
@@ -65,15 +65,6 @@ impl Shadows {
             (c_names::FPTR_MAP_SIZE, &self.map_size as *const u64 as u64, 8),
             (c_names::FPTR_INDEX, self.index.as_ptr() as u64, 48),
         ]
-    }
-
-    /// The host address standing for the global `name` (one of [`FPTR_MAP_P`], [`FPTR_MAP_SIZE`],
-    /// [`FPTR_INDEX`]).
-    fn address_of(&self, name: &str) -> Option<u64> {
-        self.entries()
-            .into_iter()
-            .find(|(symbol, _, _)| symbol.to_bytes() == name.as_bytes())
-            .map(|(_, a, _)| a)
     }
 }
 
@@ -248,8 +239,8 @@ fn install(api: &OpenMp, device: c_int, tables: &mut DeviceTables) -> Result<Opt
             // SAFETY: the address of a registered descriptor's Shadows, a box that is never freed
             // (a replacement stays allocated after it is unregistered).
             let shadow = unsafe { &*(shadow as *const Shadows) };
-            let globals = [FPTR_MAP_P, FPTR_MAP_SIZE, FPTR_INDEX]
-                .map(|name| shadow.address_of(name).and_then(|host| api.mapped(device, host)).unwrap_or(0));
+            // In the order of `Shadows::entries`: pointer, size, index.
+            let globals = shadow.entries().map(|(_, host, _)| api.mapped(device, host).unwrap_or(0));
             globals.iter().all(|&g| g != 0).then_some((shadow as *const Shadows as u64, globals))
         })
         .collect();
@@ -356,6 +347,7 @@ pub(crate) fn free_all() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plugin_core::rtl_interface::FPTR_INDEX;
 
     #[test]
     fn shadows_name_the_three_globals_at_their_own_addresses() {
@@ -366,7 +358,5 @@ mod tests {
         assert_eq!(entries.map(|(_, _, size)| size), [8, 8, 48]);
         let base = &shadows as *const Shadows as u64;
         assert_eq!(entries.map(|(_, address, _)| address - base), [0, 8, 16]);
-        assert_eq!(shadows.address_of(FPTR_INDEX), Some(base + 16));
-        assert_eq!(shadows.address_of("__omp_rtl_device_environment"), None);
     }
 }
