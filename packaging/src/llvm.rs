@@ -380,7 +380,7 @@ impl Llvm {
     /// is loaded into the host compile too, where it adds the indirect entries of the procedures
     /// named through the `omptarget_indirect` module, whose module file `-I` finds.
     pub fn flang_config(self) -> String {
-        format!(
+        let mut text = format!(
             "# omptarget-indirect for flang {major}: loads the pass plugin into the host and device compiles (the\n\
              # host side adds the indirect entries of the procedures named through `use omptarget_indirect`),\n\
              # finds that module, and links the device library (link steps only).\n\
@@ -391,7 +391,15 @@ impl Llvm {
             major = self.major,
             plugin = self.pass_plugin_file,
             module_dir = self.fortran_module_dir(),
-        )
+        );
+        if self.needs_register() {
+            text.push_str(
+                "# Links, ahead of libomptarget, the library that installs one table per device with its\n\
+                 # hash index (docs/stock-runtime-table.md).\n\
+                 $-lomptarget-indirect-register\n$-Wl,-rpath,<CFGDIR>/../../lib\n",
+            );
+        }
+        text
     }
 }
 

@@ -2,7 +2,8 @@
 //! libomptarget translate the vtable pointers of host-built objects.
 //!
 //! libomptarget 22 builds its indirect-call table from the images' `OMP_DECLARE_TARGET_INDIRECT`
-//! entries only (it ignores vtable entries), and clang 22 emits none for vtables. Nothing of this
+//! entries and clang's vtable entries (flag 0x20), which clang 22 emits only for the classes of
+//! objects named in map clauses, not for the vtables host-built objects reach. Nothing of this
 //! project runs inside libomptarget 22 (it links its plugins in), so the only place left to add
 //! the vtables is the registration itself: this library defines `__tgt_register_lib` and
 //! `__tgt_unregister_lib`, which the program's registration code calls. Linked ahead of
@@ -20,7 +21,9 @@
 //! this library's `__tgt_target_kernel` installs the table before a device's first launch.
 //!
 //! libomptarget walks an image's entries and the host's in step, so the added entries go to both
-//! (one array) after every original one: a kernel keeps its index. A program whose images define
+//! (one array), after every original one except clang's vtable entries, which go last (a vtable
+//! entry maps its whole range onto the host's own addresses and hides the words' mappings unless
+//! they come first; [`extend`]). A program whose images define
 //! neither vtable words nor the device library's globals, entries in the legacy layout (clang 19,
 //! whose libomptarget 16 runs this project's plugins, which pair the vtables themselves), or any
 //! failure registers the original descriptor unchanged.
@@ -37,6 +40,7 @@ use omptarget_indirect_abi::vtable_word;
 use plugin_core::entries::V1_ENTRY_SIZE;
 use plugin_core::rtl_interface::{
     TgtDeviceImage, TgtOffloadEntry, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE, OMP_DECLARE_TARGET_INDIRECT,
+    OMP_DECLARE_TARGET_INDIRECT_VTABLE,
 };
 use plugin_core::{diagnostics, image, vtables};
 
@@ -130,14 +134,22 @@ impl Registered {
 /// # Safety
 /// Each entry's symbol name must be null or NUL-terminated.
 unsafe fn indirect_keys(entries: &[EntryV1]) -> impl Iterator<Item = (u64, bool)> + '_ {
-    entries
+    let functions_and_words = entries
         .iter()
         .filter(|e| e.flags & OMP_DECLARE_TARGET_INDIRECT != 0 && e.size == 8 && !e.symbol_name.is_null())
         .map(|e| {
             // SAFETY: a NUL-terminated name (the function's contract).
             let name = unsafe { std::ffi::CStr::from_ptr(e.symbol_name) };
             (e.address as u64, name.to_str().ok().and_then(vtable_word).is_some())
-        })
+        });
+    // Every word of clang's own vtable entries is a key of the stock table, so it must be one of
+    // the installed table too: a word the added entries do not cover maps to itself, and the
+    // table is refused rather than installed without it.
+    let clang_vtable_words = entries
+        .iter()
+        .filter(|e| e.flags & OMP_DECLARE_TARGET_INDIRECT_VTABLE != 0 && !e.address.is_null())
+        .flat_map(|e| (0..e.size / 8).map(move |i| (e.address as u64 + 8 * i, true)));
+    functions_and_words.chain(clang_vtable_words)
 }
 
 // SAFETY: the raw pointers point into the boxes the value owns or the program's own constant
@@ -379,7 +391,12 @@ unsafe fn extend(
         return Ok(None);
     }
     let mut names = Vec::new();
-    let mut entries = host_entries.to_vec();
+    // clang's own vtable entries go last: libomptarget maps each entry in order and skips one
+    // that overlaps a range already mapped, so the words' entries (mapped to the device words)
+    // come first and the vtable entry that covers them (which it maps onto the host's own
+    // addresses) is skipped. Its stock table still pairs every word of it.
+    let (clang_vtables, mut entries): (Vec<EntryV1>, Vec<EntryV1>) =
+        host_entries.iter().partition(|e| e.flags & OMP_DECLARE_TARGET_INDIRECT_VTABLE != 0);
     for (symbol, address, _) in &common {
         let name = CString::new(symbol.as_str()).map_err(|_| "a symbol name with a NUL")?;
         entries.push(EntryV1 {
@@ -413,6 +430,7 @@ unsafe fn extend(
             aux_addr: std::ptr::null_mut(),
         });
     }
+    entries.extend(clang_vtables);
     let mut entries = entries.into_boxed_slice();
     let range = entries.as_mut_ptr_range();
     let (first, last) = (range.start.cast::<TgtOffloadEntry>(), range.end.cast::<TgtOffloadEntry>());
@@ -503,10 +521,14 @@ mod tests {
         let mut variable = v1_entry(0x4000, c"counter");
         variable.size = 8;
         let kernel = v1_entry(0x1000, c"kernel");
-        let entries = [kernel, function, variable, word];
+        // clang's own entry for a vtable of 24 bytes: each of its words is a key.
+        let mut vtable = v1_entry(0x5000, c"__omp_offloading_vtable__ZTV1B");
+        vtable.flags = OMP_DECLARE_TARGET_INDIRECT_VTABLE;
+        vtable.size = 24;
+        let entries = [kernel, function, variable, word, vtable];
         // SAFETY: entries with NUL-terminated names.
         let keys: Vec<(u64, bool)> = unsafe { indirect_keys(&entries) }.collect();
-        assert_eq!(keys, [(0x2000, false), (0x3008, true)]);
+        assert_eq!(keys, [(0x2000, false), (0x3008, true), (0x5000, true), (0x5008, true), (0x5010, true)]);
     }
 
     #[test]

@@ -235,6 +235,9 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
         detail.push_str(" (negative controls)");
         detail.push_str(&format!("; {}", check_diagnostics(toolchain, &exe, program)?));
     }
+    if !ours && !installs && program.needs_map {
+        detail.push_str(&format!("; {}", check_device_table(toolchain, &exe, program)?));
+    }
     if !ours {
         detail.push_str(&format!(
             "; loaded {}, and of target/dist at most {}",
@@ -283,6 +286,35 @@ fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Re
     ensure!(notices == 1, "{}: {notices} OMPTARGET_INDIRECT_MAP=0 notices, expected 1", program.name);
     let summary = summary.split(": ").last().unwrap_or(summary);
     Ok(format!("silent by default; LIBOMPTARGET_INFO=1: `{summary}`; OMPTARGET_INDIRECT_MAP=0: one notice"))
+}
+
+/// Where the stock runtime builds the x86_64 table (LLVM 22, 23): the registration library must
+/// install one table with its hash index on device 0 (`docs/stock-runtime-table.md`), say so
+/// under `LIBOMPTARGET_INFO=1`, and nothing by default; the program must pass without the index
+/// too (the binary search over the same table).
+fn check_device_table(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<String> {
+    let ours = |text: &str| -> Vec<String> {
+        text.lines().filter(|l| l.starts_with("omptarget-indirect (")).map(str::to_string).collect()
+    };
+    let (_, quiet) = run_with(toolchain, exe, &[], MapSetup::Indexed, false, Device::Loose)?;
+    ensure!(ours(&quiet).is_empty(), "{}: a passing run printed {:?}", exe.display(), ours(&quiet));
+    let (code, informed) = run_with(toolchain, exe, &[], MapSetup::Indexed, true, Device::Loose)?;
+    ensure!(code == 0, "{} with LIBOMPTARGET_INFO=1 exited with {code}", exe.display());
+    let lines = ours(&informed);
+    let summary = lines
+        .iter()
+        .find(|l| {
+            l.starts_with("omptarget-indirect (register) info: device 0: one table for ")
+                && !l.contains("index 0 B")
+        })
+        .with_context(|| {
+            format!("{}: no table with its index was installed on device 0: {lines:?}", program.name)
+        })?;
+    expect_pass(toolchain, exe, program, MapSetup::SearchOnly)?;
+    let summary = summary.split(": ").last().unwrap_or(summary);
+    Ok(format!(
+        "one table per device with its index (LIBOMPTARGET_INFO=1: `{summary}`); the same without the hash index"
+    ))
 }
 
 /// Runs `exe` and requires it to pass; returns its summary line.
