@@ -8,7 +8,7 @@
 #                                        sets gpus and pageable_memory (0 or 1)
 #   step NAME COMMAND... / skip NAME WHY
 #   run_e2e_folder / run_control_folder  every program of a folder (run_e2e, run_control)
-#   run_benches NAME, find_sanitizer
+#   run_benches NAME, find_sanitizer, run_memcheck / run_memcheck_control
 #   finish                               the summary line and the exit status
 
 parse_args() {
@@ -213,6 +213,42 @@ run_benches() { # name-of-the-translation-step
   [ $bench -eq 1 ] || return 0
   step "$1" "$here/bin/gpu-test" bench --bundle "$here" --out "$out"
   step "bench: virtual calls over arrays of host-built objects" run_array_bench
+}
+
+# A program under compute-sanitizer's memcheck passes: it exits 0, prints `<name>: N checks, 0
+# failed`, and memcheck's error summary counts only the errors the caller allows by name
+# (`known_api_error`: the header line of a CUDA API error and a host frame every such report must
+# hold, e.g. the stock runtime's own call). Any other API error, any invalid access, a leak, or no
+# summary at all fails it. The memory manager is off (LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD=0):
+# each allocation is the driver's own, so memcheck sees an access past its end.
+run_memcheck() { # sanitizer program
+  local log=$out/memcheck-$(basename "$2").txt
+  OMP_TARGET_OFFLOAD=MANDATORY LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD=0 timeout 600 \
+    "$1" --tool memcheck --leak-check full "$2" > "$log" 2>&1
+  local rc=$?
+  grep -v '^=========         Host Frame:' "$log" | head -n 40
+  local counts
+  counts=$(awk -v header="${known_api_error[0]:-}" -v frame="${known_api_error[1]:-}" '
+    function close_report() { if (in_report && is_known && has_frame) known++; in_report = 0 }
+    /^========= ERROR SUMMARY: / { close_report(); total = $4; summary = 1; next }
+    /^========= [^ ]/ { close_report(); in_report = 1; is_known = header != "" && index($0, header) == 1 + length("========= "); has_frame = 0; next }
+    /^=========  / { if (in_report && frame != "" && index($0, frame)) has_frame = 1; next }
+    { close_report() }
+    END { close_report(); print (summary ? total : "none"), known + 0 }' "$log")
+  local total=${counts% *} known=${counts#* }
+  echo "exit status $rc; memcheck: $total errors, $known of them the allowed ${known_api_error[0]:+\"${known_api_error[0]}\"}"
+  [ $rc -eq 0 ] && [ "$total" != none ] && [ "$total" -eq "$known" ] &&
+    grep -q "^$(basename "$2"): [0-9]* checks, 0 failed$" "$log"
+}
+
+# The memcheck step's negative control: run_memcheck must fail on `program`, a deliberate access
+# past the end of an allocation that faults nowhere else, and memcheck must name the access.
+run_memcheck_control() { # sanitizer program
+  if run_memcheck "$@"; then
+    echo "memcheck passed a program that writes past the end of an allocation"
+    return 1
+  fi
+  grep -q "Invalid __global__ write of size 4" "$out/memcheck-$(basename "$2").txt"
 }
 
 # compute-sanitizer's path, or nothing where the machine lacks it.

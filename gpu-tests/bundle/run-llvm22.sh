@@ -15,9 +15,13 @@
 #                           host memory (gpu-test probe says so); skipped elsewhere
 # 2. e2e-controls/*         the unmodified ones built by stock clang 22: each must fail
 #    e2e-controls-frontend/*  those that need the frontend plugin built without it: each must fail
-# --bench: the translation benchmark against LLVM 22's own __llvm_omp_indirect_call_lookup (table,
-#          CSV and PNG) and the virtual calls over arrays of host-built objects, built by clang 22
-# 3. compute-sanitizer memcheck on three programs, where the machine has it (last: the slowest)
+# --bench: the translation benchmark against LLVM 22's own __llvm_omp_indirect_call_lookup
+#          (table, CSV and PNG), the virtual calls over arrays of host-built objects, and calls
+#          through host function pointers as a program built by clang 22 makes them, against LLVM
+#          22's lookup on the same table, with the index and without it (the control)
+# 3. compute-sanitizer memcheck on three programs, where the machine has it (last: the slowest);
+#    the stock runtime's own cuFuncGetParamInfo error is allowed by name and counted, anything
+#    else fails; memcheck-control/out_of_bounds (a write past an allocation) must fail it
 # Without a GPU: unpacks and checks the runtime, prints "no NVIDIA GPU: built, not run" and exits
 # 0 (1 with --require-gpu).
 set -u
@@ -70,12 +74,34 @@ run_control_folder "2. control" "$here/e2e-controls-frontend" "the frontend plug
 
 run_benches "bench: translation, ours vs LLVM 22's lookup"
 
+# Programs built the README's way, as a user runs them: the project's translation (its index) and
+# LLVM 22's own lookup on the same table, and the control without the index.
+translation_bench() { # run-name [environment...]
+  local name=$1
+  shift
+  env "$@" OMP_TARGET_OFFLOAD=MANDATORY "$here/bench/translation_gpu" "$name" > "$out/translation_gpu_$name.txt" 2>&1
+  local rc=$?
+  grep -vE '^[a-z0-9_]+,[0-9]+,[0-9.]+$' "$out/translation_gpu_$name.txt"
+  [ $rc -eq 0 ] && grep -q "^translation_gpu: [0-9]* checks, 0 failed$" "$out/translation_gpu_$name.txt"
+}
+if [ $bench -eq 1 ]; then
+  step "bench: translation as clang 22 builds it, the project vs LLVM 22's lookup" translation_bench index
+  step "bench: the same without the index (the control)" translation_bench index_off OMPTARGET_INDIRECT_INDEX=0
+fi
+
+# libomptarget 22's CUDA plugin learns a kernel's argument size by asking cuFuncGetParamInfo for
+# parameter 0, 1, ... until the driver answers CUDA_ERROR_INVALID_VALUE (its `initArgsSize`, once
+# per kernel, from __tgt_target_kernel): memcheck reports that last answer as an API error.
+# Allowed by name and counted; any other error fails the step.
+known_api_error=('Program hit CUDA_ERROR_INVALID_VALUE (error 1) due to "invalid argument" on CUDA API call to cuFuncGetParamInfo.'
+  '__tgt_target_kernel [')
 sanitizer=$(find_sanitizer)
 if [ -n "$sanitizer" ]; then
   for program in host_scene unmodified_virtual table; do
-    step "3. memcheck: e2e $program" env OMP_TARGET_OFFLOAD=MANDATORY "$sanitizer" --tool memcheck \
-      --error-exitcode 1 "$here/e2e/$program"
+    step "3. memcheck: e2e $program" run_memcheck "$sanitizer" "$here/e2e/$program"
   done
+  step "3. memcheck, control: a write past an allocation must fail it" run_memcheck_control "$sanitizer" \
+    "$here/memcheck-control/out_of_bounds"
 else
   skip "3. memcheck" "compute-sanitizer not found"
 fi

@@ -30,12 +30,14 @@ commands:
                                                 without the project, C function pointers (clang 19;
                                                 NVIDIA GPU 0 if present, else x86_64 host offload)
   env                                           print the compile flags and environment for users
-  bench [frontend|stock]                        build, then time set_function_ptr_map, the
+  bench [frontend|stock|virtual]                build, then time set_function_ptr_map, the
                                                 translation the pass plugin inserts, each release's
                                                 table on the x86_64 device, what strict mode adds to
-                                                a target region, and what the frontend plugin's
-                                                vtable policy costs device compiles (target/bench/;
-                                                `frontend`, `stock`: that part alone)
+                                                a target region, virtual calls (clang 19; clang 22
+                                                through its stock runtime), and what the frontend
+                                                plugin's vtable policy costs device compiles
+                                                (target/bench/;
+                                                `frontend`, `stock`, `virtual`: that part alone)
   gpu-test [--part llvm16|llvm22]               build the GPU bundle's parts (target/gpu-bundle/: clang 19
            [--require-gpu]                      through libomptarget 16; target/gpu-bundle-llvm22/: clang
                                                 22 through the stock libomptarget 22), each part given or
@@ -100,7 +102,12 @@ fn run(args: Vec<String>) -> Result<()> {
                 let dist = build::build(&workspace, &tools, &Archs::default())?;
                 stock_table_bench::run(&workspace, &tools, &dist)
             }
-            _ => bail!("usage: cargo xtask bench [frontend|stock]"),
+            [part] if part == "virtual" => {
+                let tools = Tools::locate(&workspace)?;
+                let dist = build::build(&workspace, &tools, &Archs::default())?;
+                virtual_bench::run(&workspace, &tools, &dist)
+            }
+            _ => bail!("usage: cargo xtask bench [frontend|stock|virtual]"),
         },
         "gpu-test" => {
             let (parts, require_gpu) = gpu_test_options(rest)?;

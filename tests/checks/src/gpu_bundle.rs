@@ -22,6 +22,8 @@
 //!                               pageable host memory
 //!   e2e-controls/, e2e-controls-frontend/   stock clang 22, and without the frontend plugin
 //!   bench/virtual_arrays_gpu    built by clang 22
+//!   bench/translation_gpu       calls through host function pointers, ours vs LLVM's lookup (--bench)
+//!   memcheck-control/out_of_bounds   a bad access only compute-sanitizer sees: memcheck must fail
 //!   debs/*.deb                  liboffload-22, libllvm22, libomp5-19 and what libLLVM links
 //! ```
 
@@ -196,6 +198,10 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
         }
     }
     array_bench(workspace, &toolchain, &root.join("bench"))?;
+    if part == Part::Llvm22 {
+        translation_bench(workspace, &toolchain, &root.join("bench"))?;
+        memcheck_control(workspace, &toolchain, &root)?;
+    }
     cmd::status(cmd::cargo().current_dir(workspace).args([
         "build",
         "--quiet",
@@ -223,7 +229,7 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
             copy(&path, &root.join("debs").join(path.file_name().context("no name")?))?;
         }
     }
-    let summary = self_check(&root, part)?;
+    let summary = self_check(workspace, &root, part)?;
     Ok((root, summary))
 }
 
@@ -405,18 +411,75 @@ fn array_bench(workspace: &Path, toolchain: &Toolchain, dir: &Path) -> Result<()
         compile("virtual_sweeps_gpu.cpp", "llvm.o", false, &["-DVARIANT=llvm", "-DLLVM_LOOKUP"])?,
         compile("virtual_sweeps_gpu.cpp", "uncached.o", true, &["-DVARIANT=uncached"])?,
     ];
-    let exe = dir.join("virtual_arrays_gpu");
-    // Linked as a program built with the configuration file is (its host-built objects' vtables
-    // need clang 22's registration library).
+    link_as_configured(toolchain, &target, &objects, &dir.join("virtual_arrays_gpu"))
+}
+
+/// `bench/translation_gpu`: calls through host function pointers on the GPU
+/// (`tests/bench/translation_gpu.c`), built as a user builds a program with `toolchain` (its
+/// configuration file), with one kernel compiled with the pass plugin and one without it calling
+/// LLVM's lookup; `run.sh --bench` runs it with and without the index.
+fn translation_bench(workspace: &Path, toolchain: &Toolchain, dir: &Path) -> Result<()> {
+    let target = OffloadTarget::nvptx(BUNDLE_SM);
+    let work =
+        workspace.join("target/device/gpu-translation-bench").join(format!("llvm{}", toolchain.llvm.major));
+    fs::create_dir_all(&work)?;
+    let sources = workspace.join("tests/bench");
+    let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| {
+        crate::virtual_bench::compile_object(
+            toolchain,
+            &target,
+            &work.join(object),
+            &sources.join(source),
+            plugin,
+            defines,
+        )
+    };
+    let objects = [
+        compile("translation_gpu.c", "main.o", true, &[])?,
+        compile("translation_gpu_calls.c", "translated.o", true, &["-DVARIANT=translated"])?,
+        compile("translation_gpu_calls.c", "llvm.o", false, &["-DVARIANT=llvm", "-DLLVM_LOOKUP"])?,
+    ];
+    link_as_configured(toolchain, &target, &objects, &dir.join("translation_gpu"))
+}
+
+/// `memcheck-control/out_of_bounds`: `gpu-tests/bundle/out_of_bounds.c` built by `toolchain` as a
+/// user builds it. Its kernel writes one element past a device allocation, which faults nowhere
+/// but under compute-sanitizer: the memcheck step must fail on it.
+fn memcheck_control(workspace: &Path, toolchain: &Toolchain, root: &Path) -> Result<()> {
+    let target = OffloadTarget::nvptx(BUNDLE_SM);
+    let work =
+        workspace.join("target/device/gpu-memcheck-control").join(format!("llvm{}", toolchain.llvm.major));
+    fs::create_dir_all(&work)?;
+    let dir = root.join("memcheck-control");
+    fs::create_dir_all(&dir)?;
+    let object = crate::virtual_bench::compile_object(
+        toolchain,
+        &target,
+        &work.join("out_of_bounds.o"),
+        &workspace.join("gpu-tests/bundle/out_of_bounds.c"),
+        true,
+        &[],
+    )?;
+    link_as_configured(toolchain, &target, &[object], &dir.join("out_of_bounds"))
+}
+
+/// Links `objects` into `exe` as a program built with `toolchain`'s configuration file is (a
+/// stock runtime's programs need its registration library).
+fn link_as_configured(
+    toolchain: &Toolchain,
+    target: &OffloadTarget,
+    objects: &[PathBuf],
+    exe: &Path,
+) -> Result<()> {
     cmd::output(
         Command::new(toolchain.compiler("main.cpp"))
-            .args(toolchain.offload_args(&target))
+            .args(toolchain.offload_args(target))
             .args(toolchain.pass_plugin_args())
-            .args(&objects)
+            .args(objects)
             .args(toolchain.link_args_with_config())
-            .args(toolchain.device_link_args(&target))
+            .args(toolchain.device_link_args(target))
             .arg("-o")
-            .arg(&exe),
+            .arg(exe),
     )?;
     Ok(())
 }
@@ -466,8 +529,9 @@ fn probe_image(
     copy(&image, &dir.join(format!("{name}.{BUNDLE_SM}.cubin")))
 }
 
-/// Every file the part needs is there, the script parses, and the whole fits the limit.
-fn self_check(root: &Path, part: Part) -> Result<String> {
+/// Every file the part needs is there, the script parses, its memcheck verdict holds on recorded
+/// reports, and the whole fits the limit.
+fn self_check(workspace: &Path, root: &Path, part: Part) -> Result<String> {
     let mut expected: Vec<PathBuf> = vec![
         "run.sh".into(),
         "common.sh".into(),
@@ -479,6 +543,10 @@ fn self_check(root: &Path, part: Part) -> Result<String> {
     for module in ["lookup_inlined", "lookup_called", "llvm_lookup"] {
         expected.push(format!("kernels/{module}.ptx").into());
         expected.push(format!("kernels/{module}.{BUNDLE_SM}.cubin").into());
+    }
+    if part == Part::Llvm22 {
+        expected.push("bench/translation_gpu".into());
+        expected.push("memcheck-control/out_of_bounds".into());
     }
     if part == Part::Llvm16 {
         for (name, _) in PROBE_IMAGES {
@@ -500,6 +568,12 @@ fn self_check(root: &Path, part: Part) -> Result<String> {
     for script in ["run.sh", "common.sh"] {
         cmd::output(Command::new(requirements::program("bash")).arg("-n").arg(root.join(script)))?;
     }
+    // The memcheck step's verdict, on reports shaped as compute-sanitizer prints them.
+    let verdict = cmd::stdout(
+        Command::new(requirements::program("bash"))
+            .arg(workspace.join("gpu-tests/bundle/memcheck-verdict-test.sh")),
+    )?;
+    ensure!(verdict.contains(" 0 failed"), "the memcheck verdict's own test: {verdict}");
     let bytes = size(root)?;
     ensure!(
         bytes <= MAX_BYTES,

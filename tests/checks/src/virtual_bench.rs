@@ -103,7 +103,7 @@ fn explain_device_built_missed(printed: &str) -> Result<()> {
     Ok(())
 }
 
-/// Compiles the benchmark source `source` for `target` into `object` with clang++ of `toolchain`
+/// Compiles the benchmark source `source` for `target` into `object` with clang (C) or clang++ of `toolchain`
 /// at -O2, through the configuration file (the pass and frontend plugins) if `plugin`, with the
 /// loop cache off for `-DVARIANT=uncached`.
 pub(crate) fn compile_object(
@@ -114,7 +114,7 @@ pub(crate) fn compile_object(
     plugin: bool,
     defines: &[&str],
 ) -> Result<PathBuf> {
-    let mut c = Command::new(toolchain.compiler("bench.cpp"));
+    let mut c = Command::new(toolchain.compiler(&source.to_string_lossy()));
     if defines.contains(&"-DVARIANT=uncached") {
         c.env(LOOP_CACHE_SWITCH, "0");
     }
@@ -186,5 +186,106 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     report_ratios(&printed, &DEVICE_BUILT_RATIOS)?;
     explain_device_built_missed(&printed)?;
     println!("figures: target/bench/{name}.csv");
+    run_arrays_on_stock_runtime(workspace, tools, dist)
+}
+
+/// The configurations of the stock runtime's part: (prefix of the cases, environment). The
+/// registration library's table with its index; the same table without it (the control: the
+/// ratio to the stock table falls to about 1x); the stock per-image table, binary-searched as
+/// LLVM's own lookup does (`docs/stock-runtime-table.md`).
+const STOCK_CONFIGURATIONS: [(&str, &[(&str, &str)]); 3] = [
+    ("", &[]),
+    ("index_off_", &[("OMPTARGET_INDIRECT_INDEX", "0")]),
+    ("stock_table_", &[("OMPTARGET_INDIRECT_MAP", "0")]),
+];
+
+/// Passes over [`STOCK_CONFIGURATIONS`] (each run times 7 rounds).
+const STOCK_PASSES: usize = 3;
+
+/// Goal of host-built objects against device-built ones through the stock runtime's path.
+const GOAL_STOCK_HOST_BUILT: f64 = 1.2;
+
+/// The array benchmark as a user of clang 22 builds it (its configuration file, the stock
+/// libomptarget 22 and the registration library), the configurations of
+/// [`STOCK_CONFIGURATIONS`] in turn: host-built against device-built objects, device-built ones
+/// with the project against the loop compiled stock, and the table with its index against the
+/// stock table (`target/bench/virtual_arrays_llvm22.csv`).
+fn run_arrays_on_stock_runtime(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
+    let Some(toolchain) = Toolchain::all(tools, dist).find(|t| t.llvm.major == "22") else {
+        anyhow::bail!("no clang 22 toolchain")
+    };
+    let sources = workspace.join("tests/bench");
+    let out = workspace.join("target/bench/virtual-cost-llvm22");
+    std::fs::create_dir_all(&out)?;
+    let target = OffloadTarget::x86_64();
+    let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| {
+        compile_object(&toolchain, &target, &out.join(object), &sources.join(source), plugin, defines)
+    };
+    let objects = [
+        compile("virtual_arrays.cpp", "virtual_arrays.o", true, &[])?,
+        compile("virtual_sweeps.cpp", "sweeps_plain.o", false, &["-DVARIANT=plain"])?,
+        compile("virtual_sweeps.cpp", "sweeps_translated.o", true, &["-DVARIANT=translated"])?,
+        compile("virtual_sweeps.cpp", "sweeps_uncached.o", true, &["-DVARIANT=uncached"])?,
+    ];
+    let exe = out.join("virtual_arrays");
+    cmd::output(
+        Command::new(toolchain.compiler("virtual_arrays.cpp"))
+            .args(toolchain.offload_args(&target))
+            .args(toolchain.pass_plugin_args())
+            .args(&objects)
+            .args(toolchain.link_args_with_config())
+            .arg("-o")
+            .arg(&exe),
+    )?;
+    let mut printed = String::new();
+    for pass in 0..STOCK_PASSES {
+        for (prefix, env) in STOCK_CONFIGURATIONS {
+            let mut command = toolchain.run_command(&exe);
+            command.env_remove("LD_LIBRARY_PATH").envs(toolchain.run_env());
+            command
+                .env_remove("OMPTARGET_INDIRECT_MAP")
+                .env_remove("OMPTARGET_INDIRECT_INDEX")
+                .envs(env.iter().copied());
+            let run = cmd::stdout(&mut command)?;
+            anyhow::ensure!(
+                run.lines().any(|l| l.starts_with("virtual_arrays: ") && l.ends_with(" 0 failed")),
+                "virtual_arrays ({prefix}): the benchmark's results are wrong:\n{run}"
+            );
+            for line in run.lines() {
+                let mut fields = line.split(',');
+                if let (Some(case), Some(Ok(round)), Some(ns), None) =
+                    (fields.next(), fields.next().map(str::parse::<usize>), fields.next(), fields.next())
+                {
+                    printed.push_str(&format!("{prefix}{case},{},{ns}\n", pass * 7 + round));
+                }
+            }
+        }
+    }
+    std::fs::write(workspace.join("target/bench/virtual_arrays_llvm22.csv"), &printed)?;
+    println!(
+        "\nthe same arrays built the README's way with clang 22, through the stock libomptarget 22 and the \
+         registration library's table ({STOCK_PASSES} passes of 7 rounds, the configurations in turn):"
+    );
+    let patterns = ["1_class", "4_grouped", "4_random", "64_random"];
+    let names = |f: &dyn Fn(&str) -> (String, String, f64)| -> Vec<(String, String, f64)> {
+        patterns.iter().map(|p| f(p)).collect()
+    };
+    let host_built =
+        names(&|p| (format!("host_built_{p}"), format!("device_built_plain_{p}"), GOAL_STOCK_HOST_BUILT));
+    let device_built = names(&|p| (format!("device_built_{p}"), format!("device_built_plain_{p}"), 1.05));
+    let vs_stock = names(&|p| (format!("host_built_{p}"), format!("stock_table_host_built_{p}"), f64::NAN));
+    let control =
+        names(&|p| (format!("index_off_host_built_{p}"), format!("stock_table_host_built_{p}"), f64::NAN));
+    for (title, ratios) in [
+        ("host-built objects against device-built ones through the loop compiled stock:", host_built),
+        ("device-built objects through the loop compiled with the project, against the same compiled stock:", device_built),
+        ("host-built objects, the installed table with its index against the stock per-image table:", vs_stock),
+        ("the control: the installed table without its index against the stock table (about 1x):", control),
+    ] {
+        println!("  {title}");
+        let ratios: Vec<(&str, &str, f64)> = ratios.iter().map(|(a, b, g)| (a.as_str(), b.as_str(), *g)).collect();
+        report_ratios(&printed, &ratios)?;
+    }
+    println!("figures: target/bench/virtual_arrays_llvm22.csv");
     Ok(())
 }
