@@ -194,19 +194,12 @@ impl<'a> Toolchain<'a> {
             if let Some(at) = args.iter().position(|a| a == "-isystem") {
                 args.drain(at..at + 2);
             }
-            // flang takes no --cuda-path (nor needs one for device IR), nor a DeviceRTL path: its
-            // GPU compiles stay device IR only (docs/fortran.md).
-            let before = args.len();
+            // flang takes no --cuda-path (its link gets it: `fortran_link_args`) nor a DeviceRTL
+            // bitcode path: the link finds the DeviceRTL's archive (`device_link_args`).
             args.retain(|a| {
                 let a = a.to_string_lossy();
                 !a.starts_with("--cuda-path=") && !a.starts_with(NVPTX_DEVICE_RTL_FLAG)
             });
-            if self.llvm.device_rtl != DeviceRtl::Debian
-                && target.triple == "nvptx64-nvidia-cuda"
-                && args.len() < before
-            {
-                args.push("-nogpulib".into());
-            }
             args.push(prefixed("-I", &self.dist.fortran_module_dir(Self::fortran())));
             if target.triple == "nvptx64-nvidia-cuda" {
                 // flang 22 finds no CUDA to pick a PTX version from and takes 4.2, which sm_90
@@ -215,6 +208,31 @@ impl<'a> Toolchain<'a> {
             }
         }
         args
+    }
+
+    /// What a flang compile or link for `target` needs in its environment: for nvptx, `PATH`
+    /// with the CUDA tools' `bin` first. flang compiles each unit to a cubin with the `ptxas` it
+    /// finds on `PATH` (it takes no `--cuda-path`); `None` elsewhere.
+    pub fn fortran_path(&self, target: &OffloadTarget) -> Option<OsString> {
+        if target.triple != "nvptx64-nvidia-cuda" {
+            return None;
+        }
+        let mut path = OsString::from(self.tools.cuda.join("bin"));
+        if let Some(rest) = std::env::var_os("PATH") {
+            path.push(":");
+            path.push(rest);
+        }
+        Some(path)
+    }
+
+    /// The flags a flang link for `target` adds: for nvptx, the CUDA path of the device link's
+    /// compile, handed to clang's linker wrapper through the host link's arguments (flang has no
+    /// `--cuda-path`; without it the wrapper's clang takes PTX ISA 4.2, which sm_90 refuses).
+    pub fn fortran_link_args(&self, target: &OffloadTarget) -> Vec<OsString> {
+        if target.triple != "nvptx64-nvidia-cuda" {
+            return Vec::new();
+        }
+        vec![prefixed("-Wl,--device-compiler=nvptx64-nvidia-cuda=--cuda-path=", &self.tools.cuda)]
     }
 
     /// The flags of a build with the pass plugin alone, loaded directly instead of through the

@@ -133,7 +133,7 @@ impl Part {
             folders.push((
                 "e2e-offload-lto",
                 e2e::Build::OffloadLto,
-                select(&|p| p.on_gpus_with(llvm) && p.unmodified),
+                select(&|p| p.offload_lto_on_gpus_with(llvm)),
             ));
             // Run only where the GPU reads pageable host memory (run-llvm22.sh asks gpu-test).
             folders.push(("e2e-pageable-memory", e2e::Build::O2, select(&|p| p.on_pageable_gpus_with(llvm))));
@@ -191,6 +191,10 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
             let exe = e2e::build_as(workspace, &toolchain, &target, program, how)
                 .with_context(|| format!("building {} for the bundle's {dir}", program.name))?;
             copy(&exe, &root.join(dir).join(program.name))?;
+            if program.is_fortran() {
+                // flang links its host runtime statically; its symbols are not needed to run.
+                strip(tools, &root.join(dir).join(program.name))?;
+            }
             // Its rpath is `$ORIGIN`: the library goes beside it.
             if let Some(library) = e2e::shared_library_of(program, &exe) {
                 copy(&library, &root.join(dir).join(library.file_name().context("no name")?))?;
@@ -210,6 +214,7 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
         "gpu-tests",
     ]))?;
     copy(&workspace.join("target/release/gpu-test"), &root.join("bin/gpu-test"))?;
+    strip(tools, &root.join("bin/gpu-test"))?;
     for library in part.libraries() {
         copy(&dist.lib_dir().join(library), &root.join("lib").join(library))?;
     }
@@ -439,7 +444,15 @@ fn translation_bench(workspace: &Path, toolchain: &Toolchain, dir: &Path) -> Res
         compile("translation_gpu_calls.c", "translated.o", true, &["-DVARIANT=translated"])?,
         compile("translation_gpu_calls.c", "llvm.o", false, &["-DVARIANT=llvm", "-DLLVM_LOOKUP"])?,
     ];
-    link_as_configured(toolchain, &target, &objects, &dir.join("translation_gpu"))
+    link_as_configured(toolchain, &target, &objects, &dir.join("translation_gpu"))?;
+    strip(toolchain.tools(), &dir.join("translation_gpu"))
+}
+
+/// Strips the host symbols of a carried executable that needs none of them at run time (no
+/// vtables the registration library looks up by name): the part must fit its device call.
+fn strip(tools: &Tools, exe: &Path) -> Result<()> {
+    cmd::output(Command::new(&tools.llvm_strip).arg("--strip-all").arg(exe))?;
+    Ok(())
 }
 
 /// `memcheck-control/out_of_bounds`: `gpu-tests/bundle/out_of_bounds.c` built by `toolchain` as a

@@ -10,7 +10,7 @@ use anyhow::{ensure, Result};
 use super::programs::{Build, Program, Unit};
 use crate::cmd;
 use crate::offload::OffloadTarget;
-use crate::toolchain::{module_dir_args, Llvm, Toolchain, NVPTX_DEVICE_RTL_FLAG};
+use crate::toolchain::{is_fortran, module_dir_args, Llvm, Toolchain, NVPTX_DEVICE_RTL_FLAG};
 
 /// Builds `program` at `-O2` for `target` with `toolchain` and returns the executable.
 pub fn build(
@@ -94,8 +94,12 @@ pub fn build_as(
     // Position-independent code for a shared library's units only (the GPU builds take no -fPIC).
     let compile_as = |u: &Unit, pic: bool| -> Result<PathBuf> {
         let object = out.join(format!("{}.o", u.source));
+        let mut compiler = Command::new(toolchain.compiler(u.source));
+        if let (true, Some(path)) = (is_fortran(u.source), toolchain.fortran_path(target)) {
+            compiler.env("PATH", path);
+        }
         cmd::output(
-            Command::new(toolchain.compiler(u.source))
+            compiler
                 .args(flags_for(u.source))
                 .args(module_dir_args(u.source, &out))
                 .args(["-Wall", "-Werror", "-c"])
@@ -117,6 +121,12 @@ pub fn build_as(
     let objects = program.units.iter().map(compile).collect::<Result<Vec<_>>>()?;
     let mut link = Command::new(toolchain.compiler(program.units[0].source));
     link.args(flags_for(program.units[0].source)).args(&objects);
+    if is_fortran(program.units[0].source) {
+        link.args(toolchain.fortran_link_args(target));
+        if let Some(path) = toolchain.fortran_path(target) {
+            link.env("PATH", path);
+        }
+    }
     if !program.library.is_empty() {
         let archive = out.join(format!("lib{}.a", program.name));
         let _ = std::fs::remove_file(&archive);

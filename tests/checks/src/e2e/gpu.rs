@@ -28,7 +28,7 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
     // With a stock runtime, the unmodified programs also at -O2 -foffload-lto (its GPU bundle
     // part runs both).
     let stock = !toolchain.llvm.runs_project_plugins();
-    let lto = |p: &&Program| stock && p.unmodified;
+    let lto = |p: &&Program| stock && p.offload_lto_on_gpus_with(toolchain.llvm);
     let gpu_programs = || PROGRAMS.iter().filter(|p| p.built_for_gpus_with(toolchain.llvm));
     let builds: Vec<(&Program, Build)> = gpu_programs()
         .map(|p| (p, Build::O2))

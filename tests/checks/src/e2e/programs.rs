@@ -105,8 +105,18 @@ impl Program {
     ///
     /// [`Release::flang`]: crate::llvm::Release::flang
     pub fn runs_with(&self, llvm: Llvm) -> bool {
-        let fortran = self.units.iter().any(|u| is_fortran(u.source));
-        !fortran || llvm.flang
+        !self.is_fortran() || llvm.flang
+    }
+
+    /// Whether it is written in Fortran (built by flang).
+    pub fn is_fortran(&self) -> bool {
+        self.units.iter().any(|u| is_fortran(u.source))
+    }
+
+    /// Whether it is also built and run at `-O2 -foffload-lto` for GPUs with `llvm`'s toolchain:
+    /// the unmodified programs of [`Program::on_gpus_with`] (flang has no `-foffload-lto`).
+    pub fn offload_lto_on_gpus_with(&self, llvm: Llvm) -> bool {
+        self.on_gpus_with(llvm) && self.unmodified && !self.is_fortran()
     }
 
     /// Whether the GPU bundle runs it with `llvm`'s toolchain on every GPU.
@@ -554,9 +564,6 @@ pub const PROGRAMS: &[Program] = &[
                 c_funptr and c_f_procpointer, two modules",
         units: &[unit("fortran_procedures.F90")],
         unmodified: true,
-        // flang 22 cannot compile for sm_90 here: without a CUDA installation it knows of it targets
-        // PTX ISA 4.2, and it takes no --cuda-path (docs/gpu-bundle.md): device IR only.
-        on_gpus: false,
         without_naming: &["-DWITHOUT_NAMING"],
         ..Program::DEFAULT
     },
