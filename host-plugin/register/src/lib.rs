@@ -203,8 +203,14 @@ pub unsafe extern "C" fn __tgt_register_lib(desc: *mut TgtBinDesc) {
     }
     let with_table =
         !(UNIFIED_MEMORY.load(std::sync::atomic::Ordering::Relaxed) && x86_64_table::runtime_fills_none());
-    // SAFETY: the caller's contract.
-    let replacement = unsafe { extend(desc, with_words, with_table) }.unwrap_or_else(|why| {
+    // A panic while reading the images (a malformed one) must not unwind into the program's
+    // startup code: the program is then registered unchanged.
+    let extended = std::panic::catch_unwind(|| {
+        // SAFETY: the caller's contract.
+        unsafe { extend(desc, with_words, with_table) }
+    })
+    .unwrap_or_else(|_| Err("a panic while reading its images".to_string()));
+    let replacement = extended.unwrap_or_else(|why| {
         diagnostics::info(NAME, format_args!("registering the program's images unchanged: {why}"));
         None
     });
@@ -249,8 +255,9 @@ pub unsafe extern "C" fn __tgt_unregister_lib(desc: *mut TgtBinDesc) {
     let tables_in_use = registered.iter().any(|r| r.live && r.shadows().is_some());
     drop(registered);
     if !tables_in_use {
-        // Before libomptarget unloads the images (and may release the devices).
-        device_table::free_all();
+        // Before libomptarget unloads the images (and may release the devices). A panic there
+        // leaks the tables rather than unwinding into the program's exit code.
+        let _ = std::panic::catch_unwind(device_table::free_all);
     }
     // SAFETY: the descriptor registered for `desc` (never freed), or `desc` as received.
     unsafe { unregister(ours.unwrap_or(desc)) }
@@ -361,6 +368,9 @@ unsafe fn extend(
     for img in images {
         if img.entries_begin != original.host_entries_begin || img.entries_end != original.host_entries_end {
             return Ok(None);
+        }
+        if img.image_start.is_null() {
+            return Err("an image with a null start".into());
         }
         let size = (img.image_end as usize)
             .checked_sub(img.image_start as usize)
@@ -529,6 +539,28 @@ mod tests {
         // SAFETY: entries with NUL-terminated names.
         let keys: Vec<(u64, bool)> = unsafe { indirect_keys(&entries) }.collect();
         assert_eq!(keys, [(0x2000, false), (0x3008, true), (0x5000, true), (0x5008, true), (0x5010, true)]);
+    }
+
+    #[test]
+    fn an_image_without_bytes_is_refused() {
+        let mut entries = [v1_entry(0x1000, c"kernel")];
+        let range = entries.as_mut_ptr_range();
+        let (first, last) = (range.start.cast::<TgtOffloadEntry>(), range.end.cast::<TgtOffloadEntry>());
+        let mut images = [TgtDeviceImage {
+            image_start: std::ptr::null_mut(),
+            image_end: 64 as *mut c_void,
+            entries_begin: first,
+            entries_end: last,
+        }];
+        let mut desc = TgtBinDesc {
+            num_device_images: 1,
+            device_images: images.as_mut_ptr(),
+            host_entries_begin: first,
+            host_entries_end: last,
+        };
+        // SAFETY: a descriptor of live arrays; the image's null start is refused before it is read.
+        let refused = unsafe { extend(&mut desc, true, true) };
+        assert_eq!(refused.err().as_deref(), Some("an image with a null start"));
     }
 
     #[test]

@@ -237,7 +237,8 @@ fn pairs_of(image: &Handle) -> (Vec<FptrMapEntry>, Vec<*mut c_void>, Vtables) {
 }
 
 /// Makes the page(s) of the 8-byte global at `global` readable and writable (see [`install`]).
-/// A failure is left alone: the program then faults only where libomptarget 21 writes there.
+/// A failure is reported under `LIBOMPTARGET_INFO` and otherwise left alone: the program then
+/// faults only where libomptarget 21 writes there.
 fn make_writable(global: *mut c_void) {
     // SAFETY: sysconf has no preconditions.
     let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
@@ -245,7 +246,17 @@ fn make_writable(global: *mut c_void) {
     let end = (global as usize + 8).div_ceil(page) * page;
     // SAFETY: whole pages of a loaded image's data (the global's), given read and write access
     // they keep for the image's lifetime; no code lives on a page that holds a data global.
-    unsafe { libc::mprotect(start as *mut c_void, end - start, libc::PROT_READ | libc::PROT_WRITE) };
+    let status =
+        unsafe { libc::mprotect(start as *mut c_void, end - start, libc::PROT_READ | libc::PROT_WRITE) };
+    if status != 0 {
+        diagnostics::info(
+            NAME,
+            format_args!(
+                "mprotect of the page of the device global at {global:p} failed ({}): it stays read-only",
+                std::io::Error::last_os_error()
+            ),
+        );
+    }
 }
 
 #[cfg(test)]
