@@ -6,7 +6,26 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools=$root/target/tools
 cuda=$tools/cuda
-if [ -x "$cuda/bin/ptxas" ] && [ -x "$cuda/bin/cuobjdump" ] && [ -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]; then
+# The tools are hard links, not symbolic ones: flang takes no --cuda-path and finds CUDA through
+# the ptxas on PATH, by its real path (a symbolic link would lead it to the package's /usr, which
+# has no libdevice where clang looks).
+layout() {
+  rm -rf "$cuda"
+  mkdir -p "$cuda/bin" "$cuda/nvvm/libdevice" "$cuda/include"
+  for tool in ptxas nvlink fatbinary cuobjdump nvdisasm; do
+    ln "$tools/root/usr/bin/$tool" "$cuda/bin/$tool"
+  done
+  cp "$tools/root/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc" "$cuda/nvvm/libdevice/"
+  # clang reads the version from version.txt and cuda.h; 11.8 knows sm_90.
+  echo "CUDA Version 11.8.89" > "$cuda/version.txt"
+  echo "#define CUDA_VERSION 11080" > "$cuda/include/cuda.h"
+}
+if [ -x "$cuda/bin/ptxas" ] && [ ! -L "$cuda/bin/ptxas" ] && [ -x "$cuda/bin/cuobjdump" ] \
+  && [ -f "$cuda/nvvm/libdevice/libdevice.10.bc" ]; then
+  exit 0
+fi
+if [ -x "$tools/root/usr/bin/ptxas" ] && [ -f "$tools/root/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc" ]; then
+  layout
   exit 0
 fi
 apt_dir=$tools/apt
@@ -36,13 +55,6 @@ if [ -z "$deb" ]; then
 fi
 rm -rf "$tools/root" "$cuda"
 dpkg-deb -x "$deb" "$tools/root"
-mkdir -p "$cuda/bin" "$cuda/nvvm/libdevice" "$cuda/include"
-for tool in ptxas nvlink fatbinary cuobjdump nvdisasm; do
-  ln -s "$tools/root/usr/bin/$tool" "$cuda/bin/$tool"
-done
-cp "$tools/root/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc" "$cuda/nvvm/libdevice/"
-# clang reads the version from version.txt and cuda.h; 11.8 knows sm_90.
-echo "CUDA Version 11.8.89" > "$cuda/version.txt"
-echo "#define CUDA_VERSION 11080" > "$cuda/include/cuda.h"
+layout
 rm -rf "$apt_dir"
 "$cuda/bin/ptxas" --version | tail -n 1

@@ -36,6 +36,12 @@ fn main() {
     if major.parse::<u32>().expect("a numeric major version") >= 22 {
         println!("cargo:rustc-cfg=pass_plugin_api_2");
     }
+    // libomptarget 23's host plugin calls an x86_64 kernel with one argument array
+    // (src/flang_kernels.rs).
+    println!("cargo:rustc-check-cfg=cfg(host_kernels_take_argument_array)");
+    if major.parse::<u32>().expect("a numeric major version") >= 23 {
+        println!("cargo:rustc-cfg=host_kernels_take_argument_array");
+    }
     let mut shim = cc::Build::new();
     shim.cpp(true)
         .file("src/shim.cpp")

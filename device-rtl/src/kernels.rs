@@ -16,6 +16,8 @@
 //!   of the given size (1 when none is given), round robin, as LLVM's DeviceRTL does.
 //! - `omp_is_initial_device` answers 0 in device code (the image's own definition, hidden, so
 //!   the host's libomp does not answer for it).
+//! - Variables a kernel shares with a parallel region's threads (`__kmpc_alloc_shared`) live on
+//!   the C library's heap.
 
 use core::ffi::c_void;
 
@@ -31,6 +33,11 @@ extern "C" {
     static __kmpc_push_num_threads: Option<unsafe extern "C" fn(*mut Ident, i32, i32)>;
     #[linkage = "extern_weak"]
     static omp_get_thread_num: Option<unsafe extern "C" fn() -> i32>;
+    // The C library's, which the host program has loaded (weak, as above).
+    #[linkage = "extern_weak"]
+    static malloc: Option<unsafe extern "C" fn(usize) -> *mut c_void>;
+    #[linkage = "extern_weak"]
+    static free: Option<unsafe extern "C" fn(*mut c_void)>;
 }
 
 /// Stops the program: what a device does on a kernel it cannot run.
@@ -62,6 +69,49 @@ pub extern "C" fn __kmpc_target_init(
 /// Ends a kernel: nothing to do.
 #[no_mangle]
 pub extern "C" fn __kmpc_target_deinit() {}
+
+/// The thread's number in its team, as a GPU numbers the threads of a block: the parallel
+/// region's thread number (libomp's), 0 outside one, where the kernel runs on one thread. (The
+/// optimizer's guards of a kernel's sequential code, flang 23, ask it.)
+#[no_mangle]
+pub extern "C" fn __kmpc_get_hardware_thread_id_in_block() -> i32 {
+    // SAFETY: reading the address of a weak symbol, null when nothing defines it.
+    let thread_num = unsafe { omp_get_thread_num };
+    // SAFETY: libomp's `omp_get_thread_num`, callable from any thread.
+    thread_num.map_or(0, |f| unsafe { f() })
+}
+
+/// Memory a kernel's variable shares with the threads of a parallel region (flang 23 places
+/// such variables here): on this device the C library's heap, which every thread reads. Stops
+/// the program when there is none (as a device out of shared memory does).
+#[no_mangle]
+pub extern "C" fn __kmpc_alloc_shared(bytes: u64) -> *mut c_void {
+    // SAFETY: reading the address of a weak symbol, null when nothing defines it.
+    let allocate = unsafe { malloc };
+    let memory = match allocate {
+        // SAFETY: the C library's `malloc`, which takes any size.
+        Some(allocate) => unsafe { allocate(bytes.max(1) as usize) },
+        None => core::ptr::null_mut(),
+    };
+    if memory.is_null() {
+        trap();
+    }
+    memory
+}
+
+/// Releases what [`__kmpc_alloc_shared`] gave (`bytes` is the size it was asked for).
+///
+/// # Safety
+/// `memory` comes from [`__kmpc_alloc_shared`] and is released once.
+#[no_mangle]
+pub unsafe extern "C" fn __kmpc_free_shared(memory: *mut c_void, _bytes: u64) {
+    // SAFETY: reading the address of a weak symbol, null when nothing defines it.
+    let release = unsafe { free };
+    if let Some(release) = release {
+        // SAFETY: the caller's contract: memory from `malloc`, released once.
+        unsafe { release(memory) }
+    }
+}
 
 /// The most arguments a parallel region of flang's passes (it packs what it shares into one
 /// struct, so one); more stop the program rather than call the region wrongly.

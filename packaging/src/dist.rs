@@ -34,9 +34,9 @@ pub struct Parts {
     pub releases: Vec<Llvm>,
     /// The releases whose frontend plugin it holds (their clang development headers were found).
     pub frontend: Vec<Llvm>,
-    /// The release whose flang's `omptarget_indirect` module file and configuration file it
-    /// holds ([`Llvm::fortran`]), if any.
-    pub fortran: Option<Llvm>,
+    /// The releases whose flang's `omptarget_indirect` module file and configuration file it
+    /// holds ([`Llvm::fortran_releases`]), oldest first.
+    pub fortran: Vec<Llvm>,
     /// The libomptarget 16 plugins (for clang 19 programs).
     pub libomptarget16_plugins: bool,
 }
@@ -47,7 +47,7 @@ impl Parts {
         Parts {
             releases: Llvm::all().collect(),
             frontend: Llvm::all().collect(),
-            fortran: Llvm::fortran(),
+            fortran: Llvm::fortran_releases().collect(),
             libomptarget16_plugins: true,
         }
     }

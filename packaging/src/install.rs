@@ -115,15 +115,17 @@ pub fn install(workspace: &Path, dist: &Dist, root: &Path) -> Result<Vec<PathBuf
             files.push(copy(dist.lib_dir().join(name), &format!("lib/omptarget-indirect/{name}"))?);
         }
     }
-    if let Some(fortran) = parts.fortran {
-        files.push((
-            PathBuf::from("share/omptarget-indirect").join(fortran.flang_config_file()),
-            fortran.flang_config().into_bytes(),
-        ));
+    if !parts.fortran.is_empty() {
         files.push(copy(
             workspace.join(crate::dist::FORTRAN_MODULE_SOURCE),
             "include/omptarget-indirect/omptarget_indirect.f90",
         )?);
+    }
+    for &fortran in &parts.fortran {
+        files.push((
+            PathBuf::from("share/omptarget-indirect").join(fortran.flang_config_file()),
+            fortran.flang_config().into_bytes(),
+        ));
         files.push(copy(
             dist.fortran_module_dir(fortran).join("omptarget_indirect.mod"),
             &format!("{}/omptarget_indirect.mod", fortran.fortran_module_dir()),
@@ -172,16 +174,39 @@ fn pkg_config_flags(parts: &crate::dist::Parts) -> (&'static str, String, &'stat
 /// pkg-config flags, and what the CMake package says of each release (from the release records).
 fn filled_template(workspace: &Path, name: &str, parts: &crate::dist::Parts) -> Result<String> {
     let (pc_clang, pc_cflags, pc_libs) = pkg_config_flags(parts);
-    let fortran = Llvm::fortran();
     Ok(template(workspace, name)?
         .replace("@PC_CLANG@", pc_clang)
         .replace("@PC_CFLAGS@", &pc_cflags)
         .replace("@PC_LIBS@", pc_libs)
         .replace("@RELEASE_CASES@", &cmake_release_cases())
         .replace("@RELEASES@", &Llvm::all().map(|l| l.major).collect::<Vec<_>>().join(" or "))
-        .replace("@FORTRAN_MAJOR@", fortran.map_or("", |l| l.major))
-        .replace("@FORTRAN_PASS_PLUGIN@", fortran.map_or("", |l| l.pass_plugin_file))
-        .replace("@FORTRAN_MODULE_DIR@", &fortran.map(Llvm::fortran_module_dir).unwrap_or_default()))
+        .replace(
+            "@FORTRAN_MAJORS@",
+            &Llvm::fortran_releases().map(|l| l.major).collect::<Vec<_>>().join(" or "),
+        )
+        .replace("@FORTRAN_CASES@", &cmake_fortran_cases()))
+}
+
+/// The CMake package's Fortran options, one case per release whose flang compiles the programs:
+/// the pass plugin in both compiles and the directory of that flang's module file.
+fn cmake_fortran_cases() -> String {
+    let mut text = String::new();
+    for (i, llvm) in Llvm::fortran_releases().enumerate() {
+        text.push_str(&format!(
+            "  {keyword}(_omptarget_indirect_fortran_major STREQUAL \"{major}\")\n    \
+             set(_omptarget_indirect_fortran_options\n        \
+             \"$<$<COMPILE_LANGUAGE:Fortran>:SHELL:-fpass-plugin=${{_omptarget_indirect_prefix}}/lib/{pass}>\"\n        \
+             \"$<$<COMPILE_LANGUAGE:Fortran>:SHELL:-I${{_omptarget_indirect_prefix}}/{module_dir}>\")\n",
+            keyword = if i == 0 { "if" } else { "elseif" },
+            major = llvm.major,
+            pass = llvm.pass_plugin_file,
+            module_dir = llvm.fortran_module_dir(),
+        ));
+    }
+    if !text.is_empty() {
+        text.push_str("  endif()\n");
+    }
+    text
 }
 
 /// The CMake package's `if(major STREQUAL ...) ... elseif(...)` chain, one case per supported
@@ -316,7 +341,7 @@ mod tests {
         let only22 = crate::dist::Parts {
             releases: vec![Llvm::major_version("22")],
             frontend: vec![],
-            fortran: None,
+            fortran: vec![],
             libomptarget16_plugins: false,
         };
         let (major, cflags, libs) = pkg_config_flags(&only22);

@@ -28,6 +28,12 @@ pub enum Runtime {
         /// do, and the registration library installs the project's table when the device image
         /// loads: `host-plugin/register/src/x86_64_table.rs`).
         fills_x86_64_table: bool,
+        /// Whether its x86_64 host plugin calls a kernel with one argument array (`void
+        /// kernel(void **args)`, LLVM 23+) rather than each argument in its place (libffi, LLVM
+        /// 22): flang's kernels, built as GPU kernels, then run only through the adapter the pass
+        /// plugin gives them (`compiler/pass-plugin/src/flang_kernels.rs`, whose build script
+        /// enables it from LLVM 23 on).
+        kernels_take_argument_array: bool,
     },
 }
 
@@ -116,6 +122,7 @@ pub const RELEASES: [Release; 4] = [
             soname: "libomptarget.so.21.1",
             openmp: None,
             fills_x86_64_table: false,
+            kernels_take_argument_array: false,
         },
         device_rtl: DeviceRtl::FromSource { nvptx: "llvm21-devicertl-nvptx" },
         pass_plugin_file: "libomptarget-indirect-pass-llvm21.so",
@@ -136,6 +143,7 @@ pub const RELEASES: [Release; 4] = [
             soname: "libomptarget.so.22.1",
             openmp: Some("llvm22-omp-h"),
             fills_x86_64_table: true,
+            kernels_take_argument_array: false,
         },
         device_rtl: DeviceRtl::FromSource { nvptx: "llvm22-devicertl-nvptx" },
         pass_plugin_file: "libomptarget-indirect-pass-llvm22.so",
@@ -159,13 +167,12 @@ pub const RELEASES: [Release; 4] = [
             soname: "libomptarget.so.23.1",
             openmp: None,
             fills_x86_64_table: true,
+            kernels_take_argument_array: true,
         },
         // Built from 23.1.1's source: the archive does not serve 23.1.4's (same release branch).
         device_rtl: DeviceRtl::FromSource { nvptx: "llvm23-devicertl-nvptx" },
         pass_plugin_file: "libomptarget-indirect-pass-llvm23.so",
-        // flang 23 is in its root, but the Fortran programs and module stay with flang 22 until
-        // they are tried with it.
-        flang: false,
+        flang: true,
         config_links: true,
         gpu_check_archs: &["sm_90", "gfx90a"],
         e2e_tree: "e2e-llvm23",
@@ -287,7 +294,13 @@ impl Llvm {
 
     /// The release whose flang compiles the Fortran programs: the newest with [`Release::flang`].
     pub fn fortran() -> Option<Llvm> {
-        Llvm::all().filter(|l| l.flang).next_back()
+        Llvm::fortran_releases().next_back()
+    }
+
+    /// Every release whose flang compiles the Fortran programs (each has its module file and
+    /// `flang-NN.cfg` in the dist tree), oldest first.
+    pub fn fortran_releases() -> impl DoubleEndedIterator<Item = Llvm> {
+        Llvm::all().filter(|l| l.flang)
     }
 
     /// Whether its programs run with the project's libomptarget 16 plugins.
@@ -304,6 +317,12 @@ impl Llvm {
             Runtime::ProjectPlugins => true,
             Runtime::Stock { fills_x86_64_table, .. } => !fills_x86_64_table,
         }
+    }
+
+    /// Whether stock flang's x86_64 kernels cannot run on its runtime at all
+    /// ([`Runtime::Stock::kernels_take_argument_array`]).
+    pub fn stock_flang_kernels_fail_on_x86_64(self) -> bool {
+        matches!(self.runtime, Runtime::Stock { kernels_take_argument_array: true, .. })
     }
 
     /// The reference release: the newest with a GPU DeviceRTL whose stock clang builds every

@@ -81,7 +81,7 @@ impl<'a> Toolchain<'a> {
     pub fn compiler(&self, source: &str) -> &'a Path {
         let release = self.release();
         if is_fortran(source) {
-            let flang = self.tools.of(Self::fortran()).flang.as_deref();
+            let flang = self.tools.of(self.fortran()).flang.as_deref();
             return flang.expect("a release with flang has it located");
         }
         if source.ends_with(".cpp") {
@@ -91,11 +91,16 @@ impl<'a> Toolchain<'a> {
         }
     }
 
-    /// The release whose flang compiles the Fortran units of any toolchain's programs: the one
-    /// whose module file and configuration file the dist tree holds ([`Llvm::fortran`];
-    /// docs/fortran.md).
-    fn fortran() -> Llvm {
-        Llvm::fortran().expect("a release whose flang compiles the programs")
+    /// The release whose flang compiles this toolchain's Fortran units: its own where its flang
+    /// compiles the programs ([`Release::flang`]), else the newest that does (docs/fortran.md).
+    ///
+    /// [`Release::flang`]: crate::llvm::Release::flang
+    pub fn fortran(&self) -> Llvm {
+        if self.llvm.flang {
+            self.llvm
+        } else {
+            Llvm::fortran().expect("a release whose flang compiles the programs")
+        }
     }
 
     /// The offload packager that reads what this clang links: LLVM 19's, or the release's own
@@ -179,7 +184,7 @@ impl<'a> Toolchain<'a> {
     /// configuration file for Fortran.
     pub fn pass_plugin_args_for(&self, source: &str) -> Vec<OsString> {
         if is_fortran(source) {
-            vec![prefixed("--config=", &self.dist.flang_config(Self::fortran()))]
+            vec![prefixed("--config=", &self.dist.flang_config(self.fortran()))]
         } else {
             self.pass_plugin_args()
         }
@@ -194,25 +199,22 @@ impl<'a> Toolchain<'a> {
             if let Some(at) = args.iter().position(|a| a == "-isystem") {
                 args.drain(at..at + 2);
             }
-            // flang takes no --cuda-path (its link gets it: `fortran_link_args`) nor a DeviceRTL
-            // bitcode path: the link finds the DeviceRTL's archive (`device_link_args`).
+            // flang takes no --cuda-path (it finds CUDA through the ptxas on PATH:
+            // `fortran_path`) nor a DeviceRTL bitcode path: the link finds the DeviceRTL's
+            // archive (`device_link_args`).
             args.retain(|a| {
                 let a = a.to_string_lossy();
                 !a.starts_with("--cuda-path=") && !a.starts_with(NVPTX_DEVICE_RTL_FLAG)
             });
-            args.push(prefixed("-I", &self.dist.fortran_module_dir(Self::fortran())));
-            if target.triple == "nvptx64-nvidia-cuda" {
-                // flang 22 finds no CUDA to pick a PTX version from and takes 4.2, which sm_90
-                // refuses (clang takes its default, 7.8).
-                args.extend(["-Xflang", "-target-feature", "-Xflang", "+ptx78"].map(OsString::from));
-            }
+            args.push(prefixed("-I", &self.dist.fortran_module_dir(self.fortran())));
         }
         args
     }
 
     /// What a flang compile or link for `target` needs in its environment: for nvptx, `PATH`
-    /// with the CUDA tools' `bin` first. flang compiles each unit to a cubin with the `ptxas` it
-    /// finds on `PATH` (it takes no `--cuda-path`); `None` elsewhere.
+    /// with the CUDA tools' `bin` first. flang takes no `--cuda-path`: it finds the CUDA
+    /// installation through the `ptxas` on `PATH` (by its real path; without one, flang 22 picks
+    /// PTX ISA 4.2, which sm_90 refuses, and flang 23 stops); `None` elsewhere.
     pub fn fortran_path(&self, target: &OffloadTarget) -> Option<OsString> {
         if target.triple != "nvptx64-nvidia-cuda" {
             return None;
@@ -223,16 +225,6 @@ impl<'a> Toolchain<'a> {
             path.push(rest);
         }
         Some(path)
-    }
-
-    /// The flags a flang link for `target` adds: for nvptx, the CUDA path of the device link's
-    /// compile, handed to clang's linker wrapper through the host link's arguments (flang has no
-    /// `--cuda-path`; without it the wrapper's clang takes PTX ISA 4.2, which sm_90 refuses).
-    pub fn fortran_link_args(&self, target: &OffloadTarget) -> Vec<OsString> {
-        if target.triple != "nvptx64-nvidia-cuda" {
-            return Vec::new();
-        }
-        vec![prefixed("-Wl,--device-compiler=nvptx64-nvidia-cuda=--cuda-path=", &self.tools.cuda)]
     }
 
     /// The flags of a build with the pass plugin alone, loaded directly instead of through the

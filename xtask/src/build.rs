@@ -230,7 +230,7 @@ pub fn build_from(
     let t = Instant::now();
     libraries(workspace, inputs, &dist)?;
     frontend_plugins(inputs, &dist)?;
-    if let Some(fortran) = dist.parts.fortran {
+    for &fortran in &dist.parts.fortran {
         let flang = inputs.llvms.iter().find(|l| l.release == fortran).context("no LLVM with flang")?;
         fortran_module(workspace, flang, &dist)?;
     }
@@ -288,17 +288,17 @@ fn parts(inputs: &Inputs, skipped: &mut Vec<Skipped>) -> Parts {
             }),
         }
     }
-    let fortran = match inputs.llvms.iter().filter(|l| l.release.flang).next_back() {
-        Some(llvm) if llvm.tool("flang").is_file() => Some(llvm.release),
-        Some(llvm) => {
+    let mut fortran = Vec::new();
+    for llvm in inputs.llvms.iter().filter(|l| l.release.flang) {
+        if llvm.tool("flang").is_file() {
+            fortran.push(llvm.release);
+        } else {
             skipped.push(Skipped {
                 part: format!("the Fortran module (flang {})", llvm.release.major),
                 reason: format!("{} is missing", llvm.tool("flang").display()),
             });
-            None
         }
-        None => None,
-    };
+    }
     let libomptarget16_plugins = if !releases.iter().any(|l| l.runs_project_plugins()) {
         let runs: Vec<String> =
             Llvm::all().filter(|l| l.runs_project_plugins()).map(|l| format!("clang {}", l.major)).collect();
@@ -451,7 +451,7 @@ fn libraries(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
         fs::write(&fresh, llvm.clang_config(parts.frontend.contains(&llvm)))?;
         replace_if_changed(&fresh, &config)?;
     }
-    if let Some(fortran) = parts.fortran {
+    for &fortran in &parts.fortran {
         let config = dist.flang_config(fortran);
         let fresh = config.with_extension("cfg.new");
         fs::write(&fresh, fortran.flang_config())?;

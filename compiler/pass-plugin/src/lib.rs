@@ -16,6 +16,7 @@
 //! optimizer, and emits the remarks ([`remarks`]).
 
 pub mod dynamic_casts;
+pub mod flang_kernels;
 pub mod fortran;
 pub mod host_only;
 pub mod host_vtables;

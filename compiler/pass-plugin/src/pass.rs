@@ -84,6 +84,9 @@ pub struct Summary {
     pub weakened_type_info: usize,
     /// Device module: the image anchor was defined ([`crate::image_anchor`]).
     pub image_anchor: bool,
+    /// flang's x86_64 kernels given an adapter of the runtime's signature
+    /// ([`crate::flang_kernels`]).
+    pub adapted_kernels: usize,
 }
 
 /// What a translation translates.

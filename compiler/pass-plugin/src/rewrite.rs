@@ -108,6 +108,7 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
         if phase == Phase::PipelineStart {
             pass.adopt_llvm_lookups();
             pass.summary.image_anchor = crate::image_anchor::define_in_device(module);
+            pass.summary.adapted_kernels = crate::flang_kernels::adapt_to_argument_array(module);
             pass.summary.indirect_entries = crate::indirect_entries::name_device_globals(module);
             pass.export_vtable_words();
             pass.route_dynamic_casts();

@@ -21,7 +21,7 @@ use packaging::cmd;
 use packaging::dist::Dist;
 use packaging::llvm::Llvm;
 use packaging::offload::OffloadTarget;
-use packaging::toolchain::{module_dir_args, Toolchain};
+use packaging::toolchain::{is_fortran, module_dir_args, Toolchain};
 use packaging::tools::Tools;
 
 /// The clang to check with: `19` or `22`.
@@ -150,8 +150,12 @@ fn device_ir(
 ) -> Result<(String, String)> {
     let name = source.to_string_lossy();
     let plugins = if project { toolchain.pass_plugin_args_for(&name) } else { Vec::new() };
+    let mut compiler = Command::new(toolchain.compiler(&name));
+    if let (true, Some(path)) = (is_fortran(&name), toolchain.fortran_path(target)) {
+        compiler.env("PATH", path);
+    }
     let compiled = cmd::output(
-        Command::new(toolchain.compiler(&name))
+        compiler
             .args(module_dir_args(&name, ir.parent().unwrap_or(ir)))
             .args(toolchain.offload_args_for(target, &name))
             .args(plugins)

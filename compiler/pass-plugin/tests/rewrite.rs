@@ -822,3 +822,46 @@ define i32 @kernel(ptr %object, ptr %fp) {{
     assert_eq!(body.matches("call ptr @__kmpc_target_translate_fptr(").count(), 2, "{text}");
     assert_eq!(summary.translated, 0, "{text}");
 }
+
+/// A flang x86_64 device module with one kernel built as a GPU kernel (its launch environment
+/// last), named by an offload entry; `ident` is the module's `llvm.ident`.
+fn flang_x86_64_kernel(ident: &str) -> Module {
+    Module::parse(&format!(
+        r#"target triple = "x86_64-unknown-linux-gnu"
+@k_kernel_environment = weak_odr protected constant i8 0
+@entry = weak constant ptr @k
+declare i32 @__kmpc_target_init(ptr, ptr)
+define weak_odr protected void @k(ptr %a, i64 %n, ptr %dyn) {{
+  %r = call i32 @__kmpc_target_init(ptr @k_kernel_environment, ptr %dyn)
+  store i64 %n, ptr %a
+  ret void
+}}
+!llvm.ident = !{{!1}}
+!1 = !{{!"{ident}"}}
+{DEVICE_FLAG}"#
+    ))
+}
+
+/// Where the x86_64 host plugin calls a kernel with one argument array (LLVM 23), flang's
+/// kernels get an adapter of that signature under their own name; elsewhere, and in modules
+/// clang built, nothing changes.
+#[test]
+fn flang_kernels_on_x86_64_take_the_runtimes_argument_array() {
+    let module = flang_x86_64_kernel("Debian flang version 23.1.4");
+    let summary = module.rewrite(Phase::PipelineStart);
+    if cfg!(host_kernels_take_argument_array) {
+        assert_eq!(summary.adapted_kernels, 1);
+        let text = module.text();
+        assert!(text.contains("define weak_odr protected void @k(ptr"), "{text}");
+        assert!(text.contains("define internal void @k.flang_kernel(ptr %a, i64 %n, ptr %dyn)"), "{text}");
+        assert!(text.contains("@entry = weak constant ptr @k\n"), "{text}");
+        // Each argument loaded through its pointer in the array; a null launch environment.
+        let call = module.line_in("k", "call void @k.flang_kernel(");
+        assert!(call.ends_with(", ptr null)"), "{call}");
+        assert!(module.line_in("k", "load i64").contains("load i64, ptr"), "{text}");
+    } else {
+        assert_eq!(summary.adapted_kernels, 0);
+    }
+    let clang = flang_x86_64_kernel("Debian clang version 23.1.4");
+    assert_eq!(clang.rewrite(Phase::PipelineStart).adapted_kernels, 0);
+}

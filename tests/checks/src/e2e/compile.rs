@@ -10,7 +10,7 @@ use anyhow::{ensure, Result};
 use super::programs::{Build, Program, Unit};
 use crate::cmd;
 use crate::offload::OffloadTarget;
-use crate::toolchain::{is_fortran, module_dir_args, Llvm, Toolchain, NVPTX_DEVICE_RTL_FLAG};
+use crate::toolchain::{is_fortran, module_dir_args, Toolchain, NVPTX_DEVICE_RTL_FLAG};
 
 /// Builds `program` at `-O2` for `target` with `toolchain` and returns the executable.
 pub fn build(
@@ -56,8 +56,8 @@ pub fn build_as(
     if program.unmodified {
         inputs.extend([toolchain.pass_plugin(), toolchain.dist().clang_config(toolchain.llvm)]);
         inputs.push(toolchain.dist().frontend_plugin(toolchain.llvm));
-        if let Some(fortran) = Llvm::fortran() {
-            inputs.push(toolchain.dist().flang_config(fortran));
+        if program.is_fortran() {
+            inputs.push(toolchain.dist().flang_config(toolchain.fortran()));
         }
     }
     if newer_than_all(&exe, &inputs) {
@@ -121,11 +121,8 @@ pub fn build_as(
     let objects = program.units.iter().map(compile).collect::<Result<Vec<_>>>()?;
     let mut link = Command::new(toolchain.compiler(program.units[0].source));
     link.args(flags_for(program.units[0].source)).args(&objects);
-    if is_fortran(program.units[0].source) {
-        link.args(toolchain.fortran_link_args(target));
-        if let Some(path) = toolchain.fortran_path(target) {
-            link.env("PATH", path);
-        }
+    if let (true, Some(path)) = (is_fortran(program.units[0].source), toolchain.fortran_path(target)) {
+        link.env("PATH", path);
     }
     if !program.library.is_empty() {
         let archive = out.join(format!("lib{}.a", program.name));

@@ -558,7 +558,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_procedures",
-        about: "Fortran, no explicit translation (flang 22, pass plugin, procedures named through the \
+        about: "Fortran, no explicit translation (flang 22 and 23, pass plugin, procedures named through the \
                 omptarget_indirect module): procedure pointer variables, an array of derived types with \
                 procedure-pointer components in a teams loop, a pointer passed to a device procedure, \
                 c_funptr and c_f_procpointer, two modules",

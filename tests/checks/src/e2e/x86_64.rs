@@ -184,7 +184,16 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
         });
         // Without the configuration file a program that needs the frontend plugin does not
         // compile: its own control below shows that.
-        if program.frontend != FrontendControl::CompileFails {
+        if fortran && toolchain.llvm.stock_flang_kernels_fail_on_x86_64() {
+            // Stock flang's kernels do not run on this runtime at all (no adapter): the control
+            // of the translation is the build without naming (below).
+            let control = build_as(workspace, toolchain, &target, program, Build::WithoutPassPlugin)?;
+            let (code, _) = run(toolchain, &control, MapSetup::Indexed)?;
+            ensure!(code != 0, "{}: stock flang's kernels ran without the adapter", control.display());
+            detail.push_str(&format!(
+                "; compiled without the pass plugin (stock flang): its kernels do not run on this runtime (exit {code})"
+            ));
+        } else if program.frontend != FrontendControl::CompileFails {
             let control = build_as(workspace, toolchain, &target, program, Build::WithoutPassPlugin)?;
             let failed =
                 expect_failure(toolchain, &control, MapSetup::Indexed, "compiled without the pass plugin")?;
