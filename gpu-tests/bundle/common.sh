@@ -14,7 +14,8 @@
 parse_args() {
   require_gpu=0
   bench=0
-  out=$PWD/results
+  # Beside the part's folder, never in the working directory (a source tree) nor in the part.
+  out=$here-results
   while [ $# -gt 0 ]; do
     case $1 in
       --require-gpu) require_gpu=1 ;;

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{ensure, Context, Result};
 
 use checks::images::{self, SYMBOLS, TRANSLATE};
-use checks::{cluster_install, corpus, demo, e2e, fuzz, gpu_bundle, install_check, metrics};
+use checks::{cluster_install, corpus, demo, e2e, fuzz, gpu_bundle, install_check, metrics, repository};
 
 use crate::build;
 use crate::cmd;
@@ -20,6 +20,9 @@ use crate::tools::Tools;
 
 /// The step every other step needs.
 const BUILD_STEP: &str = "cargo xtask build";
+
+/// The last step: what the suite wrote went under `target/` or scratch directories.
+const TREE_STEP: &str = "the suite left the source tree as it found it (git status)";
 
 /// Collects step outcomes and prints them as they finish.
 #[derive(Default)]
@@ -96,6 +99,7 @@ fn device_ir_test(workspace: &Path, llvm: Llvm, target: &OffloadTarget, test: &s
 /// Runs the whole suite; fails if any step failed (after running all of them).
 pub fn run(workspace: &Path) -> Result<()> {
     let mut report = Report::default();
+    let tree_before = repository::tree_status(workspace);
     // Before anything runs: every program and file of scripts/requirements.txt, each missing one
     // named with its package on a line of its own.
     let tools = match Tools::locate(workspace) {
@@ -109,6 +113,9 @@ pub fn run(workspace: &Path) -> Result<()> {
         "preflight: all {} requirements of scripts/requirements.txt are here",
         requirements::all().len()
     );
+    report.step("the repository describes the project (no words of how its work is organised)", || {
+        repository::check_words(workspace)
+    });
     report.step("cargo fmt --check", || cargo_step(workspace, &["fmt", "--all", "--", "--check"]));
     report.step("cargo clippy -D warnings", || {
         cargo_step(workspace, &["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"])
@@ -131,6 +138,7 @@ pub fn run(workspace: &Path) -> Result<()> {
         });
         steps_after_build(workspace, &tools, &dist, &archs, &mut report, &mut cluster);
     });
+    report.step(TREE_STEP, || repository::check_tree_unchanged(workspace, tree_before.as_deref()));
     report.finish()
 }
 

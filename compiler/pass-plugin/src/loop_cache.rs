@@ -12,7 +12,7 @@
 //!   x86_64, a loop calling one of 1024 functions at random lost 14% with the cache (every
 //!   iteration a miss), while arrays of objects repeat their classes (the benchmarks:
 //!   `docs/performance.md`).
-//! - On the GPU targets only a key in the installed table's range is looked up (issue 52): the
+//! - On the GPU targets only a key in the installed table's range is looked up: the
 //!   function reads the range once at its entry (the device library's
 //!   `__omptarget_indirect_first_key` and `_last_key`), and any other pointer is its own
 //!   translation: a vtable of the device (an object built in device code) on the cache's miss

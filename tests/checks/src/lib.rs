@@ -25,6 +25,7 @@ pub mod hit_path;
 pub mod images;
 pub mod install_check;
 pub mod metrics;
+pub mod repository;
 pub mod stock_table_bench;
 pub mod strict_bench;
 pub mod translation_bench;

@@ -28,7 +28,7 @@ const RATIOS: [(&str, &str, f64); 2] =
 const RATIOS_SAME_CALLEES: [(&str, &str, f64); 2] =
     [("invariant_translated", "invariant_device", 1.1), ("varying_translated", "varying_device", 1.5)];
 
-/// Issue 52: function pointers taken in device code (device addresses, no key of the table)
+/// Function pointers taken in device code (device addresses, no key of the table)
 /// through the translated loops, against the same pointers through the loops compiled stock.
 const RATIOS_DEVICE_TAKEN: [(&str, &str, f64); 2] = [
     ("invariant_device_translated", "invariant_device", 1.05),

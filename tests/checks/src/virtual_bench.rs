@@ -20,7 +20,7 @@ use crate::toolchain::Toolchain;
 use crate::tools::Tools;
 use crate::translation_bench::{link, median, report_control, report_ratios, rounds, run_checked, NO_TABLE};
 
-/// (case, baseline, goal for case / baseline; issue 29's goal for host-built objects).
+/// (case, baseline, goal for case / baseline).
 const RATIOS: [(&str, &str, f64); 2] =
     [("host_built", "device_built", 1.5), ("device_built", "device_built_plain", 1.5)];
 
@@ -34,7 +34,7 @@ const ARRAY_RATIOS: [(&str, &str, f64); 4] = [
     ("host_built_64_random", "device_built_plain_64_random", 1.5),
 ];
 
-/// Issue 52: device-built objects through the loop compiled with the project against the same
+/// Device-built objects through the loop compiled with the project against the same
 /// objects through the loop compiled stock: what the project costs code that never needed it.
 const DEVICE_BUILT_RATIOS: [(&str, &str, f64); 4] = [
     ("device_built_1_class", "device_built_plain_1_class", 1.05),
