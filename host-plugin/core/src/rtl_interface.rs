@@ -72,6 +72,50 @@ pub struct TgtOffloadEntry {
     pub reserved: i32,
 }
 
+/// An offload entry in LLVM 20+'s layout (`llvm::offloading::EntryTy`, 56 bytes), which clang 20+
+/// emit and libomptarget 20+ read ([`crate::entries`] parses either layout).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct TgtOffloadEntryV1 {
+    /// 0 (the legacy layout's address is never 0 but for a requirement).
+    pub reserved: u64,
+    /// 1.
+    pub version: u16,
+    /// `OFK_OpenMP` ([`OFFLOAD_KIND_OPENMP`]) for OpenMP's entries.
+    pub kind: u16,
+    /// `OMP_DECLARE_TARGET_*` flags.
+    pub flags: u32,
+    /// Host address of the function or global.
+    pub address: *mut c_void,
+    /// Symbol name in the device image.
+    pub symbol_name: *const c_char,
+    /// 0 for kernels, the size in bytes for globals.
+    pub size: u64,
+    /// A requirement's `OMP_REQ_*` flags, else 0.
+    pub data: u64,
+    /// Auxiliary address, unused by OpenMP.
+    pub aux_addr: *mut c_void,
+}
+
+const _: () = assert!(std::mem::size_of::<TgtOffloadEntryV1>() == crate::entries::V1_ENTRY_SIZE);
+
+/// `OFK_OpenMP` of `llvm::object::OffloadKind`: the kind of OpenMP's v1 entries.
+pub const OFFLOAD_KIND_OPENMP: u16 = 1;
+
+/// `struct __tgt_bin_desc`: what the program's registration code hands `__tgt_register_lib`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TgtBinDesc {
+    /// Number of device images.
+    pub num_device_images: i32,
+    /// The images.
+    pub device_images: *mut TgtDeviceImage,
+    /// The host's offload entries (either layout).
+    pub host_entries_begin: *mut TgtOffloadEntry,
+    /// One past the last host entry.
+    pub host_entries_end: *mut TgtOffloadEntry,
+}
+
 /// `struct __tgt_device_image`.
 #[repr(C)]
 #[derive(Debug)]

@@ -33,14 +33,15 @@ mod x86_64_table;
 
 pub use x86_64_table::__omptarget_indirect_x86_64_image_loaded;
 
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_void, CString};
 use std::sync::Mutex;
 
 use omptarget_indirect_abi::vtable_word;
 use plugin_core::entries::V1_ENTRY_SIZE;
+pub use plugin_core::rtl_interface::TgtBinDesc;
 use plugin_core::rtl_interface::{
-    TgtDeviceImage, TgtOffloadEntry, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE, OMP_DECLARE_TARGET_INDIRECT,
-    OMP_DECLARE_TARGET_INDIRECT_VTABLE,
+    TgtDeviceImage, TgtOffloadEntry, TgtOffloadEntryV1 as EntryV1, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE,
+    OFFLOAD_KIND_OPENMP, OMP_DECLARE_TARGET_INDIRECT, OMP_DECLARE_TARGET_INDIRECT_VTABLE,
 };
 use plugin_core::{diagnostics, image, vtables};
 
@@ -48,40 +49,6 @@ use device_table::Shadows;
 
 /// The name in this library's diagnostics.
 const NAME: &str = "register";
-
-/// `struct __tgt_bin_desc`.
-#[repr(C)]
-#[derive(Debug)]
-pub struct TgtBinDesc {
-    /// Number of device images.
-    pub num_device_images: i32,
-    /// The images.
-    pub device_images: *mut TgtDeviceImage,
-    /// The host's offload entries.
-    pub host_entries_begin: *mut TgtOffloadEntry,
-    /// One past the last host entry.
-    pub host_entries_end: *mut TgtOffloadEntry,
-}
-
-/// An offload entry in LLVM 20+'s layout (`llvm::offloading::EntryTy`, 56 bytes).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-struct EntryV1 {
-    reserved: u64,
-    version: u16,
-    kind: u16,
-    flags: u32,
-    address: *mut c_void,
-    symbol_name: *const c_char,
-    size: u64,
-    data: u64,
-    aux_addr: *mut c_void,
-}
-
-const _: () = assert!(std::mem::size_of::<EntryV1>() == V1_ENTRY_SIZE);
-
-/// `OFK_OpenMP` of `llvm::object::OffloadKind`.
-const OFFLOAD_KIND_OPENMP: u16 = 1;
 
 /// A descriptor the program registered, and what this library registered for it.
 struct Registered {
