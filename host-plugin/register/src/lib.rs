@@ -429,6 +429,44 @@ unsafe fn extend(
     Ok(Some(Replacement { desc: desc_copy, _images: new_images, _entries: entries, _names: names, shadows }))
 }
 
+/// For the fuzz target `register_descriptor` (`fuzz/`): registers nothing, but reads a
+/// descriptor of `images` (each one image's bytes) that all share `entries`, as
+/// [`__tgt_register_lib`] does before it registers (the requirement, the extension by vtable
+/// words and the device library's globals, the keys of the result). Returns how many keys the
+/// replacement's entries give, if one was made. Any input is an answer or an error, never a panic or a read
+/// outside what it was given (the entries' names must be null or NUL-terminated).
+#[doc(hidden)]
+pub fn read_descriptor_for_fuzzing(images: &[&[u8]], entries: &mut [EntryV1]) -> Option<usize> {
+    let range = entries.as_mut_ptr_range();
+    let (first, last) = (range.start.cast::<TgtOffloadEntry>(), range.end.cast::<TgtOffloadEntry>());
+    let mut device_images: Vec<TgtDeviceImage> = images
+        .iter()
+        .map(|bytes| {
+            let range = bytes.as_ptr_range();
+            TgtDeviceImage {
+                image_start: range.start as *mut c_void,
+                image_end: range.end as *mut c_void,
+                entries_begin: first,
+                entries_end: last,
+            }
+        })
+        .collect();
+    let mut desc = TgtBinDesc {
+        num_device_images: i32::try_from(device_images.len()).ok()?,
+        device_images: device_images.as_mut_ptr(),
+        host_entries_begin: first,
+        host_entries_end: last,
+    };
+    // SAFETY: a descriptor of live arrays: the images' bytes and the entries, whose names are
+    // null or NUL-terminated (this function's contract); nothing is registered.
+    unsafe {
+        let _ = v1_entries(&desc).is_some_and(requires_unified_memory);
+        let replacement = extend(&mut desc, true, true).ok()??;
+        let count = v1_entries(&replacement.desc).map_or(0, |e| indirect_keys(e).count());
+        Some(count)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

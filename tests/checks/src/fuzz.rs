@@ -16,8 +16,8 @@ use crate::offload::OffloadTarget;
 use crate::tools::Tools;
 
 /// The fuzz targets (`fuzz/fuzz_targets/<name>.rs`).
-pub const TARGETS: [&str; 5] =
-    ["x86_64_image", "x86_64_load", "offload_binary", "offload_entries", "gpu_image"];
+pub const TARGETS: [&str; 6] =
+    ["x86_64_image", "x86_64_load", "offload_binary", "offload_entries", "gpu_image", "register_descriptor"];
 
 /// Seconds each target runs in `scripts/test.sh`.
 pub const SUITE_SECONDS: u32 = 60;
@@ -122,10 +122,10 @@ fn target_index(target: &str) -> usize {
 /// OffloadBinary and the fat archive's OffloadBinary, the entry tables of the end-to-end programs
 /// (clang 19's and clang 22's layouts), and the GPU images of the dist tree and the programs;
 /// x86_64_load gets a few single-field changes (its image is [`load_image`]).
-fn seed(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<[Vec<PathBuf>; 5]> {
+fn seed(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<[Vec<PathBuf>; 6]> {
     fs::create_dir_all(dir)?;
-    let mut seeds: [Vec<PathBuf>; 5] = Default::default();
-    let [x86, changes, wrapped, entries, gpu] = &mut seeds;
+    let mut seeds: [Vec<PathBuf>; 6] = Default::default();
+    let [x86, changes, wrapped, entries, gpu, descriptors] = &mut seeds;
     for name in ["indirect", "plain", "wrong_size"] {
         let built = workspace.join("target/tmp").join(format!("{name}.so"));
         if built.is_file() {
@@ -173,6 +173,25 @@ fn seed(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<[Vec
             Command::new(&tools.packager).arg("-o").arg(&offload).arg(x86_target.image_selector(image)),
         )?;
         wrapped.push(offload);
+    }
+    // register_descriptor's inputs (fuzz_targets/register_descriptor.rs): one real image and the
+    // entries of the device library's three globals, a vtable word and an indirect function.
+    for (i, image) in x86.iter().take(4).enumerate() {
+        let path = dir.join(format!("descriptor-{i}.bin"));
+        let mut input = vec![1u8, 5];
+        for (name, flags, size) in [(0u8, 0u32, 8u8), (1, 0, 8), (2, 0, 48), (3, 0x08, 8), (4, 0x08, 8)] {
+            let mut entry = [0u8; 32];
+            entry[1] = 1; // version
+            entry[2] = 1; // OpenMP
+            entry[3..7].copy_from_slice(&flags.to_le_bytes());
+            entry[7..15].copy_from_slice(&(0x1000u64 * (u64::from(name) + 1)).to_le_bytes());
+            entry[15] = size / 8;
+            entry[31] = name;
+            input.extend_from_slice(&entry);
+        }
+        input.extend_from_slice(&cmd::read(image)?);
+        fs::write(&path, input)?;
+        descriptors.push(path);
     }
     let fat = workspace.join("target/device/fat/omptarget-indirect.offload");
     if fat.is_file() {
