@@ -79,24 +79,41 @@ pub unsafe extern "C" fn __omptarget_indirect_x86_64_image_loaded(anchor: *const
     }
 }
 
-/// Whether the libomptarget behind this library leaves the x86_64 device without a table: its
-/// file name (`libomptarget.so.21.1`) says LLVM 21 or older. A runtime whose version cannot be
-/// read is taken for a current one, which fills it.
+/// An entry point of libomptarget since LLVM 22, the first release whose libomptarget fills the
+/// x86_64 device's table itself: whether the libomptarget behind this library defines it tells
+/// the two apart, whatever the file is called (a custom build's `libomptarget.so` included).
+const SINCE_FILLING_X86_64: &CStr = c"__tgt_target_sync";
+
+/// Whether the libomptarget behind this library leaves the x86_64 device without a table (LLVM
+/// 21 and older: it lacks [`SINCE_FILLING_X86_64`]). Says under `LIBOMPTARGET_INFO` what it
+/// found, once. Without a libomptarget to ask, no (nothing is installed for it).
 pub(crate) fn runtime_fills_none() -> bool {
     static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ANSWER.get_or_init(|| {
         let Some(register) = next(c"__tgt_register_lib") else { return false };
-        object_file(register as *const c_void)
-            .and_then(|file| libomptarget_major(&file))
-            .is_some_and(|major| major < 22)
+        let Some(file) = object_file(register as *const c_void) else { return false };
+        let Ok(path) = std::ffi::CString::new(file.as_str()) else { return false };
+        // SAFETY: RTLD_NOLOAD only finds the object already loaded (libomptarget, running).
+        let raw = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        if raw.is_null() {
+            return false;
+        }
+        let fills_none = Handle(raw).symbol(SINCE_FILLING_X86_64).is_none();
+        diagnostics::info(
+            NAME,
+            format_args!(
+                "{file} {} {}: {}",
+                if fills_none { "lacks" } else { "defines" },
+                SINCE_FILLING_X86_64.to_string_lossy(),
+                if fills_none {
+                    "LLVM 21 or older, which fills no table for the x86_64 device: this library installs it"
+                } else {
+                    "LLVM 22 or newer, which fills the x86_64 device's table itself"
+                }
+            ),
+        );
+        fills_none
     })
-}
-
-/// The major version in a libomptarget's file name (`.../libomptarget.so.21.1` is 21).
-fn libomptarget_major(file: &str) -> Option<u32> {
-    let name = file.rsplit('/').next()?;
-    let version = name.strip_prefix("libomptarget.so.")?;
-    version.split('.').next()?.parse().ok()
 }
 
 /// The file of the loaded object holding `address`.
@@ -256,19 +273,5 @@ fn make_writable(global: *mut c_void) {
                 std::io::Error::last_os_error()
             ),
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_major_version_comes_from_the_file_name() {
-        assert_eq!(libomptarget_major("/usr/lib/llvm-21/lib/libomptarget.so.21.1"), Some(21));
-        assert_eq!(libomptarget_major("libomptarget.so.22.1"), Some(22));
-        assert_eq!(libomptarget_major("/opt/llvm/lib/libomptarget.so"), None);
-        assert_eq!(libomptarget_major("/usr/lib/libomptarget.so.x"), None);
-        assert_eq!(libomptarget_major("/usr/lib/libomp.so.5"), None);
     }
 }
