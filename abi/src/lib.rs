@@ -241,6 +241,24 @@ symbol_names! {
 /// primary or secondary) translates like a function address.
 pub const VTABLE_WORD_PREFIX: &str = "__omptarget_indirect_vtable_";
 
+/// Name prefixes of the OpenMP runtime's own functions (libomp's, libomptarget's, the GPU
+/// DeviceRTL's): never the program's. The pass plugin leaves the indirect calls in them alone and
+/// takes them as defined on every device; the frontend plugin takes a body-less `extern "C"`
+/// declaration of such a name as the runtime's (its build passes this list to the C++ source).
+/// The program's kernels and outlined regions (`__omp_offloading_*`, `__omp_outlined*`) are not
+/// the runtime's: [`is_openmp_runtime_function`].
+pub const OPENMP_RUNTIME_PREFIXES: [&str; 7] =
+    ["__kmpc_", "__llvm_omp_", "__omp_", "__tgt_", "omp_", "ompx_", "_ZN4ompx"];
+
+/// Whether `name` is a function of the OpenMP runtime ([`OPENMP_RUNTIME_PREFIXES`]) rather than
+/// of the program (its kernels and outlined regions start `__omp_offloading_`, `__omp_outlined`).
+pub fn is_openmp_runtime_function(name: &[u8]) -> bool {
+    if name.starts_with(b"__omp_offloading_") || name.starts_with(b"__omp_outlined") {
+        return false;
+    }
+    OPENMP_RUNTIME_PREFIXES.iter().any(|prefix| name.starts_with(prefix.as_bytes()))
+}
+
 /// Whether a loaded object's path (as the dynamic loader names it) is an x86_64 device image
 /// rather than a part of the host program: this project's x86_64 plugin loads images from memory
 /// files (`/proc/self/fd/N`, `/memfd:`), libomptarget 22 from `/tmp/tmpfile_XXXXXX`, libomptarget
@@ -461,6 +479,21 @@ mod symbol_name_tests {
             (super::CXX_DYNAMIC_CAST, super::c_names::CXX_DYNAMIC_CAST),
         ] {
             assert_eq!(c.to_str(), Ok(text));
+        }
+    }
+}
+
+#[cfg(test)]
+mod runtime_name_tests {
+    use super::is_openmp_runtime_function;
+
+    #[test]
+    fn the_runtimes_functions_are_told_from_the_programs_kernels() {
+        for name in ["__kmpc_target_init", "omp_get_thread_num", "__tgt_target_kernel", "_ZN4ompx5stateE"] {
+            assert!(is_openmp_runtime_function(name.as_bytes()), "{name}");
+        }
+        for name in ["__omp_offloading_fd00_1_main_l7", "__omp_outlined__1", "twice", "_Z3fooi"] {
+            assert!(!is_openmp_runtime_function(name.as_bytes()), "{name}");
         }
     }
 }

@@ -73,6 +73,14 @@ namespace {
 /// The remark group the pass plugin uses: -Rpass=omptarget-indirect shows both.
 constexpr const char *RemarkName = "omptarget-indirect";
 
+#ifndef OMPTARGET_INDIRECT_RUNTIME_PREFIXES
+#error "the build defines OMPTARGET_INDIRECT_RUNTIME_PREFIXES (compiler/frontend-plugin/src/lib.rs)"
+#endif
+/// The OpenMP runtime's name prefixes: an `extern "C"` function declared without a body under
+/// one of them is the runtime's, defined on every device. One list with the pass plugin's
+/// (`omptarget_indirect_abi::OPENMP_RUNTIME_PREFIXES`), which the build hands in.
+constexpr const char *RuntimePrefixes[] = {OMPTARGET_INDIRECT_RUNTIME_PREFIXES};
+
 /// How far the host-only check follows calls into functions defined in the file.
 constexpr unsigned MaxCallDepth = 8;
 
@@ -192,10 +200,12 @@ private:
     // A template specialization not instantiated yet: decided where it is instantiated.
     if (FD->getTemplateInstantiationPattern() || FD->getPrimaryTemplate())
       return true;
-    if (const IdentifierInfo *Name = FD->getIdentifier())
-      return FD->isExternC() && (Name->getName().starts_with("omp_") ||
-                                 Name->getName().starts_with("__kmpc_") ||
-                                 Name->getName().starts_with("__tgt_"));
+    const IdentifierInfo *Name = FD->getIdentifier();
+    if (!Name || !FD->isExternC())
+      return false;
+    for (const char *Prefix : RuntimePrefixes)
+      if (Name->getName().starts_with(Prefix))
+        return true;
     return false;
   }
 

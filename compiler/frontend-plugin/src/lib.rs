@@ -24,6 +24,15 @@ pub struct ClangRelease {
     pub lib: PathBuf,
 }
 
+/// The definition of `OMPTARGET_INDIRECT_RUNTIME_PREFIXES` the C++ source reads: the OpenMP
+/// runtime's name prefixes ([`omptarget_indirect_abi::OPENMP_RUNTIME_PREFIXES`]) as a list of
+/// string literals, so that the pass plugin and this plugin hold one list.
+fn runtime_prefixes_define() -> String {
+    let literals: Vec<String> =
+        omptarget_indirect_abi::OPENMP_RUNTIME_PREFIXES.iter().map(|p| format!("\"{p}\"")).collect();
+    format!("-DOMPTARGET_INDIRECT_RUNTIME_PREFIXES={}", literals.join(","))
+}
+
 /// The command that compiles the plugin for `release` into `output` (a shared library): C++17,
 /// no RTTI and no exceptions as clang itself is built, warnings as errors, clang's headers as
 /// system headers (their warnings are not ours), linked against the release's shared
@@ -35,6 +44,7 @@ pub fn compile_command(release: &ClangRelease, output: &Path) -> Command {
         .args(["-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-Wno-deprecated-declarations"])
         .arg("-isystem")
         .arg(&release.include)
+        .arg(runtime_prefixes_define())
         .arg(source())
         .arg("-o")
         .arg(output)

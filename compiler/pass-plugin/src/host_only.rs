@@ -84,15 +84,16 @@ fn runtime_provides(name: &[u8], x86_64: bool) -> bool {
     if x86_64 && X86_64_CODE_GENERATION.iter().any(|prefix| name.starts_with(prefix)) {
         return true;
     }
+    if omptarget_indirect_abi::OPENMP_RUNTIME_PREFIXES
+        .iter()
+        .any(|prefix| name.starts_with(prefix.as_bytes()))
+    {
+        return true;
+    }
     const PREFIXES: &[&[u8]] = &[
         b"llvm.",
-        b"__kmpc_",
-        b"__tgt_",
-        b"omp_",
-        b"ompx_",
         b"llvm_omp_",
         b"__llvm_",
-        b"__omp_",
         b"__nv_",
         b"__ocml_",
         b"__ockl_",

@@ -51,16 +51,9 @@ pub use crate::pass::{LLVM_LOOKUP, TRANSLATE};
 pub const DEVICE_MODULE_FLAG: &str = "openmp-device";
 
 /// Whether a function with this name belongs to the OpenMP runtime (left alone) rather than to
-/// the program: `__kmpc_*`, `__llvm_omp_*`, `__tgt_*`, `omp_*`, `ompx_*`, LLVM's DeviceRTL
-/// (namespace `ompx`), and `__omp_*` except the program's kernels and outlined regions
-/// (`__omp_offloading_*`, `__omp_outlined*`).
+/// the program ([`omptarget_indirect_abi::is_openmp_runtime_function`]).
 pub fn is_runtime_function(name: &[u8]) -> bool {
-    if name.starts_with(b"__omp_offloading_") || name.starts_with(b"__omp_outlined") {
-        return false;
-    }
-    const RUNTIME: &[&[u8]] =
-        &[b"__kmpc_", b"__llvm_omp_", b"__omp_", b"__tgt_", b"omp_", b"ompx_", b"_ZN4ompx"];
-    RUNTIME.iter().any(|prefix| name.starts_with(prefix))
+    omptarget_indirect_abi::is_openmp_runtime_function(name)
 }
 
 /// Rewrites `module` as the module documentation says and reports what it did.
