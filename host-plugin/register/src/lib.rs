@@ -485,14 +485,19 @@ mod tests {
         }
     }
 
-    /// Registers `entries` with one image of `image` bytes, through [`extend`].
-    fn extended(entries: &mut [EntryV1], image: &mut [u8], own_image_entries: bool) -> Result<bool, String> {
+    /// [`extend`] over a descriptor of `entries` and one image from `image_start` to `image_end`
+    /// (whose entries start one later with `own_image_entries`).
+    fn extend_one(
+        entries: &mut [EntryV1],
+        image_start: *mut c_void,
+        image_end: *mut c_void,
+        own_image_entries: bool,
+    ) -> Result<Option<Replacement>, String> {
         let range = entries.as_mut_ptr_range();
         let (first, last) = (range.start.cast::<TgtOffloadEntry>(), range.end.cast::<TgtOffloadEntry>());
-        let image_range = image.as_mut_ptr_range();
         let mut images = [TgtDeviceImage {
-            image_start: image_range.start.cast(),
-            image_end: image_range.end.cast(),
+            image_start,
+            image_end,
             entries_begin: if own_image_entries { first.wrapping_add(1) } else { first },
             entries_end: last,
         }];
@@ -502,8 +507,15 @@ mod tests {
             host_entries_begin: first,
             host_entries_end: last,
         };
-        // SAFETY: a descriptor of live arrays.
-        unsafe { extend(&mut desc, true, true) }.map(|r| r.is_some())
+        // SAFETY: a descriptor of live arrays; an image is read only where it has bytes (a null
+        // start is refused first).
+        unsafe { extend(&mut desc, true, true) }
+    }
+
+    /// Registers `entries` with one image of `image` bytes, through [`extend`].
+    fn extended(entries: &mut [EntryV1], image: &mut [u8], own_image_entries: bool) -> Result<bool, String> {
+        let range = image.as_mut_ptr_range();
+        extend_one(entries, range.start.cast(), range.end.cast(), own_image_entries).map(|r| r.is_some())
     }
 
     #[test]
@@ -549,22 +561,7 @@ mod tests {
     #[test]
     fn an_image_without_bytes_is_refused() {
         let mut entries = [v1_entry(0x1000, c"kernel")];
-        let range = entries.as_mut_ptr_range();
-        let (first, last) = (range.start.cast::<TgtOffloadEntry>(), range.end.cast::<TgtOffloadEntry>());
-        let mut images = [TgtDeviceImage {
-            image_start: std::ptr::null_mut(),
-            image_end: 64 as *mut c_void,
-            entries_begin: first,
-            entries_end: last,
-        }];
-        let mut desc = TgtBinDesc {
-            num_device_images: 1,
-            device_images: images.as_mut_ptr(),
-            host_entries_begin: first,
-            host_entries_end: last,
-        };
-        // SAFETY: a descriptor of live arrays; the image's null start is refused before it is read.
-        let refused = unsafe { extend(&mut desc, true, true) };
+        let refused = extend_one(&mut entries, std::ptr::null_mut(), 64 as *mut c_void, false);
         assert_eq!(refused.err().as_deref(), Some("an image with a null start"));
     }
 

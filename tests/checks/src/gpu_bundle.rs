@@ -395,28 +395,42 @@ const PROBE_IMAGES: [(&str, Option<&str>); 2] = [("probe", None), ("probe_second
 /// without it (device-built objects), and without it through LLVM's lookup; `run.sh --bench`
 /// runs it.
 fn array_bench(workspace: &Path, toolchain: &Toolchain, dir: &Path) -> Result<()> {
+    let units: [BenchUnit; 5] = [
+        ("virtual_arrays_gpu.cpp", "main.o", true, &[]),
+        ("virtual_sweeps_gpu.cpp", "plain.o", false, &["-DVARIANT=plain"]),
+        ("virtual_sweeps_gpu.cpp", "translated.o", true, &["-DVARIANT=translated"]),
+        ("virtual_sweeps_gpu.cpp", "llvm.o", false, &["-DVARIANT=llvm", "-DLLVM_LOOKUP"]),
+        ("virtual_sweeps_gpu.cpp", "uncached.o", true, &["-DVARIANT=uncached"]),
+    ];
+    gpu_bench(workspace, toolchain, &units, &dir.join("virtual_arrays_gpu"))
+}
+
+/// One unit of a GPU benchmark: (source in `tests/bench/`, object, with the pass plugin,
+/// defines).
+type BenchUnit = (&'static str, &'static str, bool, &'static [&'static str]);
+
+/// Compiles `units` for sm_90 with `toolchain` (each object in a folder of the executable's name
+/// and the release) and links them into `exe` as a program built with the configuration file is.
+fn gpu_bench(workspace: &Path, toolchain: &Toolchain, units: &[BenchUnit], exe: &Path) -> Result<()> {
     let target = OffloadTarget::nvptx(BUNDLE_SM);
-    let work = workspace.join("target/device/gpu-array-bench").join(format!("llvm{}", toolchain.llvm.major));
+    let name = exe.file_name().context("no name")?.to_string_lossy();
+    let work = workspace.join("target/device/gpu-bench").join(format!("{name}-llvm{}", toolchain.llvm.major));
     fs::create_dir_all(&work)?;
     let sources = workspace.join("tests/bench");
-    let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| {
-        crate::virtual_bench::compile_object(
-            toolchain,
-            &target,
-            &work.join(object),
-            &sources.join(source),
-            plugin,
-            defines,
-        )
-    };
-    let objects = [
-        compile("virtual_arrays_gpu.cpp", "main.o", true, &[])?,
-        compile("virtual_sweeps_gpu.cpp", "plain.o", false, &["-DVARIANT=plain"])?,
-        compile("virtual_sweeps_gpu.cpp", "translated.o", true, &["-DVARIANT=translated"])?,
-        compile("virtual_sweeps_gpu.cpp", "llvm.o", false, &["-DVARIANT=llvm", "-DLLVM_LOOKUP"])?,
-        compile("virtual_sweeps_gpu.cpp", "uncached.o", true, &["-DVARIANT=uncached"])?,
-    ];
-    link_as_configured(toolchain, &target, &objects, &dir.join("virtual_arrays_gpu"))
+    let objects = units
+        .iter()
+        .map(|&(source, object, plugin, defines)| {
+            crate::virtual_bench::compile_object(
+                toolchain,
+                &target,
+                &work.join(object),
+                &sources.join(source),
+                plugin,
+                defines,
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    link_as_configured(toolchain, &target, &objects, exe)
 }
 
 /// `bench/translation_gpu`: calls through host function pointers on the GPU
@@ -424,27 +438,12 @@ fn array_bench(workspace: &Path, toolchain: &Toolchain, dir: &Path) -> Result<()
 /// configuration file), with one kernel compiled with the pass plugin and one without it calling
 /// LLVM's lookup; `run.sh --bench` runs it with and without the index.
 fn translation_bench(workspace: &Path, toolchain: &Toolchain, dir: &Path) -> Result<()> {
-    let target = OffloadTarget::nvptx(BUNDLE_SM);
-    let work =
-        workspace.join("target/device/gpu-translation-bench").join(format!("llvm{}", toolchain.llvm.major));
-    fs::create_dir_all(&work)?;
-    let sources = workspace.join("tests/bench");
-    let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| {
-        crate::virtual_bench::compile_object(
-            toolchain,
-            &target,
-            &work.join(object),
-            &sources.join(source),
-            plugin,
-            defines,
-        )
-    };
-    let objects = [
-        compile("translation_gpu.c", "main.o", true, &[])?,
-        compile("translation_gpu_calls.c", "translated.o", true, &["-DVARIANT=translated"])?,
-        compile("translation_gpu_calls.c", "llvm.o", false, &["-DVARIANT=llvm", "-DLLVM_LOOKUP"])?,
+    let units: [BenchUnit; 3] = [
+        ("translation_gpu.c", "main.o", true, &[]),
+        ("translation_gpu_calls.c", "translated.o", true, &["-DVARIANT=translated"]),
+        ("translation_gpu_calls.c", "llvm.o", false, &["-DVARIANT=llvm", "-DLLVM_LOOKUP"]),
     ];
-    link_as_configured(toolchain, &target, &objects, &dir.join("translation_gpu"))?;
+    gpu_bench(workspace, toolchain, &units, &dir.join("translation_gpu"))?;
     strip(toolchain.tools(), &dir.join("translation_gpu"))
 }
 

@@ -257,20 +257,29 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
     Ok(detail)
 }
 
+/// The project's lines (`omptarget-indirect (...)`) in a run's output.
+fn project_lines(text: &str) -> Vec<String> {
+    text.lines().filter(|l| l.starts_with("omptarget-indirect (")).map(str::to_string).collect()
+}
+
+/// The project's lines of a passing run of `exe` with `LIBOMPTARGET_INFO=1`, after a run without
+/// it printed none of them.
+fn informed_lines(toolchain: &Toolchain, exe: &Path) -> Result<Vec<String>> {
+    let (_, quiet) = run_with(toolchain, exe, &[], MapSetup::Indexed, false, Device::Loose)?;
+    let printed = project_lines(&quiet);
+    ensure!(printed.is_empty(), "{}: a passing run printed {printed:?}", exe.display());
+    let (code, informed) = run_with(toolchain, exe, &[], MapSetup::Indexed, true, Device::Loose)?;
+    ensure!(code == 0, "{} with LIBOMPTARGET_INFO=1 exited with {code}", exe.display());
+    Ok(project_lines(&informed))
+}
+
 /// What the project prints around a passing run of `exe` where it installs the x86_64 table:
 /// nothing by default (LLVM 19's CUDA and AMDGPU plugins, which find no device here, included);
 /// with `LIBOMPTARGET_INFO=1` the summary of the map installed (by the x86_64 plugin, or by the
 /// registration library where the stock runtime fills no table); with `OMPTARGET_INDIRECT_MAP=0`,
 /// its notice once.
 fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<String> {
-    let ours = |text: &str| -> Vec<String> {
-        text.lines().filter(|l| l.starts_with("omptarget-indirect (")).map(str::to_string).collect()
-    };
-    let (_, quiet) = run_with(toolchain, exe, &[], MapSetup::Indexed, false, Device::Loose)?;
-    ensure!(ours(&quiet).is_empty(), "{}: a passing run printed {:?}", exe.display(), ours(&quiet));
-    let (code, informed) = run_with(toolchain, exe, &[], MapSetup::Indexed, true, Device::Loose)?;
-    let lines = ours(&informed);
-    ensure!(code == 0, "{} with LIBOMPTARGET_INFO=1 exited with {code}", exe.display());
+    let lines = informed_lines(toolchain, exe)?;
     let summary = lines
         .iter()
         .find(|l| {
@@ -290,8 +299,10 @@ fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Re
         program.name
     );
     let (_, unmapped) = run_with(toolchain, exe, &[], MapSetup::None, false, Device::Loose)?;
-    let notices =
-        ours(&unmapped).into_iter().filter(|l| l.contains(") notice: OMPTARGET_INDIRECT_MAP=0")).count();
+    let notices = project_lines(&unmapped)
+        .into_iter()
+        .filter(|l| l.contains(") notice: OMPTARGET_INDIRECT_MAP=0"))
+        .count();
     ensure!(notices == 1, "{}: {notices} OMPTARGET_INDIRECT_MAP=0 notices, expected 1", program.name);
     let summary = summary.split(": ").last().unwrap_or(summary);
     Ok(format!("silent by default; LIBOMPTARGET_INFO=1: `{summary}`; OMPTARGET_INDIRECT_MAP=0: one notice"))
@@ -302,14 +313,7 @@ fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Re
 /// under `LIBOMPTARGET_INFO=1`, and nothing by default; the program must pass without the index
 /// too (the binary search over the same table).
 fn check_device_table(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<String> {
-    let ours = |text: &str| -> Vec<String> {
-        text.lines().filter(|l| l.starts_with("omptarget-indirect (")).map(str::to_string).collect()
-    };
-    let (_, quiet) = run_with(toolchain, exe, &[], MapSetup::Indexed, false, Device::Loose)?;
-    ensure!(ours(&quiet).is_empty(), "{}: a passing run printed {:?}", exe.display(), ours(&quiet));
-    let (code, informed) = run_with(toolchain, exe, &[], MapSetup::Indexed, true, Device::Loose)?;
-    ensure!(code == 0, "{} with LIBOMPTARGET_INFO=1 exited with {code}", exe.display());
-    let lines = ours(&informed);
+    let lines = informed_lines(toolchain, exe)?;
     let summary = lines
         .iter()
         .find(|l| {
