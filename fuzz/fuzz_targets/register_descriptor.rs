@@ -42,7 +42,8 @@ fuzz_target!(|data: &[u8]| {
                 flags: u32::from_le_bytes(e[3..7].try_into().unwrap()),
                 address: u64_at(e, 7) as *mut c_void,
                 symbol_name: NAMES.get(name % 10).map_or(std::ptr::null(), |n| n.as_ptr() as *const c_char),
-                size: u64::from(e[15]) * 8 + u64::from(e[16] & 7),
+                // Mostly small multiples of 8, sometimes any 64-bit size.
+                size: if e[16] & 0x80 != 0 { u64_at(e, 23) } else { u64::from(e[15]) * 8 + u64::from(e[16] & 7) },
                 data: u64_at(e, 17),
                 aux_addr: std::ptr::null_mut(),
             }

@@ -112,12 +112,20 @@ unsafe fn indirect_keys(entries: &[EntryV1]) -> impl Iterator<Item = (u64, bool)
     // Every word of clang's own vtable entries is a key of the stock table, so it must be one of
     // the installed table too: a word the added entries do not cover maps to itself, and the
     // table is refused rather than installed without it.
+    // An entry larger than any vtable yields its first word only, which maps to itself: the
+    // table is refused, and a malformed size costs no time.
     let clang_vtable_words = entries
         .iter()
         .filter(|e| e.flags & OMP_DECLARE_TARGET_INDIRECT_VTABLE != 0 && !e.address.is_null())
-        .flat_map(|e| (0..e.size / 8).map(move |i| (e.address as u64 + 8 * i, true)));
+        .flat_map(|e| {
+            let words = if e.size / 8 > MAX_VTABLE_WORDS { 1 } else { e.size / 8 };
+            (0..words).map(move |i| ((e.address as u64).wrapping_add(8 * i), true))
+        });
     functions_and_words.chain(clang_vtable_words)
 }
+
+/// The most words a vtable entry of clang's is taken to have (512 KiB of vtable).
+const MAX_VTABLE_WORDS: u64 = 1 << 16;
 
 // SAFETY: the raw pointers point into the boxes the value owns or the program's own constant
 // data; nothing is shared with another thread except under REGISTERED's lock.
@@ -556,6 +564,10 @@ mod tests {
         // SAFETY: entries with NUL-terminated names.
         let keys: Vec<(u64, bool)> = unsafe { indirect_keys(&entries) }.collect();
         assert_eq!(keys, [(0x2000, false), (0x3008, true), (0x5000, true), (0x5008, true), (0x5010, true)]);
+        // A malformed size: its first word only (it maps to itself, and the table is refused).
+        vtable.size = u64::MAX;
+        // SAFETY: as above.
+        assert_eq!(unsafe { indirect_keys(&[vtable]) }.collect::<Vec<_>>(), [(0x5000, true)]);
     }
 
     #[test]
