@@ -43,6 +43,8 @@ pub struct Demo {
     pub table: String,
     /// Where the C table ran.
     pub table_target: String,
+    /// The release whose clang and stock runtime built and ran the scene ([`Llvm::reference`]).
+    pub scene_release: &'static str,
 }
 
 /// Builds and runs the three parts under `target/demo/`; `c_target` is where the C table runs
@@ -51,17 +53,17 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, c_target: &OffloadTarge
     let out = workspace.join("target/demo");
     std::fs::create_dir_all(&out)?;
     let x86 = OffloadTarget::x86_64();
-    let clang22 = Toolchain::new(Llvm::reference(), tools, dist);
+    let reference = Toolchain::new(Llvm::reference(), tools, dist);
     let scene_source = workspace.join("examples/scene.cpp");
     let compile = |exe: &Path, with_project: bool| -> Result<()> {
-        let mut c = Command::new(clang22.compiler("scene.cpp"));
+        let mut c = Command::new(reference.compiler("scene.cpp"));
         if with_project {
-            c.args(clang22.pass_plugin_args());
+            c.args(reference.pass_plugin_args());
         }
-        c.args(clang22.offload_args(&x86))
+        c.args(reference.offload_args(&x86))
             .args(["-O2", "-Wall"])
             .arg(&scene_source)
-            .args(clang22.link_args_with_config())
+            .args(reference.link_args_with_config())
             .arg("-o")
             .arg(exe);
         cmd::output(&mut c).map(drop)
@@ -70,8 +72,9 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, c_target: &OffloadTarge
     let scene = out.join("scene");
     compile(&scene, true)?;
     let (device_render, host_render) = (out.join("scene.ppm"), out.join("scene-host.ppm"));
-    let run = cmd::output(Command::new(&scene).arg(&device_render).arg(&host_render).envs(clang22.run_env()))
-        .context(
+    let run =
+        cmd::output(Command::new(&scene).arg(&device_render).arg(&host_render).envs(reference.run_env()))
+            .context(
             "the scene program failed: run it with LIBOMPTARGET_INFO=-1 to see libomptarget's diagnostics",
         )?;
     let rendered = cmd::read(&device_render)?;
@@ -81,7 +84,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, c_target: &OffloadTarge
     let strict = cmd::output(
         Command::new(&scene)
             .arg(out.join("scene-strict.ppm"))
-            .envs(clang22.run_env())
+            .envs(reference.run_env())
             .env("LD_PRELOAD", dist.strict_lib()),
     )
     .context("the scene program failed on the strict device")?;
@@ -92,7 +95,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, c_target: &OffloadTarge
     compile(&control, false)?;
     let stopped = Command::new(&control)
         .arg(out.join("scene-without-the-project.ppm"))
-        .envs(clang22.run_env())
+        .envs(reference.run_env())
         .env("LD_PRELOAD", dist.strict_lib())
         .output()
         .with_context(|| format!("cannot run {}", control.display()))?;
@@ -125,6 +128,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, c_target: &OffloadTarge
         control_status: stopped.status.code(),
         table: table.trim_end().to_string(),
         table_target: c_target.name.clone(),
+        scene_release: reference.llvm.major,
     })
 }
 
@@ -133,8 +137,8 @@ impl Demo {
     pub fn report(&self) -> String {
         let indent = |text: &str| text.lines().map(|l| format!("   {l}\n")).collect::<String>();
         format!(
-            "\n1. A C++ scene only the host constructs, rendered on the x86_64 device by clang 22 and its stock \
-             libomptarget 22\n   with --config=clang-22.cfg (examples/scene.cpp):\n{}   picture: {}\n   \
+            "\n1. A C++ scene only the host constructs, rendered on the x86_64 device by clang {release} and its \
+             stock libomptarget {release}\n   with --config=clang-{release}.cfg (examples/scene.cpp):\n{}   picture: {}\n   \
              on the strict device too (LD_PRELOAD=libomptarget-indirect-strict.so): {}\n\
              \n2. The same program built without this project, on the strict device (which faults where a GPU \
              would):\n{}   exit status {}: device code read the host's vtable{}, which a GPU cannot reach\n\
@@ -148,6 +152,7 @@ impl Demo {
             vtable_class(&self.control).map_or(String::new(), |class| format!(" of {class}")),
             self.table_target,
             indent(&self.table),
+            release = self.scene_release,
         )
     }
 
