@@ -13,6 +13,7 @@ use crate::cmd;
 use crate::dist::Dist;
 use crate::e2e::{self, PROGRAMS};
 use crate::offload::OffloadTarget;
+use crate::toolchain::{Llvm, Toolchain};
 use crate::tools::Tools;
 
 /// The fuzz targets (`fuzz/fuzz_targets/<name>.rs`).
@@ -120,7 +121,7 @@ fn target_index(target: &str) -> usize {
 /// Writes the seed files under `dir` and returns them per target (in [`TARGETS`] order): the
 /// x86_64 images of the plugin tests and of the end-to-end programs, those wrapped in an
 /// OffloadBinary and the fat archive's OffloadBinary, the entry tables of the end-to-end programs
-/// (clang 19's and clang 22's layouts), and the GPU images of the dist tree and the programs;
+/// (every release's: both layouts), and the GPU images of the dist tree and the programs;
 /// x86_64_load gets a few single-field changes (its image is [`load_image`]).
 fn seed(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<[Vec<PathBuf>; 6]> {
     fs::create_dir_all(dir)?;
@@ -133,29 +134,33 @@ fn seed(workspace: &Path, tools: &Tools, dist: &Dist, dir: &Path) -> Result<[Vec
         }
     }
     let x86_target = OffloadTarget::x86_64();
-    for (tree, section) in [("e2e", "omp_offloading_entries"), ("e2e-llvm22", "llvm_offload_entries")] {
+    // Every release's end-to-end programs: their images (each read by its release's packager) and
+    // their entry tables (the legacy layout's section, or LLVM 20+'s).
+    for llvm in Llvm::all() {
+        let toolchain = Toolchain::new(llvm, tools, dist);
+        let tree = llvm.e2e_tree;
         for program in PROGRAMS {
-            let exe = workspace
-                .join("target/tests")
-                .join(tree)
-                .join("x86_64")
-                .join(program.name)
-                .join(program.name);
+            let exe = toolchain.e2e_dir(workspace, &x86_target).join(program.name).join(program.name);
             if !exe.is_file() {
                 continue;
             }
             let image = dir.join(format!("{tree}-{}.so", program.name));
-            // clang 19's packager may not read a newer OffloadBinary: those seeds are skipped.
-            if let Ok(extracted) =
-                e2e::extract_image(&tools.packager, &exe, &x86_target, exe.parent().context("no parent")?)
-            {
+            if let Ok(extracted) = e2e::extract_image(
+                toolchain.packager(),
+                &exe,
+                &x86_target,
+                exe.parent().context("no parent")?,
+            ) {
                 fs::copy(&extracted, &image)?;
                 x86.push(image);
             }
-            if let Some(bytes) = section_bytes(&exe, section)? {
-                let table = dir.join(format!("{tree}-{}.entries", program.name));
-                fs::write(&table, bytes)?;
-                entries.push(table);
+            for section in ["omp_offloading_entries", "llvm_offload_entries"] {
+                if let Some(bytes) = section_bytes(&exe, section)? {
+                    let table = dir.join(format!("{tree}-{}.entries", program.name));
+                    fs::write(&table, bytes)?;
+                    entries.push(table);
+                    break;
+                }
             }
         }
     }
