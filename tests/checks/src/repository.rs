@@ -1,7 +1,8 @@
 //! What the repository says of itself, checked: its tracked files describe the project, not how
-//! its work is organised (no numbers of the project's own tracker, no sessions or stops of the
-//! people working on it), and a run of the suite leaves the source tree as it found it (what it
-//! writes goes under `target/` or a scratch directory, never into tracked or untracked files).
+//! its work is organised (no numbers of its own tracker, no names of the periods its work was
+//! done in: the words are [`TRACKER_WORDS`], [`PERIOD_WORDS`], [`NUMBERED_PERIOD_WORDS`]), and a
+//! run of the suite leaves the source tree as it found it (what it writes goes under `target/` or
+//! a scratch directory, never into tracked or untracked files).
 
 use std::path::Path;
 use std::process::Command;
@@ -11,18 +12,29 @@ use anyhow::{ensure, Context, Result};
 use crate::cmd;
 use crate::requirements;
 
+/// Words that, followed by a number, name an item of the project's own tracker (an upstream
+/// project's is named with its project before it: [`UPSTREAM`]).
+const TRACKER_WORDS: [&str; 2] = ["issue", "issues"];
+
+/// The projects whose tracker's items may be named by number.
+const UPSTREAM: [&str; 5] = ["upstream", "llvm", "github", "gcc", "spack"];
+
+/// Words that name a period of the work.
+const PERIOD_WORDS: [&str; 2] = ["session", "sessions"];
+
+/// Words that, followed by a number, name the end of a period of the work (Fortran's `stop 1`
+/// statement is excepted by [`check_words`]).
+const NUMBERED_PERIOD_WORDS: [&str; 2] = ["stop", "stops"];
+
 /// Lines that may hold one of the words because they mean something else there: (file, text of
 /// the line). The CUDA plugin test's `Session` is a CUDA context and its buffers.
 const ALLOWED: &[(&str, &str)] = &[
     ("gpu-tests/runner/src/plugin_abi.rs", "Session"),
-    // This file, whose tests name the words.
+    // This file, which lists the words.
     ("tests/checks/src/repository.rs", ""),
 ];
 
-/// What in `line` speaks of how the work is organised, if anything: "issue N" / "issues N" of the
-/// project's tracker (an upstream project's issue is named as such: "upstream issue #N", "LLVM
-/// issue"), "session(s)", "stop N" / "stops N" (Fortran's `stop 1` statement excepted by the
-/// caller).
+/// What in `line` speaks of how the work is organised, if anything (the words above).
 pub fn organisation_word(line: &str) -> Option<String> {
     let lower = line.to_ascii_lowercase();
     let words: Vec<&str> =
@@ -31,15 +43,12 @@ pub fn organisation_word(line: &str) -> Option<String> {
         let number = pair[1].trim_start_matches('#');
         let numbered = !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit());
         let before = if i > 0 { words[i - 1] } else { "" };
-        let upstream = ["upstream", "llvm", "github", "gcc", "spack"].contains(&before);
-        if numbered && matches!(pair[0], "issue" | "issues") && !upstream {
-            return Some(format!("{} {}", pair[0], pair[1]));
-        }
-        if numbered && matches!(pair[0], "stop" | "stops") {
+        let tracker = TRACKER_WORDS.contains(&pair[0]) && !UPSTREAM.contains(&before);
+        if numbered && (tracker || NUMBERED_PERIOD_WORDS.contains(&pair[0])) {
             return Some(format!("{} {}", pair[0], pair[1]));
         }
     }
-    words.iter().find(|w| matches!(**w, "session" | "sessions")).map(|w| w.to_string())
+    words.iter().find(|w| PERIOD_WORDS.contains(w)).map(|w| w.to_string())
 }
 
 /// Every tracked text file of the checkout at `workspace`, read line by line: no line speaks of
@@ -57,7 +66,7 @@ pub fn check_words(workspace: &Path) -> Result<String> {
         let fortran = [".f90", ".F90"].iter().any(|e| file.ends_with(e));
         for (n, line) in text.lines().enumerate() {
             let Some(word) = organisation_word(line) else { continue };
-            if fortran && word.starts_with("stop") {
+            if fortran && NUMBERED_PERIOD_WORDS.iter().any(|w| word.starts_with(w)) {
                 continue;
             }
             if ALLOWED.iter().any(|(f, t)| *f == file && line.contains(t)) {
@@ -101,16 +110,20 @@ pub fn check_tree_unchanged(workspace: &Path, before: Option<&str>) -> Result<St
 
 #[cfg(test)]
 mod tests {
-    use super::organisation_word;
+    use super::*;
 
     #[test]
-    fn words_of_the_work_are_found_and_upstream_issues_are_not() {
-        assert_eq!(organisation_word("the goal of issue 52 is met").as_deref(), Some("issue 52"));
-        assert_eq!(organisation_word("(Issue 29)").as_deref(), Some("issue 29"));
-        assert_eq!(organisation_word("measured on this session's machine").as_deref(), Some("session"));
-        assert_eq!(organisation_word("Before stop 13 each check").as_deref(), Some("stop 13"));
-        assert_eq!(organisation_word("upstream issue #206900, an open pull request"), None);
-        assert_eq!(organisation_word("an issue with the table"), None);
-        assert_eq!(organisation_word("the loop stops when the key is found"), None);
+    fn words_of_the_work_are_found_and_upstream_items_are_not() {
+        let [tracker, _] = TRACKER_WORDS;
+        let [period, _] = PERIOD_WORDS;
+        let [end, ends] = NUMBERED_PERIOD_WORDS;
+        let found = |line: String| organisation_word(&line);
+        assert_eq!(found(format!("the goal of {tracker} 52 is met")), Some(format!("{tracker} 52")));
+        assert_eq!(found(format!("({} 29)", tracker.to_uppercase())), Some(format!("{tracker} 29")));
+        assert_eq!(found(format!("measured in this {period}'s run")), Some(period.to_string()));
+        assert_eq!(found(format!("Before {end} 13 each check")), Some(format!("{end} 13")));
+        assert_eq!(found(format!("upstream {tracker} #206900, an open pull request")), None);
+        assert_eq!(found(format!("a {tracker} with the table")), None);
+        assert_eq!(found(format!("the loop {ends} when the key is found")), None);
     }
 }
