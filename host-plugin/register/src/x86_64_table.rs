@@ -92,13 +92,8 @@ pub(crate) fn runtime_fills_none() -> bool {
     *ANSWER.get_or_init(|| {
         let Some(register) = next(c"__tgt_register_lib") else { return false };
         let Some(file) = object_file(register as *const c_void) else { return false };
-        let Ok(path) = std::ffi::CString::new(file.as_str()) else { return false };
-        // SAFETY: RTLD_NOLOAD only finds the object already loaded (libomptarget, running).
-        let raw = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
-        if raw.is_null() {
-            return false;
-        }
-        let fills_none = Handle(raw).symbol(SINCE_FILLING_X86_64).is_none();
+        let Some(libomptarget) = Handle::of_loaded(&file) else { return false };
+        let fills_none = libomptarget.symbol(SINCE_FILLING_X86_64).is_none();
         diagnostics::info(
             NAME,
             format_args!(
@@ -132,6 +127,15 @@ fn object_file(address: *const c_void) -> Option<String> {
 struct Handle(*mut c_void);
 
 impl Handle {
+    /// A handle of the object `file`, already loaded (libomptarget, or an image being
+    /// initialized); `None` when it is not loaded or its name holds a NUL.
+    fn of_loaded(file: &str) -> Option<Handle> {
+        let path = std::ffi::CString::new(file).ok()?;
+        // SAFETY: RTLD_NOLOAD only finds an object already loaded; it loads nothing.
+        let raw = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        (!raw.is_null()).then_some(Handle(raw))
+    }
+
     /// The object's symbol `name`, looked up in it and its dependencies only.
     fn symbol(&self, name: &CStr) -> Option<*mut c_void> {
         // SAFETY: a live handle and a NUL-terminated name.
@@ -160,13 +164,7 @@ impl Drop for Handle {
 /// As [`__omptarget_indirect_x86_64_image_loaded`].
 unsafe fn install(anchor: *const c_void, map_on_load: bool) -> Result<Option<String>, String> {
     let file = object_file(anchor).ok_or("the loader knows no object at the address it gave")?;
-    let path = std::ffi::CString::new(file.as_str()).map_err(|_| "an object name with a NUL")?;
-    // SAFETY: RTLD_NOLOAD only finds the object already loaded (being initialized, here).
-    let raw = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
-    if raw.is_null() {
-        return Err(format!("{file} is not a loaded object"));
-    }
-    let image = Handle(raw);
+    let image = Handle::of_loaded(&file).ok_or_else(|| format!("{file} is not a loaded object"))?;
     let (pairs, globals, vtables) = pairs_of(&image);
     for global in globals {
         make_writable(global);
