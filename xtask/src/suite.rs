@@ -7,7 +7,9 @@ use std::time::Instant;
 use anyhow::{ensure, Context, Result};
 
 use checks::images::{self, SYMBOLS, TRANSLATE};
-use checks::{cluster_install, corpus, demo, e2e, fuzz, gpu_bundle, install_check, metrics, repository};
+use checks::{
+    cluster_install, corpus, demo, doc_commands, e2e, fuzz, gpu_bundle, install_check, metrics, repository,
+};
 
 use crate::build;
 use crate::cmd;
@@ -320,6 +322,10 @@ fn steps_after_build(
     report.step(
         "install: a relocated prefix used through CMake, pkg-config and clang --config; the release archive; uninstall",
         || install_check::check(workspace, tools, dist),
+    );
+    report.step(
+        "the README's and docs' `sh runnable` blocks run as written (install, compile examples/, run, strict mode)",
+        || doc_commands::check(workspace, tools),
     );
     report.step(CLUSTER_STEP, || {
         let started = Instant::now();

@@ -1,6 +1,7 @@
 //! The checks of `scripts/test.sh`, beside the C and Fortran programs they build (`tests/e2e`,
 //! `tests/bench`, `tests/install`): xtask's suite runs them as steps. Each module does one job:
 //!
+//! - [`doc_commands`]: the README's and docs' runnable shell blocks, run as written;
 //! - [`demo`]: `cargo xtask demo`'s programs of `examples/`, and the check that they show what
 //!   the demo says;
 //! - [`images`]: device-image, PTX, bitcode and AMDGPU code-object checks;
@@ -17,6 +18,7 @@
 pub mod cluster_install;
 pub mod corpus;
 pub mod demo;
+pub mod doc_commands;
 pub mod e2e;
 pub mod frontend_bench;
 pub mod fuzz;
