@@ -31,6 +31,12 @@ fn main() {
         "{} is LLVM {version}, but this build is for LLVM {major}",
         llvm_config.display()
     );
+    // LLVM 20+ writes offload entries in their version-1 layout, in `llvm_offload_entries`
+    // (src/offload_entries.rs); LLVM 19 in `__tgt_offload_entry`'s, in `omp_offloading_entries`.
+    println!("cargo:rustc-check-cfg=cfg(offload_entries_v1)");
+    if major.parse::<u32>().expect("a numeric major version") >= 20 {
+        println!("cargo:rustc-cfg=offload_entries_v1");
+    }
     // LLVM 22's plugin API (version 2) added a field to PassPluginLibraryInfo (src/lib.rs).
     println!("cargo:rustc-check-cfg=cfg(pass_plugin_api_2)");
     if major.parse::<u32>().expect("a numeric major version") >= 22 {

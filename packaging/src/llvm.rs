@@ -4,6 +4,10 @@
 //! elsewhere reads these fields instead of naming a release; adding one is an entry here plus
 //! what truly differs in C++ (`docs/llvm.md`'s checklist).
 
+/// The requirement (`scripts/requirements.txt`) of LLVM 16's `libomptarget.so.16`, the runtime
+/// of [`Runtime::ProjectPlugins`].
+pub const PROJECT_PLUGINS_RUNTIME: &str = "libomptarget-16";
+
 /// The offload runtime that runs the programs a release's clang builds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Runtime {
@@ -279,7 +283,7 @@ impl Llvm {
                 .map(|tool| self.requirement(tool))
                 .collect();
         match self.runtime {
-            Runtime::ProjectPlugins => names.push("libomptarget-16".into()),
+            Runtime::ProjectPlugins => names.push(PROJECT_PLUGINS_RUNTIME.into()),
             Runtime::Stock { library, openmp, .. } => {
                 names.push(library.into());
                 names.extend(openmp.map(String::from));

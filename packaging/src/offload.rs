@@ -1,9 +1,6 @@
 //! The offload targets: the triple and arch of each device image (how each toolchain compiles for
 //! them is in `toolchain`).
 
-/// Where Debian's clang 19 keeps its OpenMP DeviceRTL bitcode (it does not find it for nvptx).
-pub const LLVM19_LIB: &str = "/usr/lib/llvm-19/lib";
-
 /// An offload target: the triple of its device images and the arch clang is asked for.
 #[derive(Clone, Debug)]
 pub struct OffloadTarget {

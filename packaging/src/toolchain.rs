@@ -282,7 +282,7 @@ impl<'a> Toolchain<'a> {
     /// find it itself.
     pub fn runtime_link_args(&self) -> Vec<OsString> {
         let runtime = match (self.llvm.runtime, &self.release().openmp) {
-            (Runtime::ProjectPlugins, _) => Some(self.tools.llvm16_lib.clone()),
+            (Runtime::ProjectPlugins, _) => Some(self.tools.plugins_runtime_lib.clone()),
             (Runtime::Stock { .. }, openmp) => openmp.as_ref().map(|openmp| openmp.join("lib")),
         };
         runtime.map(|runtime| prefixed("-L", &runtime)).into_iter().collect()
@@ -298,7 +298,7 @@ impl<'a> Toolchain<'a> {
             Runtime::ProjectPlugins => {
                 let mut path = OsString::from(self.dist.lib_dir());
                 path.push(":");
-                path.push(&self.tools.llvm16_lib);
+                path.push(&self.tools.plugins_runtime_lib);
                 vec![("LD_LIBRARY_PATH", path), mandatory]
             }
             Runtime::Stock { .. } => vec![mandatory],

@@ -13,35 +13,35 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::llvm::{DeviceRtl, Llvm, Runtime};
+use crate::llvm::{DeviceRtl, Llvm, Runtime, PROJECT_PLUGINS_RUNTIME};
 use crate::requirements;
 
-/// Paths of every tool used by `cargo xtask build` and `cargo xtask test`: the shared ones
-/// (LLVM 19's, named here) and each release's ([`Tools::of`]).
+/// Paths of every tool used by `cargo xtask build` and `cargo xtask test`: the shared ones, of
+/// the oldest release ([`Llvm::oldest`], `NN` below), and each release's ([`Tools::of`]).
 pub struct Tools {
-    /// `clang-19`: compiles and links OpenMP programs, embeds offload objects.
+    /// `clang-NN`: compiles and links OpenMP programs, embeds offload objects.
     pub clang: PathBuf,
-    /// `clang++-19`: the same for C++.
+    /// `clang++-NN`: the same for C++.
     pub clangxx: PathBuf,
-    /// `clang-offload-packager-19`: makes and unpacks OffloadBinary images.
+    /// `clang-offload-packager-NN`: makes and unpacks OffloadBinary images.
     pub packager: PathBuf,
-    /// `llvm-dis-19`: proves bitcode is readable by LLVM 19.
+    /// `llvm-dis-NN`: proves bitcode is readable by the oldest release.
     pub llvm_dis: PathBuf,
-    /// `llvm-readelf-19`: decodes AMDGPU ELF headers.
+    /// `llvm-readelf-NN`: decodes AMDGPU ELF headers.
     pub llvm_readelf: PathBuf,
-    /// `llvm-objdump-19`: disassembles amdgcn code.
+    /// `llvm-objdump-NN`: disassembles amdgcn code.
     pub llvm_objdump: PathBuf,
-    /// `llvm-ar-19`: writes the static libraries.
+    /// `llvm-ar-NN`: writes the static libraries.
     pub llvm_ar: PathBuf,
-    /// `llvm-strip-19`: strips executables and shared libraries as release installs do.
+    /// `llvm-strip-NN`: strips executables and shared libraries as release installs do.
     pub llvm_strip: PathBuf,
-    /// `llvm-link-19`: links the GPU bundle's kernels with the device runtime's bitcode.
+    /// `llvm-link-NN`: links the GPU bundle's kernels with the device runtime's bitcode.
     pub llvm_link: PathBuf,
-    /// `llvm-extract-19`: takes LLVM's lookup out of its DeviceRTL bitcode.
+    /// `llvm-extract-NN`: takes LLVM's lookup out of its DeviceRTL bitcode.
     pub llvm_extract: PathBuf,
-    /// `opt-19`: the device-LTO optimisation (inlining) of linked kernels.
+    /// `opt-NN`: the device-LTO optimisation (inlining) of linked kernels.
     pub opt: PathBuf,
-    /// `llc-19`: bitcode to PTX.
+    /// `llc-NN`: bitcode to PTX.
     pub llc: PathBuf,
     /// A CUDA 11.8 directory that clang accepts as `--cuda-path` (bin/ptxas, nvvm/libdevice, ...).
     pub cuda: PathBuf,
@@ -49,7 +49,7 @@ pub struct Tools {
     pub rocm_device_libs: PathBuf,
     /// LLVM 16's `libomptarget.so.16` and `libomp.so.5` with their unversioned links, and no
     /// plugins (`scripts/fetch-llvm16-runtime.sh`): what programs link against and run with.
-    pub llvm16_lib: PathBuf,
+    pub plugins_runtime_lib: PathBuf,
     /// The tools and runtime of each release, in [`Llvm::all`]'s order ([`Tools::of`]).
     releases: Vec<ReleaseTools>,
 }
@@ -117,7 +117,7 @@ impl ReleaseTools {
         let tool = |name: &str| found.path(&llvm.requirement(name));
         let optional = |name: &str| found.get(&llvm.requirement(name));
         let (libomptarget, openmp) = match llvm.runtime {
-            Runtime::ProjectPlugins => (found.path("libomptarget-16"), None),
+            Runtime::ProjectPlugins => (found.path(PROJECT_PLUGINS_RUNTIME), None),
             // <dir>/include/omp.h
             Runtime::Stock { library, openmp, .. } => (
                 found.path(library),
@@ -158,7 +158,6 @@ impl Tools {
     /// requirement and its package), then takes every tool's path from it.
     pub fn locate(root: &Path) -> Result<Tools> {
         let found = requirements::locate(root)?;
-        let path = |name: &str| found.path(name);
         let dir_of = |name: &str, up: usize| {
             let mut dir = found.path(name);
             for _ in 0..up {
@@ -166,25 +165,27 @@ impl Tools {
             }
             dir
         };
+        // The oldest release's tools build and read what every release shares.
+        let shared = |tool: &str| found.path(&Llvm::oldest().requirement(tool));
         Ok(Tools {
-            clang: path("clang-19"),
-            clangxx: path("clang++-19"),
-            packager: path("clang-offload-packager-19"),
-            llvm_dis: path("llvm-dis-19"),
-            llvm_readelf: path("llvm-readelf-19"),
-            llvm_objdump: path("llvm-objdump-19"),
-            llvm_ar: path("llvm-ar-19"),
-            llvm_strip: path("llvm-strip-19"),
-            llvm_link: path("llvm-link-19"),
-            llvm_extract: path("llvm-extract-19"),
-            opt: path("opt-19"),
-            llc: path("llc-19"),
+            clang: shared("clang"),
+            clangxx: shared("clang++"),
+            packager: shared("clang-offload-packager"),
+            llvm_dis: shared("llvm-dis"),
+            llvm_readelf: shared("llvm-readelf"),
+            llvm_objdump: shared("llvm-objdump"),
+            llvm_ar: shared("llvm-ar"),
+            llvm_strip: shared("llvm-strip"),
+            llvm_link: shared("llvm-link"),
+            llvm_extract: shared("llvm-extract"),
+            opt: shared("opt"),
+            llc: shared("llc"),
             // target/tools/cuda/bin/ptxas
             cuda: dir_of("ptxas", 2),
             // .../amdgcn/bitcode/ocml.bc
             rocm_device_libs: dir_of("rocm-device-libs", 1),
-            // target/tools/llvm16/lib/libomptarget.so.16
-            llvm16_lib: dir_of("libomptarget-16", 1),
+            // the directory of libomptarget.so.16
+            plugins_runtime_lib: dir_of(PROJECT_PLUGINS_RUNTIME, 1),
             releases: Llvm::all().map(|llvm| ReleaseTools::locate(llvm, &found)).collect(),
         })
     }
@@ -199,10 +200,13 @@ impl Tools {
         self.cuda.join("bin/ptxas")
     }
 
-    /// LLVM 19's own OpenMP DeviceRTL for an `sm_NN` or a `gfxNNN` (Debian's libomp-19-dev).
+    /// The oldest release's own OpenMP DeviceRTL for an `sm_NN` or a `gfxNNN`, in its Debian
+    /// `lib/` (libomp-NN-dev), beside its `bin/clang`.
     pub fn llvm_device_rtl(&self, arch: &str) -> PathBuf {
         let vendor = if arch.starts_with("gfx") { "amdgpu" } else { "nvptx" };
-        Path::new(crate::offload::LLVM19_LIB).join(format!("libomptarget-{vendor}-{arch}.bc"))
+        let clang = &self.of(Llvm::oldest()).clang;
+        let lib = clang.ancestors().nth(2).map(|prefix| prefix.join("lib")).unwrap_or_default();
+        lib.join(format!("libomptarget-{vendor}-{arch}.bc"))
     }
 
     /// `cuobjdump` from CUDA 11.8.

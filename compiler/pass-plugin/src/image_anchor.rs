@@ -86,7 +86,7 @@ pub unsafe fn register_in_host(module: LLVMModuleRef) {
 
 /// The entry of a global variable of 8 bytes, as clang writes it: LLVM 19's `__tgt_offload_entry`
 /// `{ptr addr, ptr name, i64 size, i32 flags, i32 reserved}`.
-#[cfg(feature = "llvm19")]
+#[cfg(not(offload_entries_v1))]
 unsafe fn entry(context: LLVMContextRef, address: LLVMValueRef, name: LLVMValueRef) -> LLVMValueRef {
     // SAFETY: constants of a valid context.
     unsafe {
@@ -105,7 +105,7 @@ unsafe fn entry(context: LLVMContextRef, address: LLVMValueRef, name: LLVMValueR
 
 /// The entry of a global variable of 8 bytes, as clang writes it: LLVM 21+'s `{u64 reserved, u16
 /// version 1, u16 kind 1 (OpenMP), u32 flags, ptr addr, ptr name, u64 size, u64 data, ptr aux}`.
-#[cfg(not(feature = "llvm19"))]
+#[cfg(offload_entries_v1)]
 unsafe fn entry(context: LLVMContextRef, address: LLVMValueRef, name: LLVMValueRef) -> LLVMValueRef {
     // SAFETY: constants of a valid context.
     unsafe {

@@ -10,17 +10,17 @@ use crate::llvm::prelude::*;
 pub(crate) const INDIRECT: u64 = 0x08;
 
 /// Where clang puts a host module's offload entries, and their names.
-#[cfg(feature = "llvm19")]
+#[cfg(not(offload_entries_v1))]
 pub(crate) const ENTRIES_SECTION: &std::ffi::CStr = c"omp_offloading_entries";
-#[cfg(feature = "llvm19")]
+#[cfg(not(offload_entries_v1))]
 pub(crate) const ENTRY_NAMES_SECTION: Option<&std::ffi::CStr> = None;
-#[cfg(feature = "llvm19")]
+#[cfg(not(offload_entries_v1))]
 pub(crate) const ENTRY_ALIGNMENT: u32 = 1;
-#[cfg(not(feature = "llvm19"))]
+#[cfg(offload_entries_v1)]
 pub(crate) const ENTRIES_SECTION: &std::ffi::CStr = c"llvm_offload_entries";
-#[cfg(not(feature = "llvm19"))]
+#[cfg(offload_entries_v1)]
 pub(crate) const ENTRY_NAMES_SECTION: Option<&std::ffi::CStr> = Some(c".llvm.rodata.offloading");
-#[cfg(not(feature = "llvm19"))]
+#[cfg(offload_entries_v1)]
 pub(crate) const ENTRY_ALIGNMENT: u32 = 8;
 
 /// Where the fields an entry is read and rewritten by lie in each entry layout.

@@ -865,3 +865,65 @@ fn flang_kernels_on_x86_64_take_the_runtimes_argument_array() {
     let clang = flang_x86_64_kernel("Debian clang version 23.1.4");
     assert_eq!(clang.rewrite(Phase::PipelineStart).adapted_kernels, 0);
 }
+
+/// A device module whose vtable names a virtual function the frontend kept off the device (an
+/// `extern_weak` declaration) beside one it compiled, for `triple`.
+fn vtable_with_a_function_kept_off(triple: &str) -> Module {
+    Module::parse(&format!(
+        r#"target triple = "{triple}"
+@_ZTV1A = weak_odr constant {{ [4 x ptr] }} {{ [4 x ptr] [ptr null, ptr null, ptr @_ZN1A4hostEv, ptr @_ZN1A6deviceEv] }}
+declare extern_weak void @_ZN1A4hostEv(ptr)
+define linkonce_odr void @_ZN1A6deviceEv(ptr %this) {{
+  ret void
+}}
+{DEVICE_FLAG}"#
+    ))
+}
+
+#[test]
+fn a_virtual_function_kept_off_the_device_becomes_a_stub_that_names_it_and_traps() {
+    let module = vtable_with_a_function_kept_off("x86_64-unknown-linux-gnu");
+    assert_eq!(module.rewrite(Phase::OptimizerLast).host_only_stubs, 1);
+    let text = module.text();
+    let stub = "@__omptarget_indirect_not_on_device._ZN1A4hostEv";
+    let vtable =
+        text.lines().find(|l| l.starts_with("@_ZTV1A ")).unwrap_or_else(|| panic!("no vtable in\n{text}"));
+    assert!(vtable.contains(stub) && vtable.contains("@_ZN1A6deviceEv"), "{vtable}");
+    assert!(!text.contains("@_ZN1A4hostEv("), "the declaration is still used:\n{text}");
+    // On the x86_64 device the stub says which function was called, with the name as data (a
+    // `%s` format), then traps.
+    let body =
+        text.split("\ndefine ").find(|f| f.contains(&format!("{stub}("))).expect("the stub's definition");
+    assert!(body.contains("@dprintf(i32 2, ptr @") && body.contains("@llvm.trap()"), "{body}");
+    let format =
+        text.lines().find(|l| l.contains("c\"%s\\00\"")).unwrap_or_else(|| panic!("no %s format in\n{text}"));
+    assert!(
+        body.contains(format.split(' ').next().unwrap()),
+        "the stub does not print through `%s`:\n{body}"
+    );
+    assert!(text.lines().any(|l| l.contains("_ZN1A4hostEv is not compiled for the device")), "{text}");
+}
+
+#[test]
+fn on_a_gpu_the_stub_traps_without_printing() {
+    let module = vtable_with_a_function_kept_off("nvptx64-nvidia-cuda");
+    assert_eq!(module.rewrite(Phase::OptimizerLast).host_only_stubs, 1);
+    let text = module.text();
+    let body = text
+        .split("\ndefine ")
+        .find(|f| f.contains("@__omptarget_indirect_not_on_device._ZN1A4hostEv("))
+        .unwrap_or_else(|| panic!("no stub in\n{text}"));
+    assert!(body.contains("@llvm.trap()") && !body.contains("dprintf"), "{body}");
+}
+
+#[test]
+fn host_modules_and_the_pipeline_start_stub_nothing() {
+    let module = vtable_with_a_function_kept_off("x86_64-unknown-linux-gnu");
+    assert_eq!(module.rewrite(Phase::PipelineStart).host_only_stubs, 0);
+    let host = Module::parse(
+        "@_ZTV1A = weak_odr constant { [3 x ptr] } { [3 x ptr] [ptr null, ptr null, ptr @_ZN1A4hostEv] }\n\
+         declare extern_weak void @_ZN1A4hostEv(ptr)\n",
+    );
+    assert_eq!(host.rewrite(Phase::OptimizerLast).host_only_stubs, 0);
+    assert!(host.text().contains("ptr @_ZN1A4hostEv]"));
+}

@@ -23,11 +23,21 @@ use anyhow::{bail, ensure, Context, Result};
 use crate::llvm::Llvm;
 use crate::{cmd, requirements};
 
-/// The directories the build must not touch.
-const HIDDEN: [&str; 2] = ["/usr/lib/llvm-19", "/usr/lib/llvm-22"];
+/// Where Debian installs its LLVM `llvm` (`/usr/lib/llvm-NN`).
+fn debian_prefix(llvm: Llvm) -> String {
+    format!("/usr/lib/llvm-{}", llvm.major)
+}
 
-/// Debian's LLVM 22, the one the copy is made of.
-const DEBIAN_LLVM22: &str = "/usr/lib/llvm-22";
+/// The directories the build must not touch: every Debian LLVM of the machine (the releases
+/// that live in a root of their own are out of its reach already).
+fn hidden() -> Vec<String> {
+    Llvm::all().filter(|l| l.root.is_none()).map(debian_prefix).collect()
+}
+
+/// The cluster's LLVM: a copy of Debian's reference release ([`Llvm::reference`]).
+fn cluster_llvm() -> Llvm {
+    Llvm::reference()
+}
 
 /// The unprivileged user the build runs as (`nobody`).
 const USER: u32 = 65534;
@@ -73,7 +83,7 @@ fn check_in(
     scratch: &Path,
 ) -> Result<String> {
     fs::create_dir_all(scratch)?;
-    let llvm = scratch.join("opt/llvm/22.1.8");
+    let llvm = scratch.join("opt/llvm").join(cluster_llvm().tested_version);
     llvm_prefix(tools, &llvm)?;
     let rust = scratch.join("rust");
     linked_copy(&crate::device_build::rust_sysroot()?, &rust, false)?;
@@ -101,13 +111,18 @@ fn check_in(
     // and finds it empty.
     let control_trace = scratch.join("control.trace");
     let listed = cmd::stdout(
-        hidden_namespace(&control_trace).arg(requirements::program("ls")).arg("-A").args(HIDDEN),
+        hidden_namespace(&control_trace).arg(requirements::program("ls")).arg("-A").args(hidden()),
     )?;
     ensure!(
         listed.lines().all(|l| l.is_empty() || l.ends_with(':')),
-        "the namespace does not hide {HIDDEN:?}: {listed}"
+        "the namespace does not hide {:?}: {listed}",
+        hidden()
     );
-    ensure!(!hidden_opens(&control_trace)?.is_empty(), "the file trace did not see `ls` look at {HIDDEN:?}");
+    ensure!(
+        !hidden_opens(&control_trace)?.is_empty(),
+        "the file trace did not see `ls` look at {:?}",
+        hidden()
+    );
 
     let trace = scratch.join("build.trace");
     let path =
@@ -161,22 +176,22 @@ fn check_in(
     let said: Vec<&str> = log.lines().filter_map(|l| l.strip_prefix("[as-user] ")).collect();
     let skipped: Vec<&str> = log.lines().filter(|l| l.starts_with("skipped ")).collect();
     Ok(format!(
-        "LLVM 22 only at {} ({} and {} empty), as uid {USER}, no network, from the vendored tarball ({:.1} MB): \
+        "LLVM {} only at {} ({} empty), as uid {USER}, no network, from the vendored tarball ({:.1} MB): \
          {}; {}; {calls} file calls traced, none under the hidden directories or the clone; no installed file names them",
+        cluster_llvm().major,
         llvm.display(),
-        HIDDEN[0],
-        HIDDEN[1],
+        hidden().join(" and "),
         fs::metadata(tarball)?.len() as f64 / 1e6,
         said.join("; "),
         skipped.join("; ")
     ))
 }
 
-/// A command prefix: a new mount and network namespace with empty file systems over [`HIDDEN`],
+/// A command prefix: a new mount and network namespace with empty file systems over [`hidden`],
 /// then `strace -f` of the file calls into `trace`, then the rest as [`USER`].
 fn hidden_namespace(trace: &Path) -> Command {
     let mut mounts = String::new();
-    for dir in HIDDEN {
+    for dir in hidden() {
         mounts.push_str(&format!(
             "mount -t tmpfs -o ro,mode=0755,size=64k omptarget-indirect-hidden {dir} && "
         ));
@@ -201,9 +216,10 @@ fn hidden_namespace(trace: &Path) -> Command {
     command
 }
 
-/// The lines of an strace file log that name a path under [`HIDDEN`].
+/// The lines of an strace file log that name a path under [`hidden`].
 fn hidden_opens(trace: &Path) -> Result<Vec<String>> {
-    traced_under(trace, &HIDDEN)
+    let dirs = hidden();
+    traced_under(trace, &dirs.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// The lines of an strace file log that name a path in or under one of `dirs`.
@@ -295,11 +311,11 @@ fn files_naming(dir: &Path, text: &str) -> Result<Vec<String>> {
 fn llvm_prefix(tools: &crate::tools::Tools, prefix: &Path) -> Result<()> {
     fs::create_dir_all(prefix)?;
     for part in ["bin", "include", "lib", "share"] {
-        linked_copy(&Path::new(DEBIAN_LLVM22).join(part), &prefix.join(part), true)?;
+        linked_copy(&Path::new(&debian_prefix(cluster_llvm())).join(part), &prefix.join(part), true)?;
     }
-    let resource = prefix.join("lib/clang/22/include");
+    let resource = prefix.join("lib/clang").join(cluster_llvm().major).join("include");
     let openmp =
-        tools.of(Llvm::major_version("22")).openmp.clone().context("LLVM 22's omp.h is not located")?;
+        tools.of(cluster_llvm()).openmp.clone().context("the cluster LLVM's omp.h is not located")?;
     for header in fs::read_dir(openmp.join("include"))? {
         let header = header?.path();
         fs::copy(&header, resource.join(header.file_name().context("no name")?))?;
@@ -341,7 +357,7 @@ mod tests {
 
     #[test]
     fn trace_lines_under_the_hidden_directories_are_found() {
-        let hidden = |line| names_under(line, &HIDDEN);
+        let hidden = |line| names_under(line, &["/usr/lib/llvm-19", "/usr/lib/llvm-22"]);
         assert!(hidden(r#"1234  openat(AT_FDCWD, "/usr/lib/llvm-22/bin/clang", O_RDONLY) = -1 ENOENT"#));
         assert!(hidden(r#"1234  execve("/usr/lib/llvm-19/bin/clang", ["clang"], 0x7ff) = -1 ENOENT"#));
         assert!(hidden(r#"1234  stat("/usr/lib/llvm-22", 0x7ffd) = 0"#));

@@ -107,8 +107,10 @@ impl Part {
     /// The clang release whose images it runs.
     fn compiler(self) -> Llvm {
         match self {
-            Part::Llvm16 => Llvm::major_version("19"),
-            Part::Llvm22 => Llvm::major_version("22"),
+            Part::Llvm16 => {
+                Llvm::all().find(|l| l.runs_project_plugins()).expect("a release on LLVM 16's runtime")
+            }
+            Part::Llvm22 => Llvm::reference(),
         }
     }
 

@@ -42,7 +42,7 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
         fs::copy(workspace.join("tests/install").join(file), project.join(file))?;
     }
     let header_checks = check_header(workspace, tools, &prefix.join("include"), &project)?;
-    let llvm16 = &tools.llvm16_lib;
+    let plugins_runtime = &tools.plugins_runtime_lib;
     let plugins = prefix.join("lib/omptarget-indirect");
     let offload = ["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", "-Wall", "-Werror"];
     let mut ways = Vec::new();
@@ -53,7 +53,7 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
         &[
             format!("-DCMAKE_C_COMPILER={}", tools.clang.display()),
             format!("-DCMAKE_PREFIX_PATH={}", prefix.display()),
-            format!("-DLIBOMPTARGET_DIR={}", llvm16.display()),
+            format!("-DLIBOMPTARGET_DIR={}", plugins_runtime.display()),
         ],
     )?;
     let from_cmake = PathBuf::from(fs::read_to_string(build.join("plugin-dir.txt"))?.trim());
@@ -63,7 +63,11 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
         from_cmake.display(),
         plugins.display()
     );
-    ways.push(run_consumer(&build.join("consumer"), Some((&from_cmake, llvm16)), "CMake find_package")?);
+    ways.push(run_consumer(
+        &build.join("consumer"),
+        Some((&from_cmake, plugins_runtime)),
+        "CMake find_package",
+    )?);
 
     // pkg-config.
     let pkg = |what: &str| -> Result<Vec<String>> {
@@ -81,12 +85,12 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
             .args(offload)
             .args(pkg("--cflags")?)
             .arg(project.join("consumer.c"))
-            .arg(format!("-L{}", llvm16.display()))
+            .arg(format!("-L{}", plugins_runtime.display()))
             .args(pkg("--libs")?)
             .arg("-o")
             .arg(&exe),
     )?;
-    ways.push(run_consumer(&exe, Some((&plugins, llvm16)), "pkg-config")?);
+    ways.push(run_consumer(&exe, Some((&plugins, plugins_runtime)), "pkg-config")?);
 
     // Each release's clang with its configuration file (which also links, LLVM 20+), where its
     // runtime gives the x86_64 device a table.
@@ -188,10 +192,10 @@ fn build_with_config(
     let plugins = tree.join("lib/omptarget-indirect");
     let runtime = if llvm.runs_project_plugins() {
         c.arg(project.join("consumer.c"))
-            .arg(format!("-L{}", tools.llvm16_lib.display()))
+            .arg(format!("-L{}", tools.plugins_runtime_lib.display()))
             .arg(format!("-L{}", tree.join("lib").display()))
             .arg("-lomptarget-indirect");
-        Some((plugins.as_path(), tools.llvm16_lib.as_path()))
+        Some((plugins.as_path(), tools.plugins_runtime_lib.as_path()))
     } else {
         if let Some(openmp) = &release.openmp {
             c.arg("-isystem").arg(openmp.join("include")).arg(format!("-L{}", openmp.join("lib").display()));

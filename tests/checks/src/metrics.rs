@@ -47,7 +47,7 @@ pub fn measure(tools: &Tools, dist: &Dist, sm: &str, work: &Path) -> Result<(Met
     let llvm_bc = llvm_lookup_bitcode(tools, sm, work)?;
     let mut measured = Vec::new();
     for (name, bitcode, function) in
-        [("ours", dist.nvptx_dir(sm).join("device_rtl.bc"), TRANSLATE), ("llvm19", llvm_bc, LLVM_LOOKUP)]
+        [("ours", dist.nvptx_dir(sm).join("device_rtl.bc"), TRANSLATE), ("llvm", llvm_bc, LLVM_LOOKUP)]
     {
         let ptx = work.join(format!("{name}.ptx"));
         tools.compile_ptx(&bitcode, sm, &ptx)?;
@@ -98,7 +98,7 @@ pub fn hit_paths(tools: &Tools, dist: &Dist, target: &str, work: &Path) -> Resul
     };
     let llvm_bc = llvm_lookup_bitcode(tools, target, work)?;
     let mut measured = Vec::new();
-    for (name, bitcode, function) in [("ours", ours_bc, TRANSLATE), ("llvm19", llvm_bc, LLVM_LOOKUP)] {
+    for (name, bitcode, function) in [("ours", ours_bc, TRANSLATE), ("llvm", llvm_bc, LLVM_LOOKUP)] {
         let asm = work.join(format!("{name}.{}", if isa == Isa::Ptx { "ptx" } else { "s" }));
         tools.compile_ptx(&bitcode, target, &asm)?;
         let f = Function::parse(isa, &fs::read_to_string(&asm)?, function)?;

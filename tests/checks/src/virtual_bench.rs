@@ -15,6 +15,7 @@ use anyhow::Result;
 
 use crate::cmd;
 use crate::dist::Dist;
+use crate::llvm::Llvm;
 use crate::offload::OffloadTarget;
 use crate::toolchain::Toolchain;
 use crate::tools::Tools;
@@ -211,11 +212,11 @@ const GOAL_STOCK_HOST_BUILT: f64 = 1.2;
 /// with the project against the loop compiled stock, and the table with its index against the
 /// stock table (`target/bench/virtual_arrays_llvm22.csv`).
 fn run_arrays_on_stock_runtime(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
-    let Some(toolchain) = Toolchain::all(tools, dist).find(|t| t.llvm.major == "22") else {
-        anyhow::bail!("no clang 22 toolchain")
-    };
+    // The reference release stands for the stock runtimes (its figures are the table's).
+    let toolchain = Toolchain::new(Llvm::reference(), tools, dist);
+    let major = Llvm::reference().major;
     let sources = workspace.join("tests/bench");
-    let out = workspace.join("target/bench/virtual-cost-llvm22");
+    let out = workspace.join(format!("target/bench/virtual-cost-llvm{major}"));
     std::fs::create_dir_all(&out)?;
     let target = OffloadTarget::x86_64();
     let compile = |source: &str, object: &str, plugin: bool, defines: &[&str]| {
@@ -261,7 +262,7 @@ fn run_arrays_on_stock_runtime(workspace: &Path, tools: &Tools, dist: &Dist) -> 
             }
         }
     }
-    std::fs::write(workspace.join("target/bench/virtual_arrays_llvm22.csv"), &printed)?;
+    std::fs::write(workspace.join(format!("target/bench/virtual_arrays_llvm{major}.csv")), &printed)?;
     println!(
         "\nthe same arrays built the README's way with clang 22, through the stock libomptarget 22 and the \
          registration library's table ({STOCK_PASSES} passes of 7 rounds, the configurations in turn):"
@@ -286,6 +287,6 @@ fn run_arrays_on_stock_runtime(workspace: &Path, tools: &Tools, dist: &Dist) -> 
         let ratios: Vec<(&str, &str, f64)> = ratios.iter().map(|(a, b, g)| (a.as_str(), b.as_str(), *g)).collect();
         report_ratios(&printed, &ratios)?;
     }
-    println!("figures: target/bench/virtual_arrays_llvm22.csv");
+    println!("figures: target/bench/virtual_arrays_llvm{major}.csv");
     Ok(())
 }
