@@ -233,7 +233,21 @@ mod tests {
             .filter_map(|l| l.trim().split_once("() {").map(|(f, _)| f.trim().to_string()))
             .collect();
         let mut found = Vec::new();
+        // The delimiter of the here-document being read (`<<EOF`, `<<'EOF'`, `<<-EOF`): its lines
+        // are data, not commands.
+        let mut here_document: Option<String> = None;
         for line in script.lines() {
+            if let Some(delimiter) = &here_document {
+                if line.trim() == delimiter {
+                    here_document = None;
+                }
+                continue;
+            }
+            here_document = line.split_once("<<").and_then(|(_, rest)| {
+                let word = rest.trim_start_matches('-').split_whitespace().next()?.trim_matches(['\'', '"']);
+                (!word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                    .then(|| word.to_string())
+            });
             let line = line.trim_start();
             if line.starts_with('#') {
                 continue;

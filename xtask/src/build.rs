@@ -44,6 +44,30 @@ pub struct Inputs {
     pub complete: bool,
     /// Where cargo builds the host libraries; `None`: the workspace's own target directories.
     pub cargo_target: Option<PathBuf>,
+    /// Optional parts the installer asked to leave out (`install --without`).
+    pub without: Vec<Optional>,
+}
+
+/// A part of the install that can be left out although its LLVM could build it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Optional {
+    /// The Fortran module and the `flang-NN.cfg` files.
+    Fortran,
+    /// The libomptarget 16 plugins (clang 19's programs run with them).
+    Libomptarget16Plugins,
+}
+
+impl Optional {
+    /// Every optional part, by the name `--without` takes.
+    pub const ALL: [(&'static str, Optional); 2] =
+        [("fortran", Optional::Fortran), ("libomptarget16-plugins", Optional::Libomptarget16Plugins)];
+
+    /// The part named `name` ([`Optional::ALL`]).
+    pub fn parse(name: &str) -> Result<Optional> {
+        Optional::ALL.iter().find(|(n, _)| *n == name).map(|&(_, part)| part).with_context(|| {
+            format!("--without takes {}, not `{name}`", Optional::ALL.map(|(n, _)| n).join(" or "))
+        })
+    }
 }
 
 impl Inputs {
@@ -55,7 +79,13 @@ impl Inputs {
             let clang = &tools.of(llvm).clang;
             llvms.push(LlvmInstall::probe(&prefix(clang).context("clang has no prefix")?)?);
         }
-        Ok(Inputs { llvms, ptxas: Some(tools.ptxas()), complete: true, cargo_target: None })
+        Ok(Inputs {
+            llvms,
+            ptxas: Some(tools.ptxas()),
+            complete: true,
+            cargo_target: None,
+            without: Vec::new(),
+        })
     }
 
     fn oldest(&self) -> &LlvmInstall {
@@ -290,7 +320,12 @@ fn parts(inputs: &Inputs, skipped: &mut Vec<Skipped>) -> Parts {
     }
     let mut fortran = Vec::new();
     for llvm in inputs.llvms.iter().filter(|l| l.release.flang) {
-        if llvm.tool("flang").is_file() {
+        if inputs.without.contains(&Optional::Fortran) {
+            skipped.push(Skipped {
+                part: format!("the Fortran module (flang {})", llvm.release.major),
+                reason: "left out (--without fortran)".to_string(),
+            });
+        } else if llvm.tool("flang").is_file() {
             fortran.push(llvm.release);
         } else {
             skipped.push(Skipped {
@@ -299,7 +334,15 @@ fn parts(inputs: &Inputs, skipped: &mut Vec<Skipped>) -> Parts {
             });
         }
     }
-    let libomptarget16_plugins = if !releases.iter().any(|l| l.runs_project_plugins()) {
+    let libomptarget16_plugins = if inputs.without.contains(&Optional::Libomptarget16Plugins) {
+        if releases.iter().any(|l| l.runs_project_plugins()) {
+            skipped.push(Skipped {
+                part: "the libomptarget 16 plugins".to_string(),
+                reason: "left out (--without libomptarget16-plugins)".to_string(),
+            });
+        }
+        false
+    } else if !releases.iter().any(|l| l.runs_project_plugins()) {
         let runs: Vec<String> =
             Llvm::all().filter(|l| l.runs_project_plugins()).map(|l| format!("clang {}", l.major)).collect();
         skipped.push(Skipped {

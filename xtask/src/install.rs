@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::build::{self, Inputs};
+use crate::build::{self, Inputs, Optional};
 use crate::cmd;
 use crate::dist::Archs;
 use crate::llvm::{Llvm, LlvmInstall};
@@ -33,11 +33,13 @@ pub struct Request {
     pub llvms: Vec<PathBuf>,
     /// `--sm` / `--gfx` (`none` leaves a vendor out).
     pub archs: Archs,
+    /// `--without PART` (repeatable, or a comma-separated list): optional parts left out.
+    pub without: Vec<Optional>,
 }
 
-/// Parses `--prefix DIR`, `--llvm DIR` (repeatable), `--sm LIST`, `--gfx LIST`.
+/// Parses `--prefix DIR`, `--llvm DIR` (repeatable), `--sm LIST`, `--gfx LIST`, `--without PART`.
 pub fn parse(args: &[String]) -> Result<Request> {
-    let (mut prefix, mut llvms, mut gpu) = (None, Vec::new(), Vec::new());
+    let (mut prefix, mut llvms, mut gpu, mut without) = (None, Vec::new(), Vec::new(), Vec::new());
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -57,12 +59,19 @@ pub fn parse(args: &[String]) -> Result<Request> {
                 gpu.push(flag.to_string());
                 gpu.push(value()?);
             }
-            _ => bail!("`install` takes --prefix DIR [--llvm DIR]... [--sm LIST] [--gfx LIST], got `{arg}`"),
+            "--without" => {
+                for part in value()?.split(',').filter(|p| !p.is_empty()) {
+                    without.push(Optional::parse(part)?);
+                }
+            }
+            _ => bail!(
+                "`install` takes --prefix DIR [--llvm DIR]... [--sm LIST] [--gfx LIST] [--without PART], got `{arg}`"
+            ),
         }
     }
     let prefix = prefix.context("`install` needs --prefix DIR")?;
     let prefix = if prefix.is_absolute() { prefix } else { std::env::current_dir()?.join(prefix) };
-    Ok(Request { prefix, llvms, archs: crate::parse_archs(&gpu)? })
+    Ok(Request { prefix, llvms, archs: crate::parse_archs(&gpu)?, without })
 }
 
 /// Builds for the requested LLVMs into `target/install-build`, installs under the prefix (with
@@ -74,7 +83,13 @@ pub fn run(workspace: &Path, request: &Request) -> Result<()> {
         println!("building for {}", llvm.describe());
     }
     let scratch = workspace.join("target/install-build");
-    let inputs = Inputs { llvms, ptxas: ptxas(), complete: false, cargo_target: Some(scratch.join("cargo")) };
+    let inputs = Inputs {
+        llvms,
+        ptxas: ptxas(),
+        complete: false,
+        cargo_target: Some(scratch.join("cargo")),
+        without: request.without.clone(),
+    };
     let (dist, skipped) = build::build_from(workspace, &inputs, &request.archs, &scratch.join("dist"))?;
     let root = packaging::install::staged(&request.prefix);
     let files = packaging::install::install(workspace, &dist, &root)?;
@@ -191,8 +206,12 @@ mod tests {
             "--sm",
             "none",
             "--gfx=gfx90a",
+            "--without",
+            "fortran",
+            "--without=libomptarget16-plugins,fortran",
         ]))
         .unwrap();
+        assert_eq!(request.without, [Optional::Fortran, Optional::Libomptarget16Plugins, Optional::Fortran]);
         assert_eq!(request.prefix, Path::new("/opt/oi"));
         assert_eq!(request.llvms, [Path::new("/opt/llvm/22"), Path::new("/opt/llvm/19")]);
         assert!(request.archs.sms.is_empty());
@@ -200,6 +219,7 @@ mod tests {
         let defaults = parse(&args(&["--prefix=relative"])).unwrap();
         assert!(defaults.prefix.is_absolute() && defaults.prefix.ends_with("relative"));
         assert_eq!(defaults.archs.sms, Archs::default().sms);
+        assert!(defaults.without.is_empty());
     }
 
     #[test]
@@ -211,6 +231,8 @@ mod tests {
             .contains("needs a value"));
         assert!(parse(&args(&["--prefix", "/p", "--frob"])).is_err());
         assert!(parse(&args(&["--prefix", "/p", "--sm", "sm_x"])).is_err());
+        let unknown = parse(&args(&["--prefix", "/p", "--without", "docs"])).unwrap_err().to_string();
+        assert!(unknown.contains("fortran or libomptarget16-plugins"), "{unknown}");
     }
 
     #[test]

@@ -46,8 +46,9 @@ commands:
   gpu-bench                                     both parts' benchmarks (target/bench/, target/bench/llvm22/)
   install --prefix DIR [--llvm DIR]...          build for each LLVM given (an install prefix; else
           [--sm LIST] [--gfx LIST]              $OMPTARGET_INDIRECT_LLVM, llvm-config on PATH, Debian's),
-                                                then install a relocatable tree under DIR ($DESTDIR
-                                                honoured); parts an LLVM cannot use are listed as skipped
+          [--without fortran|libomptarget16-plugins]  then install a relocatable tree under DIR ($DESTDIR
+                                                honoured); parts an LLVM cannot use, or left out with
+                                                --without, are listed as skipped
   vendor                                        target/vendor/omptarget-indirect-<version>-src.tar.gz: the
                                                 sources with every crate, building with no network
   uninstall --prefix DIR                        remove exactly what install put there (its manifest)

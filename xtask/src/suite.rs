@@ -9,6 +9,7 @@ use anyhow::{ensure, Context, Result};
 use checks::images::{self, SYMBOLS, TRANSLATE};
 use checks::{
     cluster_install, corpus, demo, doc_commands, e2e, fuzz, gpu_bundle, install_check, metrics, repository,
+    spack_install,
 };
 
 use crate::build;
@@ -336,6 +337,11 @@ fn steps_after_build(
         outcome
             .map(|detail| format!("{detail} (waited {:.0} s for it here)", started.elapsed().as_secs_f64()))
     });
+    // After the cluster install, which writes the same release tarball.
+    report.step(
+        "install with Spack, offline: the release tarball (site repository, sha256), spack test, spack load with --config and find_package on the strict device, the plugin removed fails, spack dev-build of the checkout, spack uninstall leaves nothing",
+        || spack_install::check(workspace, tools, &crate::vendor::tarball(workspace)?),
+    );
     report.step(
         format!(
             "fuzzing: {} targets of fuzz/, {} s each (cargo fuzz)",

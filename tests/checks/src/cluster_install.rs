@@ -24,7 +24,7 @@ use crate::llvm::Llvm;
 use crate::{cmd, requirements};
 
 /// Where Debian installs its LLVM `llvm` (`/usr/lib/llvm-NN`).
-fn debian_prefix(llvm: Llvm) -> String {
+pub(crate) fn debian_prefix(llvm: Llvm) -> String {
     format!("/usr/lib/llvm-{}", llvm.major)
 }
 
@@ -35,7 +35,7 @@ fn hidden() -> Vec<String> {
 }
 
 /// The cluster's LLVM: a copy of Debian's reference release ([`Llvm::reference`]).
-fn cluster_llvm() -> Llvm {
+pub(crate) fn cluster_llvm() -> Llvm {
     Llvm::reference()
 }
 
@@ -308,7 +308,7 @@ fn files_naming(dir: &Path, text: &str) -> Result<Vec<String>> {
 /// `/usr/lib/llvm-22` with its links into `/usr/include` and `/usr/lib/x86_64-linux-gnu`
 /// resolved, plus LLVM 22's `omp.h` in clang's resource directory and the `libomp` its
 /// libomptarget runs with (Debian's lives under `/usr/lib/llvm-19`).
-fn llvm_prefix(tools: &crate::tools::Tools, prefix: &Path) -> Result<()> {
+pub(crate) fn llvm_prefix(tools: &crate::tools::Tools, prefix: &Path) -> Result<()> {
     fs::create_dir_all(prefix)?;
     for part in ["bin", "include", "lib", "share"] {
         linked_copy(&Path::new(&debian_prefix(cluster_llvm())).join(part), &prefix.join(part), true)?;

@@ -8,6 +8,7 @@
 //! - [`e2e`]: the end-to-end programs, built per toolchain and target and run on x86_64;
 //! - [`install_check`]: an install prefix consumed by CMake, pkg-config, clang and flang;
 //! - [`cluster_install`]: an install for an LLVM at another prefix, unprivileged and offline;
+//! - [`spack_install`]: the Spack package, installed and used with a real Spack, offline;
 //! - [`fuzz`]: the fuzz targets, for a time each;
 //! - [`metrics`] and [`hit_path`]: registers, SASS and the hit path of the translation against
 //!   LLVM 19's lookup;
@@ -28,6 +29,7 @@ pub mod images;
 pub mod install_check;
 pub mod metrics;
 pub mod repository;
+pub mod spack_install;
 pub mod stock_table_bench;
 pub mod strict_bench;
 pub mod translation_bench;
