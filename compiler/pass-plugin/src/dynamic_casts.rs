@@ -11,10 +11,11 @@
 
 use omptarget_indirect_abi::c_names::{CXX_DYNAMIC_CAST, DYNAMIC_CAST};
 
+use crate::ir::direct_calls;
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
-use crate::pass::{direct_calls, Pass};
 use crate::remarks::Kind;
+use crate::translation::Pass;
 
 impl Pass<'_> {
     /// Makes every call of `__dynamic_cast` whose type_info arguments are not null call

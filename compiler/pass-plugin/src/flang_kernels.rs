@@ -14,10 +14,10 @@
 
 use std::ffi::CString;
 
+use crate::ir::value_name;
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMLinkage;
-use crate::pass::value_name;
 
 /// The suffix of the kernel's own body once its name is the adapter's.
 const BODY_SUFFIX: &str = ".flang_kernel";

@@ -22,10 +22,10 @@
 
 use std::ffi::CString;
 
+use crate::ir::{keep, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::offload_entries::{copy_entry, offload_entries, Entry, INDIRECT};
-use crate::pass::{keep, value_name_bytes};
 
 /// The LLVM name flang gives the derived type `indirect` of module `omptarget_indirect`.
 pub const HOLDER_TYPE: &str = "_QMomptarget_indirectTindirect";
@@ -118,7 +118,7 @@ unsafe fn is_holder(global: LLVMValueRef) -> bool {
 unsafe fn error(module: LLVMModuleRef, holder: LLVMValueRef, why: &str) {
     // SAFETY: a valid global's name; the message is copied by the diagnostic before returning.
     unsafe {
-        let name = String::from_utf8_lossy(value_name_bytes(holder).unwrap_or_default()).into_owned();
+        let name = String::from_utf8_lossy(&value_name_bytes(holder).unwrap_or_default()).into_owned();
         let message = format!("omptarget-indirect: `{name}` ({HOLDER_TYPE}) {why}");
         let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
         omptarget_indirect_error(module, message.as_ptr().cast());

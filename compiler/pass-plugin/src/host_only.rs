@@ -9,7 +9,7 @@
 //! - a virtual function the frontend kept off the device (not `declare target` and reaching
 //!   host-only code, or `device_type(host)`): an `extern_weak` declaration;
 //! - a virtual function whose body reaches, directly or through functions of the module, a
-//!   declaration the device does not provide ([`runtime_provides`] and the frontend
+//!   declaration the device does not provide ([`crate::policy::runtime_provides`] and the frontend
 //!   plugin's answer for the file's own declarations): `std::cout`, `strlen`, libstdc++'s
 //!   out-of-line functions, an inline variable code generation left out (`std::piecewise_construct`).
 //!
@@ -32,11 +32,13 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, c_int};
 
+use crate::ir::{instructions, value_name, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::{LLVMLinkage, LLVMValueKind, LLVMVisibility};
-use crate::pass::{instructions, value_name, value_name_bytes, Pass, TRANSLATE};
+use crate::policy;
 use crate::remarks::Kind;
+use crate::translation::{Pass, TRANSLATE};
 
 /// The stub of function `f` is named this prefix followed by `f`'s name.
 pub const STUB_PREFIX: &str = "__omptarget_indirect_not_on_device.";
@@ -53,72 +55,6 @@ const MAYBE_ELSEWHERE: c_int = 2;
 
 extern "C" {
     fn omptarget_indirect_frontend_query() -> Option<FrontendQuery>;
-}
-
-/// What only code generation for the x86_64 device asks for, and the host process provides:
-/// exception handling and the C++ ABI's runtime (`__cxa_`, `_Unwind_`, `std::terminate`) and RTTI
-/// objects (`_ZTI`, `_ZTS`, the type-info vtables). GPU compiles ask for none of them (no
-/// exceptions: a `throw` becomes a trap), so counting them missing would stub on x86_64 what a
-/// GPU compile keeps.
-const X86_64_CODE_GENERATION: &[&[u8]] = &[
-    b"__cxa_",
-    b"_Unwind_",
-    b"__gxx_personality",
-    b"_ZSt9terminatev",
-    b"_ZTI",
-    b"_ZTS",
-    b"_ZTVN10__cxxabiv1",
-];
-
-/// Whether a GPU's device runtime defines the symbol `name`, whatever the file declares: LLVM's
-/// intrinsics; the OpenMP DeviceRTL's entry points (`__kmpc_`, `omp_`, `ompx_`, `__llvm_omp_`,
-/// ...) and its C and C++ ABI functions (LLVM 19 and 22: `printf`, `memcmp`, `memset`,
-/// `__assert_fail`, `__cxa_pure_virtual`, `__cxa_deleted_virtual`; amdgcn: `malloc`, `free`,
-/// `vprintf`); CUDA's PTX system calls (`malloc`, `free`, `vprintf`, `__assertfail`); the math
-/// libraries clang's OpenMP headers call (`__nv_`, `__ocml_`, `__ockl_`); this project's device
-/// library (`__kmpc_target_translate_fptr`, `__omptarget_indirect_`); the global `operator new`
-/// and `operator delete` (`_Znw`, `_Zna`, `_Zdl`, `_Zda`: clang's OpenMP `<new>` defines them in
-/// GPU compiles, the C++ library on the x86_64 device).
-/// On the x86_64 device (`x86_64`), also [`X86_64_CODE_GENERATION`].
-fn runtime_provides(name: &[u8], x86_64: bool) -> bool {
-    if x86_64 && X86_64_CODE_GENERATION.iter().any(|prefix| name.starts_with(prefix)) {
-        return true;
-    }
-    if omptarget_indirect_abi::OPENMP_RUNTIME_PREFIXES
-        .iter()
-        .any(|prefix| name.starts_with(prefix.as_bytes()))
-    {
-        return true;
-    }
-    const PREFIXES: &[&[u8]] = &[
-        b"llvm.",
-        b"llvm_omp_",
-        b"__llvm_",
-        b"__nv_",
-        b"__ocml_",
-        b"__ockl_",
-        b"__oclc_",
-        b"__omptarget_indirect_",
-        b"_Znw",
-        b"_Zna",
-        b"_Zdl",
-        b"_Zda",
-    ];
-    const NAMES: &[&[u8]] = &[
-        b"printf",
-        b"vprintf",
-        b"malloc",
-        b"free",
-        b"memcmp",
-        b"memset",
-        b"memcpy",
-        b"memmove",
-        b"__assert_fail",
-        b"__assertfail",
-        b"__cxa_pure_virtual",
-        b"__cxa_deleted_virtual",
-    ];
-    PREFIXES.iter().any(|prefix| name.starts_with(prefix)) || NAMES.contains(&name)
 }
 
 impl Pass<'_> {
@@ -239,56 +175,6 @@ impl Pass<'_> {
         }
     }
 
-    /// On amdgcn, defines `__cxa_pure_virtual` and `__cxa_deleted_virtual` where the module names
-    /// them without a definition (the vtable of a class with a pure virtual or deleted function):
-    /// no AMDGPU device library here defines them (the nvptx DeviceRTL does), and the device link
-    /// would refuse a vtable this project emitted. Weak, so that a program's own definition wins;
-    /// the C++ runtime calls them only for a call that is undefined behaviour: they trap.
-    pub(crate) unsafe fn define_abi_traps(&mut self) {
-        // SAFETY: the module's target string and functions; a body is given to a declaration only.
-        unsafe {
-            let target = std::ffi::CStr::from_ptr(LLVMGetTarget(self.module)).to_bytes();
-            if !target.starts_with(b"amdgcn") {
-                return;
-            }
-            for name in [c"__cxa_pure_virtual", c"__cxa_deleted_virtual"] {
-                let function = LLVMGetNamedFunction(self.module, name.as_ptr());
-                if function.is_null() || LLVMIsDeclaration(function) == 0 {
-                    continue;
-                }
-                self.build_trap_body(function, None);
-                LLVMSetLinkage(function, LLVMLinkage::LLVMWeakAnyLinkage);
-                self.summary.host_only_stubs += 1;
-            }
-        }
-    }
-
-    /// On the x86_64 device, makes the module's declarations of type_info objects (`_ZTI*`) weak.
-    /// The vtables this project emits name their classes' type_info, and a base class's is
-    /// defined where its key function is: in a shared library the program may load with `dlopen`
-    /// only later, which the device image's link cannot see (a strong reference stops it). The
-    /// image, loaded at the first target region, binds them to the host program's (GPU device
-    /// code has no RTTI).
-    pub(crate) unsafe fn weaken_type_info_references(&mut self) {
-        // SAFETY: reads and linkage changes of the module's global declarations.
-        unsafe {
-            if !self.on_x86_64() {
-                return;
-            }
-            let mut global = LLVMGetFirstGlobal(self.module);
-            while !global.is_null() {
-                if LLVMIsDeclaration(global) != 0
-                    && value_name_bytes(global).is_some_and(|n| n.starts_with(b"_ZTI"))
-                    && LLVMGetLinkage(global) == LLVMLinkage::LLVMExternalLinkage
-                {
-                    LLVMSetLinkage(global, LLVMLinkage::LLVMExternalWeakLinkage);
-                    self.summary.weakened_type_info += 1;
-                }
-                global = LLVMGetNextGlobal(global);
-            }
-        }
-    }
-
     /// What the module leaves undefined: in [`Undefined::missing`] the functions the device cannot
     /// have, each with why: the frontend's `extern_weak` declarations; with the frontend plugin
     /// loaded (`query`), the declarations the device does not provide and every defined function
@@ -303,7 +189,7 @@ impl Pass<'_> {
             let x86_64 = self.on_x86_64();
             let ask = |query: FrontendQuery, name: &[u8]| query(name.as_ptr().cast(), name.len());
             let answer = |name: &[u8]| match query {
-                _ if runtime_provides(name, x86_64) => PROVIDED,
+                _ if policy::runtime_provides(name, x86_64) => PROVIDED,
                 // A thunk is emitted with the function it adjusts `this` for: it is where that is.
                 Some(query) => match (ask(query, name), thunk_target(name)) {
                     (-1, Some(target)) => ask(query, &target),
@@ -315,12 +201,10 @@ impl Pass<'_> {
             while !function.is_null() {
                 if LLVMIsDeclaration(function) != 0 {
                     let name = value_name_bytes(function).unwrap_or_default();
-                    if LLVMGetLinkage(function) == LLVMLinkage::LLVMExternalWeakLinkage
-                        && name.starts_with(b"_Z")
-                    {
+                    if policy::kept_off(function) {
                         missing.insert(function, Missing::KeptOff);
                     } else if !name.is_empty() {
-                        match answer(name) {
+                        match answer(&name) {
                             PROVIDED => {}
                             MAYBE_ELSEWHERE => {
                                 elsewhere.insert(function);
@@ -346,7 +230,7 @@ impl Pass<'_> {
                 let name = value_name_bytes(global).unwrap_or_default();
                 // A variable another file defines is host-only: only `declare target` ones (which
                 // the frontend answers as provided) are on the device.
-                if LLVMIsDeclaration(global) != 0 && !name.is_empty() && answer(name) != PROVIDED {
+                if LLVMIsDeclaration(global) != 0 && !name.is_empty() && answer(&name) != PROVIDED {
                     undefined.push(global);
                 }
                 global = LLVMGetNextGlobal(global);
@@ -400,21 +284,6 @@ impl Pass<'_> {
         }
     }
 
-    /// Ends the block `builder` is at with `llvm.trap` and `unreachable`.
-    unsafe fn build_trap(&self, builder: LLVMBuilderRef) {
-        // SAFETY: a builder positioned in a function of the module; the intrinsic is declared once.
-        unsafe {
-            let void = LLVMVoidTypeInContext(self.context);
-            let trap_type = LLVMFunctionType(void, std::ptr::null_mut(), 0, 0);
-            let mut trap = LLVMGetNamedFunction(self.module, c"llvm.trap".as_ptr());
-            if trap.is_null() {
-                trap = LLVMAddFunction(self.module, c"llvm.trap".as_ptr(), trap_type);
-            }
-            LLVMBuildCall2(builder, trap_type, trap, std::ptr::null_mut(), 0, c"".as_ptr());
-            LLVMBuildUnreachable(builder);
-        }
-    }
-
     /// Defines the stub that replaces `function` (named `name`): internal, of the same type.
     unsafe fn trap_stub(&mut self, function: LLVMValueRef, name: &str, prints: bool) -> LLVMValueRef {
         // SAFETY: a new function of the module, of `function`'s type.
@@ -430,36 +299,6 @@ impl Pass<'_> {
             );
             self.build_trap_body(stub, prints.then_some(message.as_str()));
             stub
-        }
-    }
-
-    /// Gives the declaration `function` a body that writes `message` (if any: the x86_64
-    /// device) to the standard error stream and traps.
-    unsafe fn build_trap_body(&self, function: LLVMValueRef, message: Option<&str>) {
-        // SAFETY: new blocks and instructions of the module's context, in a function that has none.
-        unsafe {
-            let builder = LLVMCreateBuilderInContext(self.context);
-            let entry = LLVMAppendBasicBlockInContext(self.context, function, c"entry".as_ptr());
-            LLVMPositionBuilderAtEnd(builder, entry);
-            if let Some(message) = message {
-                // `dprintf(2, "%s", message)`: the message holds a symbol name, which is data.
-                // A pointer to a global is the global itself (opaque pointers).
-                let format = LLVMBuildGlobalString(builder, c"%s".as_ptr(), c"".as_ptr());
-                let text =
-                    LLVMBuildGlobalString(builder, format!("{message}\0").as_ptr().cast(), c"".as_ptr());
-                let int = LLVMInt32TypeInContext(self.context);
-                let ptr = LLVMPointerTypeInContext(self.context, 0);
-                let mut params = [int, ptr];
-                let dprintf_type = LLVMFunctionType(int, params.as_mut_ptr(), 2, 1);
-                let mut dprintf = LLVMGetNamedFunction(self.module, c"dprintf".as_ptr());
-                if dprintf.is_null() {
-                    dprintf = LLVMAddFunction(self.module, c"dprintf".as_ptr(), dprintf_type);
-                }
-                let mut args = [LLVMConstInt(int, 2, 0), format, text];
-                LLVMBuildCall2(builder, dprintf_type, dprintf, args.as_mut_ptr(), 3, c"".as_ptr());
-            }
-            self.build_trap(builder);
-            LLVMDisposeBuilder(builder);
         }
     }
 }

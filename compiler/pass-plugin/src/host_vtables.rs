@@ -13,11 +13,10 @@
 
 use omptarget_indirect_abi::{HostVtableRecord, HOST_VTABLES_SECTION, HOST_VTABLE_MAGIC};
 
+use crate::ir::{has_module_flag, keep_in_links};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMLinkage;
-use crate::pass::keep_in_links;
-use crate::rewrite::has_module_flag;
 use crate::vtables::defined_vtables;
 
 /// The module flag clang sets on the modules of `-fopenmp` compiles, host and device.
@@ -67,7 +66,6 @@ pub unsafe fn record_host_vtables(module: LLVMModuleRef) -> usize {
             records.push(record);
         }
         keep_in_links(module, context, &records);
-        crate::image_anchor::register_in_host(module);
         records.len()
     }
 }

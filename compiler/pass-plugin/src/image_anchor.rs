@@ -12,12 +12,12 @@ use std::ffi::CString;
 
 use omptarget_indirect_abi::IMAGE_ANCHOR;
 
+use crate::ir::keep;
 use crate::llvm::comdat::{LLVMGetOrInsertComdat, LLVMSetComdat};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::{LLVMLinkage, LLVMVisibility};
 use crate::offload_entries::{entry_name_string, ENTRIES_SECTION, ENTRY_ALIGNMENT};
-use crate::pass::keep;
 
 /// Defines the anchor in a device module (weak, protected, zero, in `llvm.compiler.used`), unless
 /// the module has it. Returns whether it added it.

@@ -23,13 +23,13 @@
 use std::collections::HashSet;
 use std::ffi::CString;
 
+use crate::ir::{keep, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::{LLVMLinkage, LLVMVisibility};
 use crate::offload_entries::{
     copy_entry, entry_name_string, offload_entries, string_of, with_fields, Entry, INDIRECT,
 };
-use crate::pass::{keep, value_name_bytes};
 
 /// The prefix clang gives the names of its entries of indirect functions (and kernels).
 const CLANG_PREFIX: &[u8] = b"__omp_offloading_";

@@ -4,7 +4,8 @@
 //! clang (up to 22) compiles a call through a function pointer in device code as a plain
 //! indirect call, so a pointer that reached the device as data (mapped, in an array, in a struct)
 //! still holds the *host* address. This plugin rewrites, in device modules only, every such call
-//! into `__kmpc_target_translate_fptr(fp)` followed by a call of the result ([`rewrite`]); the
+//! into `__kmpc_target_translate_fptr(fp)` followed by a call of the result ([`rewrite`], which
+//! applies the decisions of [`policy`], each in one place); the
 //! device library then maps host addresses to device addresses. In host modules it records where
 //! the module's vtables are ([`host_vtables`]), which the host side pairs with the device's.
 //!
@@ -15,6 +16,16 @@
 //! The C++ registration shim (`src/shim.cpp`) adds the pass at the pipeline start and after the
 //! optimizer, and emits the remarks ([`remarks`]).
 
+// The driver, and every decision it applies.
+pub mod policy;
+pub mod rewrite;
+// What the decisions rest on.
+pub mod device_addresses;
+pub mod ir;
+pub mod summary;
+pub mod translation;
+// Each step of the rewrite.
+pub mod device_link_fixes;
 pub mod dynamic_casts;
 pub mod flang_kernels;
 pub mod fortran;
@@ -22,21 +33,20 @@ pub mod host_only;
 pub mod host_vtables;
 pub mod image_anchor;
 pub mod indirect_entries;
-pub mod llvm;
 pub mod llvm_lookups;
 pub mod loop_cache;
-pub mod offload_entries;
-pub mod pass;
-pub mod remarks;
-pub mod rewrite;
 pub mod vtables;
+// The LLVM C API of the release built for, clang's remarks, and the offload entry layouts.
+pub mod llvm;
+pub mod offload_entries;
+pub mod remarks;
 
 use core::ffi::{c_char, c_void};
 
 use llvm::prelude::{LLVMModuleRef, LLVMValueRef};
 
-pub use pass::{Phase, Summary};
 pub use rewrite::rewrite_module;
+pub use summary::{Phase, Summary};
 
 /// `PassPluginLibraryInfo` of `llvm/Passes/PassPlugin.h` (LLVM 19) or `llvm/Plugins/PassPlugin.h`
 /// (LLVM 22, plugin API version 2, one more field): what `llvmGetPassPluginInfo` returns. Its

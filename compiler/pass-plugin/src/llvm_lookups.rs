@@ -11,12 +11,13 @@
 
 use omptarget_indirect_abi::c_names::LLVM_LOOKUP;
 
+use crate::ir::{direct_calls, users, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMAttributeFunctionIndex;
-use crate::pass::{direct_calls, users, value_name_bytes, Pass, CLANG_VTABLE_LOOKUP, VTABLE_TRANSLATION};
+use crate::policy::is_runtime_function;
 use crate::remarks::Kind;
-use crate::rewrite::is_runtime_function;
+use crate::translation::{Pass, CLANG_VTABLE_LOOKUP, VTABLE_TRANSLATION};
 
 impl Pass<'_> {
     /// Makes each call of `__llvm_omp_indirect_call_lookup` in the program's functions call
@@ -40,7 +41,7 @@ impl Pass<'_> {
             }
             for call in calls {
                 let caller = LLVMGetBasicBlockParent(LLVMGetInstructionParent(call));
-                if value_name_bytes(caller).is_some_and(is_runtime_function) {
+                if value_name_bytes(caller).is_some_and(|name| is_runtime_function(&name)) {
                     continue;
                 }
                 // The callee is a call's (and an invoke's) last operand.

@@ -4,9 +4,9 @@
 //! looping over objects of a few classes, or grouped by class, then pays a compare for most
 //! of its virtual calls instead of a lookup.
 //!
-//! - Which: each translation of a vtable pointer (marked by [`crate::pass::VTABLE_TRANSLATION`])
+//! - Which: each translation of a vtable pointer (marked by [`crate::translation::VTABLE_TRANSLATION`])
 //!   in a loop whose key is not invariant in its innermost loop, in program functions (not the
-//!   OpenMP runtime's), after the optimizer ([`Phase::OptimizerLast`]), at every `-O` level and
+//!   OpenMP runtime's), after the optimizer ([`crate::summary::Phase::OptimizerLast`]), at every `-O` level and
 //!   in the `-foffload-lto` pre-link compile. Each gets a passed remark `TranslationCached`. The
 //!   hit path falls through (branch weights). Function pointers are not cached: measured on
 //!   x86_64, a loop calling one of 1024 functions at random lost 14% with the cache (every
@@ -30,11 +30,13 @@
 //! - The transform itself (loop info, block splitting, promotion to registers) is in the C++
 //!   shim, which the C API cannot do without.
 
+use crate::ir::{direct_calls, has_metadata, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
-use crate::pass::{direct_calls, has_metadata, Pass, Phase, GUARDED_TRANSLATION};
+use crate::policy;
 use crate::remarks::Kind;
-use crate::rewrite::{is_runtime_function, TRANSLATE};
+use crate::translation::TRANSLATE;
+use crate::translation::{Pass, GUARDED_TRANSLATION};
 
 extern "C" {
     fn omptarget_indirect_cache_translations(
@@ -47,17 +49,13 @@ extern "C" {
 }
 
 /// The environment variable that turns the cache off for a compile (`=0`): the benchmarks build
-/// their loops both ways to measure what it saves.
+/// their loops both ways to measure what it saves ([`policy::caches_loops`]).
 pub const SWITCH: &str = "OMPTARGET_INDIRECT_LOOP_CACHE";
-
-fn enabled() -> bool {
-    std::env::var_os(SWITCH).is_none_or(|value| value != "0")
-}
 
 impl Pass<'_> {
     /// Caches the translations left in the loops of the module's program functions.
     pub(crate) unsafe fn cache_loop_translations(&mut self) {
-        if self.phase != Phase::OptimizerLast || !enabled() {
+        if !policy::caches_loops(self.phase) {
             return;
         }
         // SAFETY: handles from the module; the shim changes one function at a time and returns
@@ -67,8 +65,7 @@ impl Pass<'_> {
             if translate.is_null() {
                 return;
             }
-            // The key-range test on GPUs only (module documentation).
-            let key_range = !self.on_x86_64();
+            let key_range = policy::guards_key_range(self.on_x86_64());
             // The translation calls of each function: how many the shim may hand back.
             let mut functions: Vec<LLVMValueRef> = direct_calls(translate, 1)
                 .into_iter()
@@ -78,7 +75,7 @@ impl Pass<'_> {
             functions.sort();
             let calls = functions.chunk_by(|a, b| a == b).map(|run| (run[0], run.len())).collect::<Vec<_>>();
             for (function, translations) in calls {
-                if crate::pass::value_name_bytes(function).is_some_and(is_runtime_function) {
+                if value_name_bytes(function).is_some_and(|name| policy::is_runtime_function(&name)) {
                     continue;
                 }
                 let mut changed = vec![std::ptr::null_mut(); translations];

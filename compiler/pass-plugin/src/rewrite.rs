@@ -5,6 +5,7 @@
 //!   host-offload device); in the host module only Fortran's `omptarget_indirect` holders get
 //!   their indirect offload entries ([`crate::fortran`]) and the vtables are recorded
 //!   ([`crate::host_vtables`]).
+//! - Each decision below is [`crate::policy`]'s; this module is the driver that applies them.
 //! - An indirect call is a call or invoke whose callee is not a known function: not a function,
 //!   an alias, inline asm, null or undef (intrinsics are functions). Its callee operand is
 //!   replaced in place, so it keeps its attributes, calling convention, operand bundles and
@@ -14,8 +15,8 @@
 //!   global the plugins pair with the host's ([`crate::vtables`]).
 //! - Calls of `__dynamic_cast` call the device library's cast, which translates the vtable
 //!   pointers it reads ([`crate::dynamic_casts`]).
-//! - The OpenMP runtime's own functions are left alone ([`is_runtime_function`]): their indirect
-//!   calls go to outlined regions whose device addresses the compiler took.
+//! - The OpenMP runtime's own functions are left alone ([`policy::is_runtime_function`]): their
+//!   indirect calls go to outlined regions whose device addresses the compiler took.
 //! - A callee in another address space with generic-sized pointers (amdgcn loads vtable slots
 //!   as `ptr addrspace(1)`) is cast to the generic address space, translated, and cast back.
 //! - A callee that is already a translation (directly, through an address-space cast, or every
@@ -34,27 +35,16 @@
 //!   (`memory(read)` would not: the indirect call it precedes may write memory, so LICM could
 //!   not move the translation across it.)
 
-use std::collections::HashSet;
-
+use crate::device_addresses::device_global_of;
+use crate::device_addresses::is_known_callee;
+use crate::ir::{direct_calls, instructions, value_name, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
+use crate::policy::{self, IndirectCall};
 use crate::remarks::{Kind, Remarks};
-use crate::vtables;
-
-use crate::pass::{
-    device_global_of, direct_calls, holds_only_device_addresses, instructions, is_known_callee,
-    is_translation, pure_attributes, translates_to_itself, value_name, value_name_bytes, Key, Pass, Phase,
-    Summary, TranslationFunction,
-};
-pub use crate::pass::{LLVM_LOOKUP, TRANSLATE};
-/// The module flag clang sets on every OpenMP device module (`-fopenmp-is-target-device`).
-pub const DEVICE_MODULE_FLAG: &str = "openmp-device";
-
-/// Whether a function with this name belongs to the OpenMP runtime (left alone) rather than to
-/// the program ([`omptarget_indirect_abi::is_openmp_runtime_function`]).
-pub fn is_runtime_function(name: &[u8]) -> bool {
-    omptarget_indirect_abi::is_openmp_runtime_function(name)
-}
+use crate::summary::{Phase, Summary};
+use crate::translation::{pure_attributes, Key, Pass, TranslationFunction};
+pub use crate::translation::{LLVM_LOOKUP, TRANSLATE};
 
 /// Rewrites `module` as the module documentation says and reports what it did.
 ///
@@ -65,15 +55,19 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
     // during this call, and collects instructions before changing any.
     unsafe {
         let mut summary = Summary::default();
-        if !is_device_module(module) {
+        if !policy::rewrites(module) {
             match phase {
                 Phase::PipelineStart => {
                     summary.fortran_entries = crate::fortran::add_indirect_entries(module);
                     summary.indirect_entries = crate::indirect_entries::name_host_entries(module);
                 }
-                // After the optimizer: only the vtables the object file will define.
+                // After the optimizer: only the vtables the object file will define, and the
+                // image anchor the records are found through.
                 Phase::OptimizerLast => {
-                    summary.host_vtables = crate::host_vtables::record_host_vtables(module)
+                    summary.host_vtables = crate::host_vtables::record_host_vtables(module);
+                    if summary.host_vtables > 0 {
+                        crate::image_anchor::register_in_host(module);
+                    }
                 }
             }
             return summary;
@@ -118,18 +112,6 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
     }
 }
 
-/// Whether `module` carries clang's `openmp-device` module flag.
-unsafe fn is_device_module(module: LLVMModuleRef) -> bool {
-    // SAFETY: valid module (caller).
-    unsafe { has_module_flag(module, DEVICE_MODULE_FLAG) }
-}
-
-/// Whether `module` carries the module flag `flag`.
-pub(crate) unsafe fn has_module_flag(module: LLVMModuleRef, flag: &str) -> bool {
-    // SAFETY: valid module (caller); the key is passed with its length.
-    unsafe { !LLVMGetModuleFlag(module, flag.as_ptr().cast(), flag.len()).is_null() }
-}
-
 /// Per-function counts for the analysis remark.
 #[derive(Default)]
 struct FunctionCounts {
@@ -141,7 +123,7 @@ struct FunctionCounts {
 }
 
 impl Pass<'_> {
-    /// Replaces each `translate(x)` that is `x` ([`translates_to_itself`]) by `x`, in `within`
+    /// Replaces each `translate(x)` that is `x` ([`policy::folds`]) by `x`, in `within`
     /// only when given (a function), else in the whole module.
     pub(crate) unsafe fn fold_translations(&mut self, within: Option<LLVMValueRef>) {
         // SAFETY: handles from the module; uses are collected before any call is erased.
@@ -161,7 +143,7 @@ impl Pass<'_> {
                 let calls = candidates.into_iter().filter(|&call| !LLVMIsACallInst(call).is_null());
                 for call in calls {
                     let operand = LLVMGetOperand(call, 0);
-                    if !translates_to_itself(operand) || LLVMTypeOf(operand) != LLVMTypeOf(call) {
+                    if !policy::folds(operand) || LLVMTypeOf(operand) != LLVMTypeOf(call) {
                         continue;
                     }
                     self.remarks.emit(Kind::Passed, call, c"TranslationFolded", || {
@@ -188,7 +170,7 @@ impl Pass<'_> {
     unsafe fn rewrite_function(&mut self, function: LLVMValueRef) {
         // SAFETY: handles from the module; the calls are collected before the first insertion.
         unsafe {
-            let runtime = value_name_bytes(function).is_some_and(is_runtime_function);
+            let runtime = value_name_bytes(function).is_some_and(|name| policy::is_runtime_function(&name));
             if !runtime {
                 self.translate_vtable_loads(function);
             }
@@ -196,19 +178,17 @@ impl Pass<'_> {
             let mut sites = Vec::new();
             for inst in instructions(function) {
                 let Some(callee) = indirect_callee(inst) else { continue };
-                if runtime {
-                    counts.in_runtime += 1;
-                    self.remarks.emit(Kind::Missed, inst, c"RuntimeCallLeftAlone", || {
-                        "indirect call left alone: it is in an OpenMP runtime function".into()
-                    });
-                } else if is_translation(callee, &mut HashSet::new()) {
-                    counts.already_translated += 1;
-                } else if vtables::is_device_vtable_slot(callee) {
-                    counts.from_device_vtable += 1;
-                } else if holds_only_device_addresses(callee) {
-                    counts.from_device_variable += 1;
-                } else {
-                    sites.push(inst);
+                match policy::indirect_call(runtime, callee) {
+                    IndirectCall::InRuntime => {
+                        counts.in_runtime += 1;
+                        self.remarks.emit(Kind::Missed, inst, c"RuntimeCallLeftAlone", || {
+                            "indirect call left alone: it is in an OpenMP runtime function".into()
+                        });
+                    }
+                    IndirectCall::AlreadyTranslated => counts.already_translated += 1,
+                    IndirectCall::ThroughDeviceVtable => counts.from_device_vtable += 1,
+                    IndirectCall::ThroughDeviceVariable => counts.from_device_variable += 1,
+                    IndirectCall::Translate => sites.push(inst),
                 }
             }
             for site in sites {
@@ -306,7 +286,7 @@ unsafe fn indirect_callee(inst: LLVMValueRef) -> Option<LLVMValueRef> {
 }
 
 /// The optimizer's peephole step (after each instruction combining, in the device compile): folds
-/// the translations of `function` that are their operand ([`translates_to_itself`]), before the
+/// the translations of `function` that are their operand ([`policy::folds`]), before the
 /// optimizer decides what to devirtualize and inline. Returns whether `function` changed.
 ///
 /// # Safety
@@ -315,7 +295,7 @@ pub unsafe fn fold_function(function: LLVMValueRef) -> bool {
     // SAFETY: the function's module, valid by precondition; nothing else runs on it.
     unsafe {
         let module = LLVMGetGlobalParent(function);
-        if !is_device_module(module) {
+        if !policy::rewrites(module) {
             return false;
         }
         let context = LLVMGetModuleContext(module);
@@ -348,25 +328,6 @@ unsafe fn describe_callee(callee: LLVMValueRef) -> String {
             "a pointer chosen on several paths".into()
         } else {
             "a computed pointer".into()
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_runtime_function;
-
-    #[test]
-    fn runtime_names() {
-        for runtime in
-            ["__kmpc_parallel_51", "__llvm_omp_indirect_call_lookup", "__omp_rtl_x", "omp_get_num_teams"]
-        {
-            assert!(is_runtime_function(runtime.as_bytes()), "{runtime}");
-        }
-        for program in
-            ["__omp_offloading_fe00_98c0b0_main_l8", "__omp_outlined__1", "main", "_Z3fooi", "_ZN5ompxy1fEv"]
-        {
-            assert!(!is_runtime_function(program.as_bytes()), "{program}");
         }
     }
 }

@@ -28,15 +28,20 @@
 
 use omptarget_indirect_abi::write_vtable_word;
 
+use crate::device_addresses::device_global_of;
+use crate::ir::{
+    has_metadata, instructions, keep, kind_id, md_string, node_operands, picks_only, users, value_name_bytes,
+};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::target::{LLVMABISizeOfType, LLVMGetModuleDataLayout};
 use crate::llvm::{LLVMLinkage, LLVMTypeKind, LLVMVisibility};
-use crate::pass::{
-    device_global_of, has_metadata, instructions, is_key_in_range_only, is_translation, is_translation_call,
-    keep, picks_only, users, value_name_bytes, Key, Pass, Phase, CLANG_VTABLE_LOOKUP, VTABLE_TRANSLATION,
-};
 use crate::remarks::Kind;
+use crate::summary::Phase;
+use crate::translation::{
+    is_key_in_range_only, is_translation, is_translation_call, Key, Pass, CLANG_VTABLE_LOOKUP,
+    VTABLE_TRANSLATION,
+};
 
 /// How a load was recognised as a vtable pointer load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,7 +163,7 @@ pub(crate) unsafe fn defined_vtables(module: LLVMModuleRef) -> Vec<(LLVMValueRef
                 )
             {
                 let size = LLVMABISizeOfType(layout, LLVMGlobalGetValueType(global));
-                vtables.push((global, String::from_utf8_lossy(name).into_owned(), size));
+                vtables.push((global, String::from_utf8_lossy(&name).into_owned(), size));
             }
             global = LLVMGetNextGlobal(global);
         }
@@ -270,7 +275,7 @@ unsafe fn tagged_vtable_load(context: LLVMContextRef, inst: LLVMValueRef) -> boo
         let Some(access) = node_operands(tag).get(1).copied() else { return false };
         node_operands(access)
             .first()
-            .is_some_and(|&name| md_string(name) == Some(b"vtable pointer".as_slice()))
+            .is_some_and(|&name| md_string(name).as_deref() == Some(b"vtable pointer".as_slice()))
     }
 }
 
@@ -353,37 +358,5 @@ unsafe fn constant_indices(gep: LLVMValueRef) -> bool {
     // SAFETY: operand reads on a valid GEP.
     unsafe {
         (1..LLVMGetNumOperands(gep) as u32).all(|i| !LLVMIsAConstantInt(LLVMGetOperand(gep, i)).is_null())
-    }
-}
-
-/// The metadata kind `name` in `context`.
-unsafe fn kind_id(context: LLVMContextRef, name: &str) -> u32 {
-    // SAFETY: the name is passed with its length.
-    unsafe { LLVMGetMDKindIDInContext(context, name.as_ptr().cast(), name.len() as u32) }
-}
-
-/// The operands of the metadata node `node` (as values); empty for null or a non-node.
-unsafe fn node_operands(node: LLVMValueRef) -> Vec<LLVMValueRef> {
-    // SAFETY: `node` is null or metadata wrapped as a value; the buffer has the node's size.
-    unsafe {
-        if node.is_null() || LLVMIsAMDNode(node).is_null() {
-            return Vec::new();
-        }
-        let mut operands = vec![std::ptr::null_mut(); LLVMGetMDNodeNumOperands(node) as usize];
-        LLVMGetMDNodeOperands(node, operands.as_mut_ptr());
-        operands
-    }
-}
-
-/// The bytes of the metadata string `value`, if it is one.
-unsafe fn md_string<'a>(value: LLVMValueRef) -> Option<&'a [u8]> {
-    // SAFETY: LLVM returns the string's bytes and length, owned by the context.
-    unsafe {
-        if value.is_null() || LLVMIsAMDString(value).is_null() {
-            return None;
-        }
-        let mut len = 0;
-        let text = LLVMGetMDString(value, &mut len);
-        (!text.is_null()).then(|| std::slice::from_raw_parts(text.cast::<u8>(), len as usize))
     }
 }

@@ -702,15 +702,14 @@ fn device_modules_name_a_global_per_indirect_function_beside_clangs() {
     assert!(text.contains("@__omptarget_indirect_image_anchor = weak_odr protected global i64 0"));
 }
 
-/// After the optimizer, a vtable pointer's translation in a loop whose key changes keeps its last
-/// key and result: the lookup is called on the miss path only, a phi picks the cached result on
-/// the hit path, and the key registers start null. A loop-invariant key (LICM's job), a
-/// translation outside a loop and a function pointer's are left as they are; so is the OpenMP
-/// runtime.
-#[test]
-fn translations_in_loops_keep_their_last_key_and_result() {
-    let module = Module::parse(&format!(
-        r#"declare ptr @__kmpc_target_translate_fptr(ptr) #0
+/// A device module for `triple` (empty: no target) whose function `sum` translates, in a loop, a
+/// vtable pointer, a loop-invariant one and a function pointer, and whose runtime function loops
+/// over vtable pointers too.
+fn loops_of_translations(triple: &str) -> Module {
+    Module::parse(&format!(
+        "{triple}{}",
+        format_args!(
+            r#"declare ptr @__kmpc_target_translate_fptr(ptr) #0
 define i64 @sum(ptr %objects, i64 %n, ptr %invariant) {{
 entry:
   %once = call ptr @__kmpc_target_translate_fptr(ptr %invariant) #0
@@ -752,7 +751,18 @@ exit:
 attributes #0 = {{ nounwind willreturn nosync nofree memory(none) }}
 !1 = !{{}}
 {DEVICE_FLAG}"#
-    ));
+        )
+    ))
+}
+
+/// After the optimizer, a vtable pointer's translation in a loop whose key changes keeps its last
+/// key and result: the lookup is called on the miss path only, a phi picks the cached result on
+/// the hit path, and the key registers start null. A loop-invariant key (LICM's job), a
+/// translation outside a loop and a function pointer's are left as they are; so is the OpenMP
+/// runtime.
+#[test]
+fn translations_in_loops_keep_their_last_key_and_result() {
+    let module = loops_of_translations("");
     let summary = module.rewrite(Phase::OptimizerLast);
     assert_eq!((summary.cached, summary.guarded), (1, 1), "{}", module.text());
     // The key is compared with the last one; the call moved to the miss path, which stores both.
@@ -926,4 +936,12 @@ fn host_modules_and_the_pipeline_start_stub_nothing() {
     );
     assert_eq!(host.rewrite(Phase::OptimizerLast).host_only_stubs, 0);
     assert!(host.text().contains("ptr @_ZN1A4hostEv]"));
+}
+
+#[test]
+fn on_the_x86_64_device_loop_translations_are_cached_but_not_guarded() {
+    let module = loops_of_translations("target triple = \"x86_64-unknown-linux-gnu\"\n");
+    let summary = module.rewrite(Phase::OptimizerLast);
+    assert_eq!((summary.cached, summary.guarded), (1, 0), "{}", module.text());
+    assert!(!module.text().contains("@__omptarget_indirect_first_key"), "{}", module.text());
 }

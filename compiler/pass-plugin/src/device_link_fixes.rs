@@ -1,0 +1,107 @@
+//! Fixes the device link needs, whatever the program: on amdgcn the C++ ABI's traps for pure
+//! virtual and deleted functions, which no AMDGPU device library defines; on the x86_64 device
+//! weak type_info references, which the image's link cannot resolve where a shared library
+//! loaded later defines them; and the trapping bodies the stubs of `crate::host_only` share.
+
+use crate::ir::value_name_bytes;
+use crate::llvm::core::*;
+use crate::llvm::prelude::*;
+use crate::llvm::LLVMLinkage;
+use crate::translation::Pass;
+
+impl Pass<'_> {
+    /// On amdgcn, defines `__cxa_pure_virtual` and `__cxa_deleted_virtual` where the module names
+    /// them without a definition (the vtable of a class with a pure virtual or deleted function):
+    /// no AMDGPU device library here defines them (the nvptx DeviceRTL does), and the device link
+    /// would refuse a vtable this project emitted. Weak, so that a program's own definition wins;
+    /// the C++ runtime calls them only for a call that is undefined behaviour: they trap.
+    pub(crate) unsafe fn define_abi_traps(&mut self) {
+        // SAFETY: the module's target string and functions; a body is given to a declaration only.
+        unsafe {
+            let target = std::ffi::CStr::from_ptr(LLVMGetTarget(self.module)).to_bytes();
+            if !target.starts_with(b"amdgcn") {
+                return;
+            }
+            for name in [c"__cxa_pure_virtual", c"__cxa_deleted_virtual"] {
+                let function = LLVMGetNamedFunction(self.module, name.as_ptr());
+                if function.is_null() || LLVMIsDeclaration(function) == 0 {
+                    continue;
+                }
+                self.build_trap_body(function, None);
+                LLVMSetLinkage(function, LLVMLinkage::LLVMWeakAnyLinkage);
+                self.summary.host_only_stubs += 1;
+            }
+        }
+    }
+
+    /// On the x86_64 device, makes the module's declarations of type_info objects (`_ZTI*`) weak.
+    /// The vtables this project emits name their classes' type_info, and a base class's is
+    /// defined where its key function is: in a shared library the program may load with `dlopen`
+    /// only later, which the device image's link cannot see (a strong reference stops it). The
+    /// image, loaded at the first target region, binds them to the host program's (GPU device
+    /// code has no RTTI).
+    pub(crate) unsafe fn weaken_type_info_references(&mut self) {
+        // SAFETY: reads and linkage changes of the module's global declarations.
+        unsafe {
+            if !self.on_x86_64() {
+                return;
+            }
+            let mut global = LLVMGetFirstGlobal(self.module);
+            while !global.is_null() {
+                if LLVMIsDeclaration(global) != 0
+                    && value_name_bytes(global).is_some_and(|n| n.starts_with(b"_ZTI"))
+                    && LLVMGetLinkage(global) == LLVMLinkage::LLVMExternalLinkage
+                {
+                    LLVMSetLinkage(global, LLVMLinkage::LLVMExternalWeakLinkage);
+                    self.summary.weakened_type_info += 1;
+                }
+                global = LLVMGetNextGlobal(global);
+            }
+        }
+    }
+
+    /// Ends the block `builder` is at with `llvm.trap` and `unreachable`.
+    pub(crate) unsafe fn build_trap(&self, builder: LLVMBuilderRef) {
+        // SAFETY: a builder positioned in a function of the module; the intrinsic is declared once.
+        unsafe {
+            let void = LLVMVoidTypeInContext(self.context);
+            let trap_type = LLVMFunctionType(void, std::ptr::null_mut(), 0, 0);
+            let mut trap = LLVMGetNamedFunction(self.module, c"llvm.trap".as_ptr());
+            if trap.is_null() {
+                trap = LLVMAddFunction(self.module, c"llvm.trap".as_ptr(), trap_type);
+            }
+            LLVMBuildCall2(builder, trap_type, trap, std::ptr::null_mut(), 0, c"".as_ptr());
+            LLVMBuildUnreachable(builder);
+        }
+    }
+
+    /// Gives the declaration `function` a body that writes `message` (if any: the x86_64
+    /// device) to the standard error stream and traps.
+    pub(crate) unsafe fn build_trap_body(&self, function: LLVMValueRef, message: Option<&str>) {
+        // SAFETY: new blocks and instructions of the module's context, in a function that has none.
+        unsafe {
+            let builder = LLVMCreateBuilderInContext(self.context);
+            let entry = LLVMAppendBasicBlockInContext(self.context, function, c"entry".as_ptr());
+            LLVMPositionBuilderAtEnd(builder, entry);
+            if let Some(message) = message {
+                // `dprintf(2, "%s", message)`: the message holds a symbol name, which is data.
+                // A pointer to a global is the global itself (opaque pointers).
+                let format = LLVMBuildGlobalString(builder, c"%s".as_ptr(), c"".as_ptr());
+                let text =
+                    LLVMBuildGlobalString(builder, format!("{message}\0").as_ptr().cast(), c"".as_ptr());
+                let int = LLVMInt32TypeInContext(self.context);
+                let ptr = LLVMPointerTypeInContext(self.context, 0);
+                let mut params = [int, ptr];
+                let dprintf_type = LLVMFunctionType(int, params.as_mut_ptr(), 2, 1);
+                let mut dprintf = LLVMGetNamedFunction(self.module, c"dprintf".as_ptr());
+                if dprintf.is_null() {
+                    dprintf = LLVMAddFunction(self.module, c"dprintf".as_ptr(), dprintf_type);
+                }
+                let mut args = [LLVMConstInt(int, 2, 0), format, text];
+                LLVMBuildCall2(builder, dprintf_type, dprintf, args.as_mut_ptr(), 3, c"".as_ptr());
+            }
+            self.build_trap(builder);
+            LLVMDisposeBuilder(builder);
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! Every decision the pass makes, each in one place; the other modules carry them out.
+//!
+//! | decision | rule | carried out by |
+//! |---|---|---|
+//! | rewrite | device modules only ([`rewrites`]); host modules get their indirect entries named and their vtables recorded | `rewrite`, `host_vtables` |
+//! | leave alone | the OpenMP runtime's own functions ([`is_runtime_function`]) | `rewrite`, `llvm_lookups`, `loop_cache` |
+//! | translate | the callee of every indirect call ([`indirect_call`]) and every vtable pointer load | `rewrite`, `vtables` |
+//! | not again | a translation already, a slot of a translated vtable, a local that only ever holds device addresses ([`indirect_call`]) | `rewrite` |
+//! | fold | `translate(x)` is `x` where `x` is a device address whatever the table holds ([`folds`]) | `rewrite` (and the peephole step) |
+//! | provide | what a GPU's device runtime defines, so a function reaching it may stay ([`runtime_provides`]) | `host_only` |
+//! | stub | a vtable slot of a function kept off the device ([`kept_off`]) or reaching what nothing provides: a stub that traps | `host_only` |
+//! | cache | translations of vtable pointers left in loops, after the optimizer, unless switched off ([`caches_loops`]) | `loop_cache` |
+//! | guard | on GPUs, a translation in a loop looks up only keys in the table's range ([`guards_key_range`]) | `loop_cache` |
+//!
+//! Each decision has its IR test in `tests/rewrite.rs` (a module in, the decision out).
+
+use std::collections::HashSet;
+
+use crate::device_addresses::{holds_only_device_addresses, translates_to_itself};
+use crate::ir::{has_module_flag, value_name_bytes};
+use crate::llvm::core::*;
+use crate::llvm::prelude::*;
+use crate::llvm::LLVMLinkage;
+use crate::summary::Phase;
+use crate::translation::is_translation;
+use crate::vtables::is_device_vtable_slot;
+
+/// The module flag clang sets on every OpenMP device module (`-fopenmp-is-target-device`).
+pub const DEVICE_MODULE_FLAG: &str = "openmp-device";
+
+/// Whether the pass rewrites `module`: an OpenMP device module (nvptx64, amdgcn, or the x86_64
+/// host-offload device).
+///
+/// # Safety
+/// `module` must be a valid module.
+pub unsafe fn rewrites(module: LLVMModuleRef) -> bool {
+    // SAFETY: valid module (caller).
+    unsafe { has_module_flag(module, DEVICE_MODULE_FLAG) }
+}
+
+/// Whether a function with this name belongs to the OpenMP runtime (left alone: its indirect
+/// calls go to outlined regions whose device addresses the compiler took) rather than to the
+/// program ([`omptarget_indirect_abi::is_openmp_runtime_function`]).
+pub fn is_runtime_function(name: &[u8]) -> bool {
+    omptarget_indirect_abi::is_openmp_runtime_function(name)
+}
+
+/// What the pass does with an indirect call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndirectCall {
+    /// Its callee is translated.
+    Translate,
+    /// It is in an OpenMP runtime function: left alone.
+    InRuntime,
+    /// Its callee is a translation already.
+    AlreadyTranslated,
+    /// Its callee was read from a slot of a translated vtable: a device address.
+    ThroughDeviceVtable,
+    /// Its callee is loaded from a local that only ever holds device addresses.
+    ThroughDeviceVariable,
+}
+
+/// The decision for an indirect call through `callee` in a function that is (`in_runtime`) or
+/// is not the OpenMP runtime's.
+///
+/// # Safety
+/// `callee` must be a valid value.
+pub unsafe fn indirect_call(in_runtime: bool, callee: LLVMValueRef) -> IndirectCall {
+    // SAFETY: analyses of a valid value (caller).
+    unsafe {
+        if in_runtime {
+            IndirectCall::InRuntime
+        } else if is_translation(callee, &mut HashSet::new()) {
+            IndirectCall::AlreadyTranslated
+        } else if is_device_vtable_slot(callee) {
+            IndirectCall::ThroughDeviceVtable
+        } else if holds_only_device_addresses(callee) {
+            IndirectCall::ThroughDeviceVariable
+        } else {
+            IndirectCall::Translate
+        }
+    }
+}
+
+/// Whether `translate(operand)` folds to `operand`: a known function or null, a translation
+/// already, or an address in a global of the device module (`device_addresses::translates_to_itself`).
+///
+/// # Safety
+/// `operand` must be a valid value.
+pub unsafe fn folds(operand: LLVMValueRef) -> bool {
+    // SAFETY: analyses of a valid value (caller).
+    unsafe { translates_to_itself(operand) }
+}
+
+/// What only code generation for the x86_64 device asks for, and the host process provides:
+/// exception handling and the C++ ABI's runtime (`__cxa_`, `_Unwind_`, `std::terminate`) and RTTI
+/// objects (`_ZTI`, `_ZTS`, the type-info vtables). GPU compiles ask for none of them (no
+/// exceptions: a `throw` becomes a trap), so counting them missing would stub on x86_64 what a
+/// GPU compile keeps.
+const X86_64_CODE_GENERATION: &[&[u8]] = &[
+    b"__cxa_",
+    b"_Unwind_",
+    b"__gxx_personality",
+    b"_ZSt9terminatev",
+    b"_ZTI",
+    b"_ZTS",
+    b"_ZTVN10__cxxabiv1",
+];
+
+/// Whether a GPU's device runtime defines the symbol `name`, whatever the file declares: LLVM's
+/// intrinsics; the OpenMP DeviceRTL's entry points (`__kmpc_`, `omp_`, `ompx_`, `__llvm_omp_`,
+/// ...) and its C and C++ ABI functions (LLVM 19 and 22: `printf`, `memcmp`, `memset`,
+/// `__assert_fail`, `__cxa_pure_virtual`, `__cxa_deleted_virtual`; amdgcn: `malloc`, `free`,
+/// `vprintf`); CUDA's PTX system calls (`malloc`, `free`, `vprintf`, `__assertfail`); the math
+/// libraries clang's OpenMP headers call (`__nv_`, `__ocml_`, `__ockl_`); this project's device
+/// library (`__kmpc_target_translate_fptr`, `__omptarget_indirect_`); the global `operator new`
+/// and `operator delete` (`_Znw`, `_Zna`, `_Zdl`, `_Zda`: clang's OpenMP `<new>` defines them in
+/// GPU compiles, the C++ library on the x86_64 device).
+/// On the x86_64 device (`x86_64`), also what its code generation asks for (`X86_64_CODE_GENERATION`).
+pub fn runtime_provides(name: &[u8], x86_64: bool) -> bool {
+    const PREFIXES: &[&[u8]] = &[
+        b"llvm.",
+        b"llvm_omp_",
+        b"__llvm_",
+        b"__nv_",
+        b"__ocml_",
+        b"__ockl_",
+        b"__oclc_",
+        b"__omptarget_indirect_",
+        b"_Znw",
+        b"_Zna",
+        b"_Zdl",
+        b"_Zda",
+    ];
+    const NAMES: &[&[u8]] = &[
+        b"printf",
+        b"vprintf",
+        b"malloc",
+        b"free",
+        b"memcmp",
+        b"memset",
+        b"memcpy",
+        b"memmove",
+        b"__assert_fail",
+        b"__assertfail",
+        b"__cxa_pure_virtual",
+        b"__cxa_deleted_virtual",
+    ];
+    (x86_64 && X86_64_CODE_GENERATION.iter().any(|prefix| name.starts_with(prefix)))
+        || is_runtime_function(name)
+        || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+        || NAMES.contains(&name)
+}
+
+/// Whether the declaration `function` is a C++ function the frontend plugin kept off the device
+/// (not `declare target` and reaching host-only code, or `device_type(host)`): it declares them
+/// `extern_weak`, and the vtable slots naming them get a stub that traps.
+///
+/// # Safety
+/// `function` must be a valid function.
+pub unsafe fn kept_off(function: LLVMValueRef) -> bool {
+    // SAFETY: linkage and name reads of a valid function (caller).
+    unsafe {
+        LLVMIsDeclaration(function) != 0
+            && LLVMGetLinkage(function) == LLVMLinkage::LLVMExternalWeakLinkage
+            && value_name_bytes(function).is_some_and(|name| name.starts_with(b"_Z"))
+    }
+}
+
+/// Whether translations left in loops get the loop cache in this `phase`: after the optimizer
+/// (which hoisted the loop-invariant ones), unless `OMPTARGET_INDIRECT_LOOP_CACHE=0`
+/// ([`crate::loop_cache::SWITCH`]) is in the compiler's environment.
+pub fn caches_loops(phase: Phase) -> bool {
+    phase == Phase::OptimizerLast
+        && std::env::var_os(crate::loop_cache::SWITCH).is_none_or(|value| value != "0")
+}
+
+/// Whether a translation in a loop looks up only keys in the table's range: on GPUs, where lanes
+/// of a warp would otherwise wait for the lookup of a device address; not on the x86_64 device,
+/// where measured it made host-built objects slower (`docs/performance.md`).
+pub fn guards_key_range(x86_64: bool) -> bool {
+    !x86_64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_names() {
+        for runtime in
+            ["__kmpc_parallel_51", "__llvm_omp_indirect_call_lookup", "__omp_rtl_x", "omp_get_num_teams"]
+        {
+            assert!(is_runtime_function(runtime.as_bytes()), "{runtime}");
+        }
+        for program in
+            ["__omp_offloading_fe00_98c0b0_main_l8", "__omp_outlined__1", "main", "_Z3fooi", "_ZN5ompxy1fEv"]
+        {
+            assert!(!is_runtime_function(program.as_bytes()), "{program}");
+        }
+    }
+
+    #[test]
+    fn what_a_device_runtime_provides() {
+        for provided in
+            ["printf", "llvm.trap", "__nv_sin", "__kmpc_target_translate_fptr", "_Znwm", "omp_get_team_num"]
+        {
+            assert!(runtime_provides(provided.as_bytes(), false), "{provided}");
+        }
+        for missing in ["strlen", "_ZSt4cout", "puts", "__cxa_throw", "_ZTI5Shape"] {
+            assert!(!runtime_provides(missing.as_bytes(), false), "{missing} on a GPU");
+        }
+        // The x86_64 device's code generation asks for the C++ ABI's runtime, which the host has.
+        for host in ["__cxa_throw", "_Unwind_Resume", "_ZTI5Shape", "_ZTVN10__cxxabiv117__class_type_infoE"] {
+            assert!(runtime_provides(host.as_bytes(), true), "{host} on x86_64");
+        }
+        assert!(!runtime_provides(b"strlen", true));
+    }
+
+    #[test]
+    fn the_key_range_is_guarded_on_gpus_only() {
+        assert!(guards_key_range(false));
+        assert!(!guards_key_range(true));
+    }
+
+    #[test]
+    fn loops_are_cached_after_the_optimizer_only() {
+        assert!(!caches_loops(Phase::PipelineStart));
+        // (The switch is read from the environment, which the suite's benchmarks set per compile.)
+        if std::env::var_os(crate::loop_cache::SWITCH).is_none() {
+            assert!(caches_loops(Phase::OptimizerLast));
+        }
+    }
+}
