@@ -71,10 +71,16 @@ struct DeviceCompile {
 }
 
 fn device_compile(llvm: Llvm, name: &str, with_plugin: bool) -> DeviceCompile {
+    device_compile_with(llvm, name, with_plugin, &[])
+}
+
+/// [`device_compile`] with the plugin's arguments `plugin_args` (`vtables=declare-target`).
+fn device_compile_with(llvm: Llvm, name: &str, with_plugin: bool, plugin_args: &[&str]) -> DeviceCompile {
     let release = clang_release(llvm);
     let dir = workspace().join("target/tests/frontend-plugin").join(format!("llvm{}", llvm.major));
     std::fs::create_dir_all(&dir).unwrap();
-    let ir = dir.join(format!("{name}.{}.ll", if with_plugin { "plugin" } else { "stock" }));
+    let variant = if with_plugin { format!("plugin{}", plugin_args.join("-")) } else { "stock".to_string() };
+    let ir = dir.join(format!("{name}.{variant}.ll"));
     let _ = std::fs::remove_file(&ir);
     let mut compile = Command::new(&release.clangxx);
     compile
@@ -91,6 +97,9 @@ fn device_compile(llvm: Llvm, name: &str, with_plugin: bool) -> DeviceCompile {
         .arg(&ir);
     if with_plugin {
         compile.arg(format!("-fplugin={}", plugin(llvm, &release).display()));
+        for arg in plugin_args {
+            compile.arg(format!("-fplugin-arg-omptarget_indirect-{arg}"));
+        }
     }
     let out = compile.output().expect("clang++ runs");
     DeviceCompile {
@@ -161,5 +170,99 @@ fn inline_indirect_functions_are_kept_for_the_device() {
             llvm.major,
             stock.diagnostics
         );
+    }
+}
+
+/// Whether `ir` defines the function `name` (a body, or an alias of one).
+fn defines_function(ir: &str, name: &str) -> bool {
+    let alias = format!("@{name} = ");
+    ir.lines().any(|l| {
+        (l.starts_with("define") && l.contains(&format!("@{name}(")))
+            || (l.starts_with(&alias) && l.contains(" alias "))
+    })
+}
+
+#[test]
+fn every_dynamic_class_goes_to_the_device_by_default_and_only_declared_ones_under_declare_target() {
+    for llvm in Llvm::all() {
+        let all = device_compile(llvm, "library_classes.cpp", true);
+        assert!(all.ok, "clang {}: {}", llvm.major, all.diagnostics);
+        assert!(defines(&all.ir, "_ZTV6Circle") && defines(&all.ir, "_ZTV6Marked"), "clang {}", llvm.major);
+        let declared = device_compile_with(llvm, "library_classes.cpp", true, &["vtables=declare-target"]);
+        assert!(declared.ok, "clang {}: {}", llvm.major, declared.diagnostics);
+        assert!(defines(&declared.ir, "_ZTV6Marked"), "clang {}: the region's class", llvm.major);
+        assert!(
+            !defines(&declared.ir, "_ZTV6Circle") && !declared.diagnostics.contains("vtable of `Circle`"),
+            "clang {}: vtables=declare-target emitted the library's class:\n{}",
+            llvm.major,
+            declared.diagnostics
+        );
+    }
+}
+
+#[test]
+fn a_library_class_goes_to_the_device_where_this_files_code_constructs_it() {
+    for llvm in Llvm::all() {
+        let with = device_compile(llvm, "system_header_classes.cpp", true);
+        assert!(with.ok, "clang {}: {}", llvm.major, with.diagnostics);
+        assert!(defines(&with.ir, "_ZTV12LibraryBuilt"), "clang {}:\n{}", llvm.major, with.diagnostics);
+        assert!(!defines(&with.ir, "_ZTV13LibraryUnused"), "clang {}", llvm.major);
+        assert!(
+            with.diagnostics.contains(
+                "vtable of `LibraryUnused` not emitted for the device: a library's class (system header) that this \
+                 file's own code neither constructs nor derives from"
+            ),
+            "clang {}:\n{}",
+            llvm.major,
+            with.diagnostics
+        );
+    }
+}
+
+#[test]
+fn an_out_of_line_virtual_destructor_has_every_variant_its_vtable_names() {
+    for llvm in Llvm::all() {
+        let with = device_compile(llvm, "out_of_line_destructor.cpp", true);
+        assert!(with.ok, "clang {}: {}", llvm.major, with.diagnostics);
+        assert!(defines(&with.ir, "_ZTV4Base"), "clang {}", llvm.major);
+        for variant in ["_ZN4BaseD0Ev", "_ZN4BaseD1Ev", "_ZN4BaseD2Ev"] {
+            assert!(defines_function(&with.ir, variant), "clang {}: no {variant}:\n{}", llvm.major, with.ir);
+        }
+    }
+}
+
+#[test]
+fn virtual_functions_reaching_host_only_code_are_kept_off_the_device_with_a_remark() {
+    for llvm in Llvm::all() {
+        let with = device_compile(llvm, "host_only_virtuals.cpp", true);
+        assert!(with.ok, "clang {}: {}", llvm.major, with.diagnostics);
+        for (method, reaches) in [("counted", "host_counter"), ("hosted", "host_only_function")] {
+            let remark = format!(
+                "`Widget::{method}` is not compiled for the device (not declare target, reaches host-only `{reaches}`)"
+            );
+            assert!(
+                with.diagnostics.contains(&remark),
+                "clang {}: no `{remark}`:\n{}",
+                llvm.major,
+                with.diagnostics
+            );
+        }
+        for symbol in ["_ZNK6Widget7countedEv", "_ZNK6Widget6hostedEv"] {
+            assert!(
+                !defines_function(&with.ir, symbol),
+                "clang {}: {symbol} was compiled for the device",
+                llvm.major
+            );
+            assert!(
+                with.ir
+                    .lines()
+                    .any(|l| l.starts_with("declare extern_weak") && l.contains(&format!("@{symbol}("))),
+                "clang {}: {symbol} is not a weak declaration:\n{}",
+                llvm.major,
+                with.ir
+            );
+        }
+        assert!(defines_function(&with.ir, "_ZNK6Widget5plainEv"), "clang {}", llvm.major);
+        assert!(!with.diagnostics.contains("`Widget::plain` is not compiled"), "clang {}", llvm.major);
     }
 }
