@@ -1,15 +1,18 @@
-# What both parts of the GPU bundle do, sourced by each part's run.sh (gpu-tests/bundle/run.sh:
-# LLVM 16's libomptarget and our CUDA plugin; run-llvm22.sh: LLVM 22's stock libomptarget).
+# What every part of the GPU bundle does, sourced by each part's run.sh (gpu-tests/bundle/run.sh:
+# LLVM 16's libomptarget and our CUDA plugin; run-stock.sh: a release's stock libomptarget).
 # The caller sets `here` (the part's folder) and calls, in order:
 #   parse_args "$@"                      --require-gpu, --bench, --out DIR
 #   use_runtime LIBOMPTARGET LIBRARY...  unpack debs/ into the cache, put the runtime on the path
+#   or use_private_runtime LIBOMPTARGET  unpack runtime.tar.xz (the runtime with its own C library
+#                                        and loader) into the cache; programs then run through
+#                                        that loader (`launch`)
 #   check_programs_load                  every program finds its libraries
 #   probe_gpu                            exits here (0, or 1 with --require-gpu) without a GPU;
 #                                        sets gpus and pageable_memory (0 or 1)
 #   step NAME COMMAND... / skip NAME WHY
 #   run_e2e_folder / run_control_folder  every program of a folder (run_e2e, run_control)
 #   run_benches NAME, find_sanitizer, run_memcheck / run_memcheck_control
-#   finish                               the summary line and the exit status
+#   finish                               the summary line, steps.tsv and the exit status
 
 parse_args() {
   require_gpu=0
@@ -31,6 +34,11 @@ parse_args() {
   passed=0
   failed=0
   skipped=0
+  # What runs a program of the part: nothing before it, or the carried loader
+  # (use_private_runtime).
+  launch=()
+  part=$(basename "$here")
+  : >"$out/steps.tsv"
 }
 
 unpack() { # deb dest
@@ -61,7 +69,8 @@ use_runtime() { # libomptarget library... (paths relative to the unpacked root)
   libomptarget=$(basename "$1")
   local debs_sum
   debs_sum=$(cat "$here"/debs/*.deb | cksum | cut -d' ' -f1)
-  runtime=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/omptarget-indirect-gpu-bundle/$debs_sum
+  # Keyed by the packages and the libraries asked for.
+  runtime=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/omptarget-indirect-gpu-bundle/$debs_sum-$(echo "$*" | cksum | cut -d' ' -f1)
   if [ ! -e "$runtime/lib/$libomptarget" ]; then
     rm -rf "$runtime"
     mkdir -p "$runtime/root" "$runtime/lib" "$runtime/deps" || exit 1
@@ -91,14 +100,53 @@ use_runtime() { # libomptarget library... (paths relative to the unpacked root)
   echo "runtime: $(ls "$runtime/lib" | tr '\n' ' ')(+ $(ls "$runtime/deps" | wc -l) libraries this system lacks)"
 }
 
+# A runtime carried with its own C library and loader (a release built for a newer C library
+# than this machine may have: Debian sid's), unpacked once into the cache as use_runtime's. The
+# programs run through that loader with the carried libraries first (`launch`); nothing is put
+# on LD_LIBRARY_PATH, where this machine's own programs would load the carried C library. The
+# driver's libcuda comes from the machine (its ld.so.cache, which the carried loader reads too).
+use_private_runtime() { # libomptarget (its file name in runtime.tar.xz)
+  local sum
+  sum=$(cksum <"$here/runtime.tar.xz" | cut -d' ' -f1)
+  runtime=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/omptarget-indirect-gpu-bundle/private-$sum
+  if [ ! -e "$runtime/lib/$1" ]; then
+    rm -rf "$runtime"
+    mkdir -p "$runtime/lib" "$runtime/driver" || exit 1
+    if ! tar -xJf "$here/runtime.tar.xz" -C "$runtime/lib" 2>/dev/null; then
+      python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+        "$here/runtime.tar.xz" "$runtime/lib" || { echo "cannot unpack runtime.tar.xz" >&2; exit 1; }
+    fi
+  fi
+  mkdir -p "$runtime/driver"
+  loader=$runtime/lib/ld-linux-x86-64.so.2
+  library_path=$here/lib:$runtime/lib:$runtime/driver
+  launch=("$loader" --library-path "$library_path")
+  if "${launch[@]}" --list "$runtime/lib/$1" 2>&1 | grep -q "not found"; then
+    echo "$1 cannot be loaded here:" >&2
+    "${launch[@]}" --list "$runtime/lib/$1" 2>&1 | grep "not found" >&2
+    exit 1
+  fi
+  echo "runtime: $(ls "$runtime/lib" | wc -l) libraries with their own loader ($(basename "$loader"))"
+}
+
+# The libraries `program` links, as `ldd` lists them: through the carried loader where there is one.
+list_libraries() { # program
+  if [ ${#launch[@]} -gt 0 ]; then
+    "${launch[@]}" --list "$1" 2>&1
+  else
+    ldd "$1" 2>&1
+  fi
+}
+
 # Every program of the part finds every library it links (here, before any GPU is asked for).
 check_programs_load() {
   local program missing=0
   for program in "$here"/e2e*/* "$here"/bench/*; do
     [ -x "$program" ] || continue
-    if ldd "$program" | grep -q "not found"; then
+    case $program in *.so) continue ;; esac
+    if list_libraries "$program" | grep -q "not found"; then
       echo "$program cannot be loaded here:" >&2
-      ldd "$program" | grep "not found" >&2
+      list_libraries "$program" | grep "not found" >&2
       missing=1
     fi
   done
@@ -110,6 +158,7 @@ probe_gpu() {
   probe=$("$here/bin/gpu-test" probe)
   rc=$?
   if [ $rc -eq 3 ]; then
+    printf '%s\t%s\tskipped\t%s\n' "$part" "every step" "no NVIDIA GPU" >>"$out/steps.tsv"
     echo "no NVIDIA GPU: built, not run"
     exit $require_gpu
   fi
@@ -154,7 +203,7 @@ skip() { # name why
 # An end-to-end program passes: it exits 0 and prints `<name>: N checks, 0 failed`.
 run_e2e() { # program
   local output
-  output=$(OMP_TARGET_OFFLOAD=MANDATORY "$1" 2>&1)
+  output=$(OMP_TARGET_OFFLOAD=MANDATORY ${launch[@]+"${launch[@]}"} "$1" 2>&1)
   local rc=$?
   echo "$output" | tail -n 3
   [ $rc -eq 0 ] && echo "$output" | grep -q "^$(basename "$1"): [0-9]* checks, 0 failed$"
@@ -165,7 +214,7 @@ run_e2e() { # program
 # otherwise, fails.
 run_control() { # program
   local output
-  output=$(OMP_TARGET_OFFLOAD=MANDATORY timeout 120 "$1" 2>&1)
+  output=$(OMP_TARGET_OFFLOAD=MANDATORY timeout 120 ${launch[@]+"${launch[@]}"} "$1" 2>&1)
   local rc=$?
   echo "$output" | head -n 8
   echo "exit status $rc"
@@ -202,7 +251,8 @@ run_control_folder() { # step-prefix folder what-it-lacks
 # The virtual calls over arrays of host-built objects (run.sh --bench): every result checked, the
 # timings in virtual_arrays_gpu.txt.
 run_array_bench() {
-  OMP_TARGET_OFFLOAD=MANDATORY "$here/bench/virtual_arrays_gpu" > "$out/virtual_arrays_gpu.txt" 2>&1
+  OMP_TARGET_OFFLOAD=MANDATORY ${launch[@]+"${launch[@]}"} "$here/bench/virtual_arrays_gpu" \
+    > "$out/virtual_arrays_gpu.txt" 2>&1
   local rc=$?
   grep -vE '^[a-z0-9_]+,[0-9]+,[0-9.]+$' "$out/virtual_arrays_gpu.txt"
   [ $rc -eq 0 ] && grep -q "^virtual_arrays_gpu: [0-9]* checks, 0 failed$" "$out/virtual_arrays_gpu.txt"
@@ -225,7 +275,7 @@ run_benches() { # name-of-the-translation-step
 run_memcheck() { # sanitizer program
   local log=$out/memcheck-$(basename "$2").txt
   OMP_TARGET_OFFLOAD=MANDATORY LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD=0 timeout 600 \
-    "$1" --tool memcheck --leak-check full "$2" > "$log" 2>&1
+    "$1" --tool memcheck --leak-check full ${launch[@]+"${launch[@]}"} "$2" > "$log" 2>&1
   local rc=$?
   grep -v '^=========         Host Frame:' "$log" | head -n 40
   local counts
@@ -257,6 +307,8 @@ find_sanitizer() {
   command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true
 }
 
+# The summary line; steps.tsv (part, step, passed/FAILED/skipped, why) is what report.sh makes
+# the table of every part's run from.
 finish() {
   echo "gpu bundle: $passed passed, $failed failed, $skipped skipped"
   [ $failed -eq 0 ]

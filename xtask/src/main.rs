@@ -38,12 +38,12 @@ commands:
                                                 plugin's vtable policy costs device compiles
                                                 (target/bench/;
                                                 `frontend`, `stock`, `virtual`: that part alone)
-  gpu-test [--part llvm16|llvm22]               build the GPU bundle's parts (target/gpu-bundle/: clang 19
-           [--require-gpu]                      through libomptarget 16; target/gpu-bundle-llvm22/: clang
-                                                22 through the stock libomptarget 22), each part given or
-                                                both, and run them on this machine's NVIDIA GPU (without
+  gpu-test [--part llvm16|llvm21|llvm22|llvm23] build the GPU bundle's parts (target/gpu-bundle/: clang
+           [--require-gpu]                      19 through libomptarget 16; target/gpu-bundle-llvmN/: clang
+                                                N through its stock libomptarget), each part given or
+                                                all, and run them on this machine's NVIDIA GPU (without
                                                 one: \"built, not run\", exit 0)
-  gpu-bench                                     both parts' benchmarks (target/bench/, target/bench/llvm22/)
+  gpu-bench                                     every part's benchmarks (target/bench/, target/bench/llvmN/)
   install --prefix DIR [--llvm DIR]...          build for each LLVM given (an install prefix; else
           [--sm LIST] [--gfx LIST]              $OMPTARGET_INDIRECT_LLVM, llvm-config on PATH, Debian's),
           [--without fortran|libomptarget16-plugins]  then install a relocatable tree under DIR ($DESTDIR
@@ -166,10 +166,10 @@ fn run(args: Vec<String>) -> Result<()> {
             no_options(command, rest)?;
             let tools = Tools::locate(&workspace)?;
             let dist = build::build(&workspace, &tools, &Archs::default())?;
-            for part in gpu_bundle::Part::ALL {
+            for part in gpu_bundle::Part::all() {
                 let (bundle, _) = gpu_bundle::build(&workspace, &tools, &dist, part)?;
                 let out = match part {
-                    gpu_bundle::Part::Llvm16 => workspace.join("target/bench"),
+                    gpu_bundle::Part::ProjectPlugins => workspace.join("target/bench"),
                     other => workspace.join("target/bench").join(other.name()),
                 };
                 gpu_bundle::run(&bundle, false, true, Some(&out))?;
@@ -197,7 +197,7 @@ fn no_options(command: &str, rest: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `gpu-test`'s options: the parts given with `--part` (both when none is), and `--require-gpu`.
+/// `gpu-test`'s options: the parts given with `--part` (all when none is), and `--require-gpu`.
 fn gpu_test_options(rest: &[String]) -> Result<(Vec<gpu_bundle::Part>, bool)> {
     let mut parts = Vec::new();
     let mut require_gpu = false;
@@ -213,7 +213,7 @@ fn gpu_test_options(rest: &[String]) -> Result<(Vec<gpu_bundle::Part>, bool)> {
         }
     }
     if parts.is_empty() {
-        parts = gpu_bundle::Part::ALL.to_vec();
+        parts = gpu_bundle::Part::all();
     }
     Ok((parts, require_gpu))
 }

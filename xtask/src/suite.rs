@@ -353,7 +353,7 @@ fn steps_after_build(
     report.step("static metrics: registers and SASS of ours vs LLVM 19's lookup (target/bench/)", || {
         metrics::run(workspace, tools, dist, &archs.sms)
     });
-    for part in gpu_bundle::Part::ALL {
+    for part in gpu_bundle::Part::all() {
         report.step(
             format!(
                 "GPU bundle, part {} (cargo xtask gpu-test --part {0}): built, self-checked, run if a GPU is here",

@@ -1,9 +1,11 @@
-//! `cargo xtask gpu-test`: builds the self-contained GPU bundle, two parts that each run alone
-//! and fit one 64 MiB device call ([`Part`]), and runs them when this machine has an NVIDIA GPU.
+//! `cargo xtask gpu-test`: builds the self-contained GPU bundle, one part per offload runtime
+//! ([`Part`]), each running alone and fitting one 64 MiB device call, and runs them when this
+//! machine has an NVIDIA GPU.
 //!
 //! ```text
 //! target/gpu-bundle/          LLVM 16: clang 19 images through libomptarget 16 and our CUDA plugin
-//!   run.sh, common.sh           the part's driver (gpu-tests/bundle/run.sh) and what both parts share
+//!   run.sh, common.sh           the part's driver (gpu-tests/bundle/run.sh) and what every part shares
+//!   report.sh                   the table of part x step from every part's steps.tsv
 //!   bin/gpu-test                lookup test, plugin C-ABI test, benchmark (gpu-tests/runner)
 //!   lib/libomptarget.rtl.cuda.so
 //!   kernels/<module>.{ptx,sm_90.cubin}, llvm_lookup.release   lookup_inlined, lookup_called, llvm_lookup
@@ -13,18 +15,21 @@
 //!   e2e-controls-frontend/<program>  those that need the frontend plugin built without it: must fail
 //!   bench/virtual_arrays_gpu    virtual calls over arrays of host-built objects (run.sh --bench)
 //!   debs/*.deb                  LLVM 16's runtime and what libLLVM-16 links (Debian 12)
-//! target/gpu-bundle-llvm22/   LLVM 22: clang 22 images through Debian's stock libomptarget 22
-//!   run.sh, common.sh           gpu-tests/bundle/run-llvm22.sh, common.sh
-//!   bin/gpu-test, kernels/      the benchmark, its LLVM module linked with LLVM 22's lookup
+//! target/gpu-bundle-llvmN/    LLVM N (21, 22, 23): clang N images through its stock libomptarget
+//!   run.sh, common.sh, report.sh   gpu-tests/bundle/run-stock.sh, the shared functions, the report
+//!   part.env                    the release, its libomptarget, how its runtime travels
+//!   bin/gpu-test, kernels/      the benchmark, its LLVM module linked with LLVM N's lookup
 //!   lib/libomptarget-indirect-register.so   the only library of ours the runs load
-//!   e2e/, e2e-offload-lto/      clang 22 -O2 and -O2 -foffload-lto images (LLVM 22's DeviceRTL)
+//!   e2e/, e2e-offload-lto/      clang N -O2 and -O2 -foffload-lto images (LLVM N's DeviceRTL)
 //!   e2e-pageable-memory/        `requires unified_shared_memory` programs: run where the GPU reads
 //!                               pageable host memory
-//!   e2e-controls/, e2e-controls-frontend/   stock clang 22, and without the frontend plugin
-//!   bench/virtual_arrays_gpu    built by clang 22
+//!   e2e-controls/, e2e-controls-frontend/   stock clang N, and without the frontend plugin
+//!   bench/virtual_arrays_gpu    built by clang N
 //!   bench/translation_gpu       calls through host function pointers, ours vs LLVM's lookup (--bench)
 //!   memcheck-control/out_of_bounds   a bad access only compute-sanitizer sees: memcheck must fail
-//!   debs/*.deb                  liboffload-22, libllvm22, libomp5-19 and what libLLVM links
+//!   debs/*.deb                  a Debian 12 release: its liboffload, libllvm, libomp and what they link
+//!   runtime.tar.xz              a Debian sid release: every library its runtime and programs load,
+//!                               sid's C library and loader included (programs run through it)
 //! ```
 
 use std::fs;
@@ -38,6 +43,7 @@ use crate::device_build::DeviceBuild;
 use crate::dist::Dist;
 use crate::e2e;
 use crate::images;
+use crate::llvm::{DeviceRtl, PROJECT_PLUGINS_RUNTIME};
 use crate::offload::OffloadTarget;
 use crate::requirements;
 use crate::toolchain::{Llvm, Toolchain};
@@ -61,57 +67,79 @@ target triple = "nvptx64-nvidia-cuda"
 /// A part of the GPU bundle: a folder that runs alone (its own `run.sh`, runtime and programs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Part {
-    /// clang 19's images through LLVM 16's libomptarget and our CUDA plugin; the device lookup and
-    /// the plugin's C ABI tested directly.
-    Llvm16,
-    /// clang 22's images through Debian's stock libomptarget 22 (its own CUDA plugin), with
-    /// `libomptarget-indirect-register.so` alone of ours.
-    Llvm22,
+    /// The release that runs on LLVM 16's libomptarget and our CUDA plugin (clang 19); the
+    /// device lookup and the plugin's C ABI tested directly.
+    ProjectPlugins,
+    /// A release's images through its own stock libomptarget (its CUDA plugin), with
+    /// `libomptarget-indirect-register.so` alone of ours. A Debian 12 release carries its runtime
+    /// as Debian packages (`debs/`); a Debian sid one, built for a newer C library, carries the
+    /// libraries its runtime and programs load with that C library and its loader
+    /// (`runtime.tar.xz`), and its programs run through that loader.
+    Stock(Llvm),
 }
 
 impl Part {
-    /// Both, in the order they run.
-    pub const ALL: [Part; 2] = [Part::Llvm16, Part::Llvm22];
+    /// Every part, in the order they run: the project's plugins, then each release with a GPU
+    /// DeviceRTL that runs on its stock runtime.
+    pub fn all() -> Vec<Part> {
+        std::iter::once(Part::ProjectPlugins)
+            .chain(
+                Llvm::all()
+                    .filter(|l| !l.runs_project_plugins() && l.device_rtl != DeviceRtl::None)
+                    .map(Part::Stock),
+            )
+            .collect()
+    }
 
     /// Its folder under `target/`.
     pub fn dir(self, workspace: &Path) -> PathBuf {
         workspace.join("target").join(match self {
-            Part::Llvm16 => "gpu-bundle",
-            Part::Llvm22 => "gpu-bundle-llvm22",
+            Part::ProjectPlugins => "gpu-bundle".to_string(),
+            Part::Stock(llvm) => format!("gpu-bundle-llvm{}", llvm.major),
         })
     }
 
-    /// `llvm16` or `llvm22`: the argument of `scripts/fetch-bundle-debs.sh`, and `--part`'s.
-    pub fn name(self) -> &'static str {
+    /// `llvm<N>`, N the major version of the runtime it carries: the argument of
+    /// `scripts/fetch-bundle-debs.sh`, and `--part`'s.
+    pub fn name(self) -> String {
         match self {
-            Part::Llvm16 => "llvm16",
-            Part::Llvm22 => "llvm22",
+            Part::ProjectPlugins => {
+                format!("llvm{}", PROJECT_PLUGINS_RUNTIME.trim_start_matches("libomptarget-"))
+            }
+            Part::Stock(llvm) => format!("llvm{}", llvm.major),
         }
     }
 
     /// The part `name` ([`Part::name`]) names.
     pub fn parse(name: &str) -> Result<Part> {
-        Part::ALL.into_iter().find(|p| p.name() == name).with_context(|| {
-            format!("no GPU bundle part {name:?}: expected {}", Part::ALL.map(Part::name).join(" or "))
+        let all = Part::all();
+        all.iter().copied().find(|p| p.name() == name).with_context(|| {
+            let names: Vec<String> = all.iter().map(|p| p.name()).collect();
+            format!("no GPU bundle part {name:?}: expected {}", names.join(", "))
         })
     }
 
     /// The driver in `gpu-tests/bundle/`, copied into the part as `run.sh`.
     fn script(self) -> &'static str {
         match self {
-            Part::Llvm16 => "run.sh",
-            Part::Llvm22 => "run-llvm22.sh",
+            Part::ProjectPlugins => "run.sh",
+            Part::Stock(_) => "run-stock.sh",
         }
     }
 
     /// The clang release whose images it runs.
     fn compiler(self) -> Llvm {
         match self {
-            Part::Llvm16 => {
+            Part::ProjectPlugins => {
                 Llvm::all().find(|l| l.runs_project_plugins()).expect("a release on LLVM 16's runtime")
             }
-            Part::Llvm22 => Llvm::reference(),
+            Part::Stock(llvm) => llvm,
         }
+    }
+
+    /// Whether it carries its runtime with the C library and loader it was built for.
+    fn carries_loader(self) -> bool {
+        matches!(self, Part::Stock(llvm) if llvm.root.is_some())
     }
 
     /// The toolchain of [`Part::compiler`].
@@ -131,13 +159,13 @@ impl Part {
             e2e::PROGRAMS.iter().filter(|p| keep(p)).collect()
         };
         let mut folders = vec![("e2e", e2e::Build::O2, select(&|p| p.on_gpus_with(llvm)))];
-        if self == Part::Llvm22 {
+        if let Part::Stock(_) = self {
             folders.push((
                 "e2e-offload-lto",
                 e2e::Build::OffloadLto,
                 select(&|p| p.offload_lto_on_gpus_with(llvm)),
             ));
-            // Run only where the GPU reads pageable host memory (run-llvm22.sh asks gpu-test).
+            // Run only where the GPU reads pageable host memory (run-stock.sh asks gpu-test).
             folders.push(("e2e-pageable-memory", e2e::Build::O2, select(&|p| p.on_pageable_gpus_with(llvm))));
         }
         // The negative controls: the unmodified programs built without the pass plugin (those
@@ -161,8 +189,8 @@ impl Part {
     /// The libraries of ours it carries in `lib/`: the only ones its runs may load.
     fn libraries(self) -> &'static [&'static str] {
         match self {
-            Part::Llvm16 => &["libomptarget.rtl.cuda.so"],
-            Part::Llvm22 => &["libomptarget-indirect-register.so"],
+            Part::ProjectPlugins => &["libomptarget.rtl.cuda.so"],
+            Part::Stock(_) => &["libomptarget-indirect-register.so"],
         }
     }
 }
@@ -179,7 +207,7 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
     }
     let lookup = part.llvm_lookup(tools);
     kernels(workspace, tools, dist, &lookup, &root.join("kernels"))?;
-    if part == Part::Llvm16 {
+    if part == Part::ProjectPlugins {
         fs::create_dir_all(root.join("images"))?;
         for (name, define) in PROBE_IMAGES {
             probe_image(workspace, tools, dist, &root.join("images"), name, define)?;
@@ -204,7 +232,7 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
         }
     }
     array_bench(workspace, &toolchain, &root.join("bench"))?;
-    if part == Part::Llvm22 {
+    if let Part::Stock(_) = part {
         translation_bench(workspace, &toolchain, &root.join("bench"))?;
         memcheck_control(workspace, &toolchain, &root)?;
     }
@@ -222,22 +250,225 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
     }
     copy(&workspace.join("gpu-tests/bundle").join(part.script()), &root.join("run.sh"))?;
     copy(&workspace.join("gpu-tests/bundle/common.sh"), &root.join("common.sh"))?;
-    let debs = PathBuf::from(
-        cmd::stdout(
-            Command::new(requirements::program("bash"))
-                .arg(workspace.join("scripts/fetch-bundle-debs.sh"))
-                .arg(part.name()),
-        )?
-        .trim(),
-    );
-    for entry in fs::read_dir(&debs)? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "deb") {
-            copy(&path, &root.join("debs").join(path.file_name().context("no name")?))?;
+    copy(&workspace.join("gpu-tests/bundle/report.sh"), &root.join("report.sh"))?;
+    if part.carries_loader() {
+        fs::remove_dir(root.join("debs"))?;
+        private_runtime(workspace, tools, part, &root)?;
+    } else {
+        let debs = PathBuf::from(
+            cmd::stdout(
+                Command::new(requirements::program("bash"))
+                    .arg(workspace.join("scripts/fetch-bundle-debs.sh"))
+                    .arg(part.name()),
+            )?
+            .trim(),
+        );
+        for entry in fs::read_dir(&debs)? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "deb") {
+                copy(&path, &root.join("debs").join(path.file_name().context("no name")?))?;
+            }
+        }
+        if let Part::Stock(llvm) = part {
+            let libraries = runtime_libraries(tools, llvm)?;
+            // The release's own libraries (libomptarget, libLLVM, the libomp it runs with), by the
+            // paths the packages hold them at; what else it loads comes from the system, or from
+            // the packages where the system lacks it (use_runtime).
+            let mut in_packages: Vec<String> = Vec::new();
+            for library in &libraries {
+                let file = fs::canonicalize(library)?.to_string_lossy().into_owned();
+                let name = library.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let own = file.starts_with("/usr/lib/llvm-") || name.starts_with("libLLVM");
+                if own && !in_packages.contains(&file) {
+                    in_packages.push(file);
+                }
+            }
+            let in_packages: Vec<&str> = in_packages.iter().map(|f| f.trim_start_matches('/')).collect();
+            write_part_env(&root, llvm, tools, "debs", &in_packages.join(" "))?;
         }
     }
     let summary = self_check(workspace, &root, part)?;
     Ok((root, summary))
+}
+
+/// The libraries the release's stock libomptarget loads (`ldd`, in the release's root when it
+/// lives in one), as that system names them (`/usr/lib/...`): libomptarget first.
+fn runtime_libraries(tools: &Tools, llvm: Llvm) -> Result<Vec<PathBuf>> {
+    let release = tools.of(llvm);
+    let libomptarget = in_release_root(tools, llvm, &release.libomptarget);
+    let mut libraries = vec![libomptarget.clone()];
+    libraries.extend(linked_libraries(tools, llvm, &libomptarget)?);
+    libraries.dedup();
+    Ok(libraries)
+}
+
+/// The path `path` (of this machine) has in the root `llvm` lives in, if it lives in one: the
+/// root's `/usr` is the release's own.
+fn in_release_root(tools: &Tools, llvm: Llvm, path: &Path) -> PathBuf {
+    let Some(root) = release_root(tools, llvm) else { return path.to_path_buf() };
+    path.strip_prefix(&root).map(|inside| Path::new("/").join(inside)).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The root `llvm` lives in (beside its `enter`), if any.
+fn release_root(tools: &Tools, llvm: Llvm) -> Option<PathBuf> {
+    tools.of(llvm).enter.as_ref().and_then(|enter| enter.parent()).map(|dir| dir.join("root"))
+}
+
+/// What `ldd` (run as the release runs its programs) says `file` loads: each library's path,
+/// the loader included.
+fn linked_libraries(tools: &Tools, llvm: Llvm, file: &Path) -> Result<Vec<PathBuf>> {
+    let mut ldd = tools.of(llvm).run_command(Path::new("ldd"));
+    ldd.arg(file);
+    let listed = cmd::stdout(&mut ldd)?;
+    let mut found = Vec::new();
+    for line in listed.lines() {
+        let line = line.trim();
+        ensure!(!line.contains("not found"), "{}: {line}", file.display());
+        let path = match line.split_once("=>") {
+            Some((_, resolved)) => resolved.trim().split(' ').next().unwrap_or_default(),
+            None => line.split(' ').next().unwrap_or_default(),
+        };
+        if path.starts_with('/') {
+            found.push(PathBuf::from(path));
+        }
+    }
+    Ok(found)
+}
+
+/// `runtime.tar.xz` of a part that carries its loader: every library its libomptarget and its
+/// programs load, the C library and the loader (`ld-linux-x86-64.so.2`) included, flat, under
+/// the names they are loaded by; and `part.env`. Packed once per set of libraries
+/// (`target/gpu-bundle-runtimes/`): xz takes a minute.
+fn private_runtime(workspace: &Path, tools: &Tools, part: Part, root: &Path) -> Result<()> {
+    let Part::Stock(llvm) = part else { bail!("part {} carries no runtime of its own", part.name()) };
+    let release_root = release_root(tools, llvm).context("a release in a root of its own")?;
+    let mut libraries = runtime_libraries(tools, llvm)?;
+    for dir in [
+        "e2e",
+        "e2e-offload-lto",
+        "e2e-pageable-memory",
+        "e2e-controls",
+        "e2e-controls-frontend",
+        "bench",
+        "memcheck-control",
+        "lib",
+    ] {
+        let Ok(entries) = fs::read_dir(root.join(dir)) else { continue };
+        for entry in entries {
+            let path = entry?.path();
+            libraries.extend(linked_libraries(tools, llvm, &path)?);
+        }
+    }
+    let carried = |path: &Path| !path.starts_with(root) && !path.starts_with(workspace.join("target"));
+    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    for library in libraries.iter().filter(|l| carried(l)) {
+        let name = library.file_name().context("a library's name")?.to_string_lossy().into_owned();
+        if files.iter().any(|(n, _)| *n == name) {
+            continue;
+        }
+        let inside = release_root.join(library.strip_prefix("/").unwrap_or(library));
+        let file = fs::canonicalize(&inside).with_context(|| format!("{} in the root", library.display()))?;
+        files.push((name, file));
+    }
+    files.sort();
+    ensure!(
+        files.iter().any(|(n, _)| n == "ld-linux-x86-64.so.2") && files.iter().any(|(n, _)| n == "libc.so.6"),
+        "the runtime of part {} lacks its loader or C library: {files:?}",
+        part.name()
+    );
+    let manifest: String = files
+        .iter()
+        .map(|(name, file)| Ok(format!("{name} {} {}\n", file.display(), fs::metadata(file)?.len())))
+        .collect::<Result<String>>()?;
+    let cache = workspace.join("target/gpu-bundle-runtimes").join(part.name());
+    let packed = cache.join("runtime.tar.xz");
+    if fs::read_to_string(cache.join("manifest")).ok().as_deref() != Some(manifest.as_str())
+        || !packed.is_file()
+    {
+        let staging = cache.join("lib");
+        if cache.exists() {
+            fs::remove_dir_all(&cache)?;
+        }
+        fs::create_dir_all(&staging)?;
+        for (name, file) in &files {
+            copy(file, &staging.join(name))?;
+        }
+        let partial = cache.join("runtime.tar.xz.partial");
+        cmd::output(
+            Command::new(requirements::program("tar"))
+                .env("XZ_OPT", "-6 -T0")
+                .arg("-cJf")
+                .arg(&partial)
+                .arg("-C")
+                .arg(&staging)
+                .args(files.iter().map(|(name, _)| name)),
+        )?;
+        fs::rename(&partial, &packed)?;
+        fs::remove_dir_all(&staging)?;
+        fs::write(cache.join("manifest"), &manifest)?;
+    }
+    copy(&packed, &root.join("runtime.tar.xz"))?;
+    write_part_env(root, llvm, tools, "private", "")
+}
+
+/// `part.env` of a stock part (`run-stock.sh` reads it): the release, its libomptarget's file
+/// name, how its runtime travels, and for packages the paths in them of what it loads.
+fn write_part_env(root: &Path, llvm: Llvm, tools: &Tools, runtime: &str, libraries: &str) -> Result<()> {
+    let libomptarget = tools
+        .of(llvm)
+        .libomptarget
+        .file_name()
+        .context("libomptarget's name")?
+        .to_string_lossy()
+        .into_owned();
+    fs::write(
+        root.join("part.env"),
+        format!(
+            "RELEASE={}\nLIBOMPTARGET={libomptarget}\nRUNTIME={runtime}\nRUNTIME_LIBRARIES=\"{libraries}\"\n",
+            llvm.major
+        ),
+    )?;
+    Ok(())
+}
+
+/// Unpacks the part's `runtime.tar.xz` and lists, through its loader, what libomptarget and every
+/// carried program load: nothing may be `not found`.
+fn loads_with_carried_loader(workspace: &Path, root: &Path, expected: &[PathBuf]) -> Result<()> {
+    let unpacked = workspace.join("target/gpu-bundle-runtimes/check");
+    if unpacked.exists() {
+        fs::remove_dir_all(&unpacked)?;
+    }
+    fs::create_dir_all(&unpacked)?;
+    cmd::output(
+        Command::new(requirements::program("tar"))
+            .arg("-xJf")
+            .arg(root.join("runtime.tar.xz"))
+            .arg("-C")
+            .arg(&unpacked),
+    )?;
+    let env = fs::read_to_string(root.join("part.env"))?;
+    let libomptarget = env
+        .lines()
+        .find_map(|l| l.strip_prefix("LIBOMPTARGET="))
+        .context("part.env names no LIBOMPTARGET")?;
+    let mut programs = vec![unpacked.join(libomptarget)];
+    programs.extend(
+        expected
+            .iter()
+            .filter(|f| f.starts_with("e2e") || f.starts_with("bench") || f.starts_with("memcheck-control"))
+            .map(|f| root.join(f)),
+    );
+    let library_path = format!("{}:{}", root.join("lib").display(), unpacked.display());
+    for program in &programs {
+        let listed = cmd::stdout(
+            Command::new(unpacked.join("ld-linux-x86-64.so.2"))
+                .args(["--library-path", &library_path, "--list"])
+                .arg(program),
+        )?;
+        ensure!(!listed.contains("not found"), "{} through the carried loader:\n{listed}", program.display());
+    }
+    fs::remove_dir_all(&unpacked)?;
+    Ok(())
 }
 
 fn copy(from: &Path, to: &Path) -> Result<()> {
@@ -558,11 +789,15 @@ fn self_check(workspace: &Path, root: &Path, part: Part) -> Result<String> {
         expected.push(format!("kernels/{module}.ptx").into());
         expected.push(format!("kernels/{module}.{BUNDLE_SM}.cubin").into());
     }
-    if part == Part::Llvm22 {
+    if let Part::Stock(_) = part {
         expected.push("bench/translation_gpu".into());
         expected.push("memcheck-control/out_of_bounds".into());
+        expected.push("part.env".into());
     }
-    if part == Part::Llvm16 {
+    if part.carries_loader() {
+        expected.push("runtime.tar.xz".into());
+    }
+    if part == Part::ProjectPlugins {
         for (name, _) in PROBE_IMAGES {
             expected.push(format!("images/{name}.{BUNDLE_SM}.cubin").into());
             expected.push(format!("images/{name}.entries").into());
@@ -579,7 +814,10 @@ fn self_check(workspace: &Path, root: &Path, part: Part) -> Result<String> {
         let elf = images::elf_summary(&cmd::read(&root.join(cubin))?, &[])?;
         ensure!(elf.machine == 190 && elf.flags & 0xff == 90, "{}: not an sm_90 cubin", cubin.display());
     }
-    for script in ["run.sh", "common.sh"] {
+    if part.carries_loader() {
+        loads_with_carried_loader(workspace, root, &expected)?;
+    }
+    for script in ["run.sh", "common.sh", "report.sh"] {
         cmd::output(Command::new(requirements::program("bash")).arg("-n").arg(root.join(script)))?;
     }
     // The memcheck step's verdict, on reports shaped as compute-sanitizer prints them.
