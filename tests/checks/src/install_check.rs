@@ -207,8 +207,9 @@ fn build_with_config(
     run_consumer_through(release.run_command(&exe), runtime, what)
 }
 
-/// `tests/install/fortran/consumer.F90`, built with flang 22 against the prefix through CMake
-/// `find_package` and through `flang-22 --config=`, run through the stock libomptarget 22.
+/// `examples/procedure_pointers.F90` (the README's Fortran example), built with flang 22 against
+/// the prefix through CMake `find_package` (`tests/install/fortran/CMakeLists.txt`) and through
+/// `flang-22 --config=`, run through the stock libomptarget 22.
 fn fortran_consumers(
     workspace: &Path,
     tools: &crate::tools::Tools,
@@ -217,9 +218,9 @@ fn fortran_consumers(
 ) -> Result<Vec<String>> {
     let project = base.join("fortran-project");
     fs::create_dir_all(&project)?;
-    for file in ["consumer.F90", "CMakeLists.txt"] {
-        fs::copy(workspace.join("tests/install/fortran").join(file), project.join(file))?;
-    }
+    let source = workspace.join("examples/procedure_pointers.F90");
+    fs::copy(&source, project.join("procedure_pointers.F90"))?;
+    fs::copy(workspace.join("tests/install/fortran/CMakeLists.txt"), project.join("CMakeLists.txt"))?;
     // The oldest release whose flang compiles the programs: Debian's own (CMake runs it directly,
     // not through a root's `enter`).
     let fortran = Llvm::fortran_releases().next().context("no release's flang compiles the programs")?;
@@ -243,7 +244,7 @@ fn fortran_consumers(
                 prefix.join("share/omptarget-indirect").join(fortran.flang_config_file()).display()
             ))
             .args(["-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu"])
-            .arg(project.join("consumer.F90"))
+            .arg(project.join("procedure_pointers.F90"))
             .arg(format!("-L{}", libomp.display()))
             .arg("-o")
             .arg(&exe)
