@@ -108,7 +108,7 @@ pub fn check(workspace: &Path, tools: &Tools) -> Result<String> {
     let prefix = scratch.join("prefix");
     let openmp = tools.of(Llvm::reference()).openmp.clone();
     let mut files = BTreeSet::new();
-    let mut before = untracked(workspace)?;
+    let before = untracked(workspace)?;
     for (n, block) in blocks.iter().enumerate() {
         let script = scratch.join(format!("block-{n}.sh"));
         std::fs::write(&script, block.text.replace(PREFIX, &prefix.to_string_lossy()))?;
@@ -122,12 +122,11 @@ pub fn check(workspace: &Path, tools: &Tools) -> Result<String> {
             print!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
         });
         let page_done = blocks.get(n + 1).is_none_or(|next| next.file != block.file);
+        // Removing what is new leaves the checkout as it was before the first block.
         if page_done || outcome.is_err() {
-            let after = untracked(workspace)?;
-            for new in after.difference(&before) {
+            for new in untracked(workspace)?.difference(&before) {
                 std::fs::remove_file(workspace.join(new)).with_context(|| format!("removing {new}"))?;
             }
-            before = untracked(workspace)?;
         }
         outcome
             .with_context(|| format!("{}:{}: the block failed:\n{}", block.file, block.line, block.text))?;

@@ -298,7 +298,6 @@ fn runtime_libraries(tools: &Tools, llvm: Llvm) -> Result<Vec<PathBuf>> {
     let libomptarget = in_release_root(tools, llvm, &release.libomptarget);
     let mut libraries = vec![libomptarget.clone()];
     libraries.extend(linked_libraries(tools, llvm, &libomptarget)?);
-    libraries.dedup();
     Ok(libraries)
 }
 
@@ -343,16 +342,10 @@ fn private_runtime(workspace: &Path, tools: &Tools, part: Part, root: &Path) -> 
     let Part::Stock(llvm) = part else { bail!("part {} carries no runtime of its own", part.name()) };
     let release_root = release_root(tools, llvm).context("a release in a root of its own")?;
     let mut libraries = runtime_libraries(tools, llvm)?;
-    for dir in [
-        "e2e",
-        "e2e-offload-lto",
-        "e2e-pageable-memory",
-        "e2e-controls",
-        "e2e-controls-frontend",
-        "bench",
-        "memcheck-control",
-        "lib",
-    ] {
+    // Every carried executable and library: the program folders, the benches, the memcheck
+    // control and ours in lib/.
+    let folders = part.programs().into_iter().map(|(dir, _, _)| dir);
+    for dir in folders.chain(["bench", "memcheck-control", "lib"]) {
         let Ok(entries) = fs::read_dir(root.join(dir)) else { continue };
         for entry in entries {
             let path = entry?.path();
