@@ -94,6 +94,11 @@ class OmptargetIndirect(Package):
     def cache_test_sources(self):
         cache_extra_test_sources(self, ["examples/host_objects.cpp", "examples/procedure_pointers.F90"])
 
+    @property
+    def _strict_library(self):
+        """The strict device, which a program runs on under LD_PRELOAD."""
+        return join_path(self.prefix.lib, "libomptarget-indirect-strict.so")
+
     def _config(self, compiler):
         major = self.spec["llvm"].version.up_to(1)
         return join_path(self.prefix.share, "omptarget-indirect", f"{compiler}-{major}.cfg")
@@ -105,14 +110,14 @@ class OmptargetIndirect(Package):
         config = self._config("flang" if compiler == "flang" else "clang")
         compile(f"--config={config}", "-fopenmp", "-fopenmp-targets=x86_64-pc-linux-gnu", source, "-o", program)
         run = Executable(f"./{program}")
-        run.add_default_env("LD_PRELOAD", join_path(self.prefix.lib, "libomptarget-indirect-strict.so"))
+        run.add_default_env("LD_PRELOAD", self._strict_library)
         out = run(output=str.split, error=str.split)
         assert ": ok" in out, out
 
     def setup_run_environment(self, env):
         env.prepend_path("CMAKE_PREFIX_PATH", self.prefix)
         env.set("OMPTARGET_INDIRECT_CONFIG_DIR", join_path(self.prefix.share, "omptarget-indirect"))
-        env.set("OMPTARGET_INDIRECT_STRICT", join_path(self.prefix.lib, "libomptarget-indirect-strict.so"))
+        env.set("OMPTARGET_INDIRECT_STRICT", self._strict_library)
 
     def setup_dependent_build_environment(self, env, dependent_spec):
         self.setup_run_environment(env)
