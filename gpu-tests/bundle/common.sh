@@ -2,6 +2,8 @@
 # LLVM 16's libomptarget and our CUDA plugin; run-stock.sh: a release's stock libomptarget).
 # The caller sets `here` (the part's folder) and calls, in order:
 #   parse_args "$@"                      --require-gpu, --bench, --out DIR
+#   unpack_programs                      programs.tar.xz into the cache: `programs`, the folder
+#                                        that holds e2e/, bench/ and the other program folders
 #   use_runtime LIBOMPTARGET LIBRARY...  unpack debs/ into the cache, put the runtime on the path
 #   or use_private_runtime LIBOMPTARGET  unpack runtime.tar.xz (the runtime with its own C library
 #                                        and loader) into the cache; programs then run through
@@ -39,6 +41,25 @@ parse_args() {
   launch=()
   part=$(basename "$here")
   : >"$out/steps.tsv"
+}
+
+# The part's executables travel packed (programs.tar.xz: ELF executables shrink about twenty
+# times, which lets one call carry them all), unpacked once into the cache beside the runtime,
+# keyed by the archive's checksum; `programs` is that folder.
+unpack_programs() {
+  local sum
+  sum=$(cksum <"$here/programs.tar.xz" | cut -d' ' -f1) || exit 1
+  programs=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/omptarget-indirect-gpu-bundle/programs-$sum
+  if [ ! -e "$programs/.unpacked" ]; then
+    rm -rf "$programs"
+    mkdir -p "$programs" || exit 1
+    if ! tar -xJf "$here/programs.tar.xz" -C "$programs" 2>/dev/null; then
+      python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+        "$here/programs.tar.xz" "$programs" || { echo "cannot unpack programs.tar.xz" >&2; exit 1; }
+    fi
+    : >"$programs/.unpacked"
+  fi
+  echo "programs: $(find "$programs" -type f -perm -u+x | wc -l) executables unpacked in $programs"
 }
 
 unpack() { # deb dest
@@ -141,7 +162,7 @@ list_libraries() { # program
 # Every program of the part finds every library it links (here, before any GPU is asked for).
 check_programs_load() {
   local program missing=0
-  for program in "$here"/e2e*/* "$here"/bench/*; do
+  for program in "$programs"/*/*; do
     [ -x "$program" ] || continue
     if list_libraries "$program" | grep -q "not found"; then
       echo "$program cannot be loaded here:" >&2
@@ -211,9 +232,9 @@ run_e2e() { # program
 # A negative control fails for the right reason: the GPU faults (each part says how its plugin
 # reports that, in `fault_pattern`, a grep -e list) or its checks fail; passing, or failing
 # otherwise, fails.
-run_control() { # program
+run_control() { # program [argument...]
   local output
-  output=$(OMP_TARGET_OFFLOAD=MANDATORY timeout 120 ${launch[@]+"${launch[@]}"} "$1" 2>&1)
+  output=$(OMP_TARGET_OFFLOAD=MANDATORY timeout 120 ${launch[@]+"${launch[@]}"} "$@" 2>&1)
   local rc=$?
   echo "$output" | head -n 8
   echo "exit status $rc"
@@ -250,7 +271,7 @@ run_control_folder() { # step-prefix folder what-it-lacks
 # The virtual calls over arrays of host-built objects (run.sh --bench): every result checked, the
 # timings in virtual_arrays_gpu.txt.
 run_array_bench() {
-  OMP_TARGET_OFFLOAD=MANDATORY ${launch[@]+"${launch[@]}"} "$here/bench/virtual_arrays_gpu" \
+  OMP_TARGET_OFFLOAD=MANDATORY ${launch[@]+"${launch[@]}"} "$programs/bench/virtual_arrays_gpu" \
     > "$out/virtual_arrays_gpu.txt" 2>&1
   local rc=$?
   grep -vE '^[a-z0-9_]+,[0-9]+,[0-9.]+$' "$out/virtual_arrays_gpu.txt"

@@ -4,7 +4,8 @@
 # with the project's configuration file run through that release's stock libomptarget and the
 # CUDA plugin built into it. Nothing of ours is loaded but libomptarget-indirect-register.so
 # (lib/), which adds the images' vtables and the per-device index to the table libomptarget
-# builds; the device library in each image answers from it. Needs only an x86_64 Linux machine
+# builds; the device library in each image answers from it. The programs travel packed
+# (programs.tar.xz), unpacked into a cache outside the bundle. Needs only an x86_64 Linux machine
 # with an NVIDIA driver: the runtime comes as Debian packages in debs/ (a Debian 12 release), or
 # as runtime.tar.xz with the C library and loader it was built for (a Debian sid release, whose
 # programs then run through that loader), unpacked once into a cache outside the bundle.
@@ -15,8 +16,13 @@
 #    e2e-offload-lto/*      the unmodified ones at -O2 -foffload-lto (the rewrite before device LTO)
 #    e2e-pageable-memory/*  `requires unified_shared_memory` programs, where the GPU reads pageable
 #                           host memory (gpu-test probe says so); skipped elsewhere
+#    corpus/*, demo/scene   the stock-parity corpus and the demo's scene (part llvm22 alone):
+#                           the corpus prints what stock's x86_64 builds print; the scene renders
+#                           what the host renders
 # 2. e2e-controls/*         the unmodified ones built by stock clang N: each must fail
 #    e2e-controls-frontend/*  those that need the frontend plugin built without it: each must fail
+#    corpus-stock/*, demo-control/scene   stock's builds: the same output where the strict device
+#                           runs their x86_64 builds, a fault where it stops them; the scene faults
 # --bench: the translation benchmark against LLVM N's own __llvm_omp_indirect_call_lookup
 #          (table, CSV and PNG), the virtual calls over arrays of host-built objects, and calls
 #          through host function pointers as a program built by clang N makes them, against LLVM
@@ -34,6 +40,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # the build.
 . "$here/part.env"
 parse_args "$@"
+unpack_programs
 if [ "$RUNTIME" = private ]; then
   use_private_runtime "$LIBOMPTARGET"
 else
@@ -69,11 +76,11 @@ fi
 fault_pattern=("an illegal memory access was encountered" "an illegal instruction was encountered"
   "the device encountered an invalid program counter")
 
-run_e2e_folder "1. e2e" "$here/e2e"
-run_e2e_folder "1. e2e -foffload-lto" "$here/e2e-offload-lto"
+run_e2e_folder "1. e2e" "$programs/e2e"
+run_e2e_folder "1. e2e -foffload-lto" "$programs/e2e-offload-lto"
 # libomptarget takes `requires unified_shared_memory` without asking the GPU whether it can
 # read pageable host memory: on a GPU that cannot, these programs fault, and prove nothing.
-for program in "$here"/e2e-pageable-memory/*; do
+for program in "$programs"/e2e-pageable-memory/*; do
   if [ "$pageable_memory" = 1 ]; then
     step "1. e2e, unified shared memory: $(basename "$program")" run_e2e "$program"
   else
@@ -81,8 +88,55 @@ for program in "$here"/e2e-pageable-memory/*; do
       "GPU 0 cannot read pageable host memory (CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS is 0: no HMM)"
   fi
 done
-run_control_folder "2. control" "$here/e2e-controls" "the project (stock clang $RELEASE)"
-run_control_folder "2. control" "$here/e2e-controls-frontend" "the frontend plugin"
+run_control_folder "2. control" "$programs/e2e-controls" "the project (stock clang $RELEASE)"
+run_control_folder "2. control" "$programs/e2e-controls-frontend" "the frontend plugin"
+
+# A program prints exactly what `expected` holds (its stdout; stderr goes to the step's log).
+run_printing() { # program expected
+  local printed
+  printed=$out/$(basename "$(dirname "$1")")-$(basename "$1").stdout
+  OMP_TARGET_OFFLOAD=MANDATORY timeout 120 ${launch[@]+"${launch[@]}"} "$1" >"$printed"
+  local rc=$?
+  cat "$printed"
+  echo "exit status $rc"
+  [ $rc -eq 0 ] && cmp -s "$printed" "$2" && return
+  echo "expected:"
+  cat "$2"
+  return 1
+}
+
+# The demo's scene renders on the GPU, compares its picture with the host's render of the same
+# scene and its device copies' calls with the host's, and says so; both pictures go to $out.
+run_scene() { # program
+  local output
+  output=$(OMP_TARGET_OFFLOAD=MANDATORY timeout 120 ${launch[@]+"${launch[@]}"} "$1" \
+    "$out/scene.ppm" "$out/scene-host.ppm" 2>&1)
+  local rc=$?
+  echo "$output" | tail -n 3
+  [ $rc -eq 0 ] && echo "$output" | grep -q "the same as the host's render$"
+}
+
+# The stock-parity corpus and the demo (in the part of the release CI builds them with): the
+# project's builds print what stock's x86_64 builds print on the x86_64 device; stock's own GPU
+# builds print the same where the strict device ran their x86_64 builds (nothing host-only
+# reached) and must fault where it stopped them (`corpus-stock/<name>.expect`).
+if [ -d "$programs/corpus" ]; then
+  for program in "$programs"/corpus/*; do
+    case $program in *.expected) continue ;; esac
+    name=$(basename "$program")
+    step "1. corpus: $name prints what stock's x86_64 build prints" run_printing "$program" "$program.expected"
+    stock=$programs/corpus-stock/$name
+    if [ "$(cat "$stock.expect")" = faults ]; then
+      step "2. control: corpus $name, stock, faults (the strict device stops its x86_64 build)" run_control "$stock"
+    else
+      step "1. corpus, stock: $name prints the same (the strict device runs its x86_64 build)" \
+        run_printing "$stock" "$program.expected"
+    fi
+  done
+  step "1. demo: examples/scene.cpp renders on the GPU what the host renders" run_scene "$programs/demo/scene"
+  step "2. control: the scene without the project faults" run_control "$programs/demo-control/scene" \
+    "$out/scene-control.ppm"
+fi
 
 run_benches "bench: translation, ours vs LLVM $RELEASE's lookup"
 
@@ -91,7 +145,7 @@ run_benches "bench: translation, ours vs LLVM $RELEASE's lookup"
 translation_bench() { # run-name [environment...]
   local name=$1
   shift
-  env "$@" OMP_TARGET_OFFLOAD=MANDATORY ${launch[@]+"${launch[@]}"} "$here/bench/translation_gpu" "$name" \
+  env "$@" OMP_TARGET_OFFLOAD=MANDATORY ${launch[@]+"${launch[@]}"} "$programs/bench/translation_gpu" "$name" \
     > "$out/translation_gpu_$name.txt" 2>&1
   local rc=$?
   grep -vE '^[a-z0-9_]+,[0-9]+,[0-9.]+$' "$out/translation_gpu_$name.txt"
@@ -111,10 +165,10 @@ known_api_error=('Program hit CUDA_ERROR_INVALID_VALUE (error 1) due to "invalid
 sanitizer=$(find_sanitizer)
 if [ -n "$sanitizer" ]; then
   for program in host_scene unmodified_virtual table; do
-    step "3. memcheck: e2e $program" run_memcheck "$sanitizer" "$here/e2e/$program"
+    step "3. memcheck: e2e $program" run_memcheck "$sanitizer" "$programs/e2e/$program"
   done
   step "3. memcheck, control: a write past an allocation must fail it" run_memcheck_control "$sanitizer" \
-    "$here/memcheck-control/out_of_bounds"
+    "$programs/memcheck-control/out_of_bounds"
 else
   skip "3. memcheck" "compute-sanitizer not found"
 fi

@@ -21,6 +21,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/common.sh"
 parse_args "$@"
+unpack_programs
 use_runtime usr/lib/llvm-16/lib/libomptarget.so.16 usr/lib/llvm-16/lib/libomp.so.5 \
   usr/lib/x86_64-linux-gnu/libLLVM-16.so.1
 check_programs_load
@@ -30,12 +31,12 @@ fault_pattern=("CUDA_ERROR_ILLEGAL_ADDRESS" "CUDA_ERROR_ILLEGAL_INSTRUCTION")
 
 step "1. device lookup" "$here/bin/gpu-test" lookup --bundle "$here"
 step "2. plugin C ABI" "$here/bin/gpu-test" plugin-abi --bundle "$here"
-run_e2e_folder "3. e2e" "$here/e2e"
+run_e2e_folder "3. e2e" "$programs/e2e"
 # Negative controls: the unmodified programs built without the pass plugin call host addresses
 # on the GPU; the programs whose objects only the host builds, built without the frontend
 # plugin, find no vtable of their classes on the device.
-run_control_folder "3. control" "$here/e2e-controls" "the pass plugin"
-run_control_folder "3. control" "$here/e2e-controls-frontend" "the frontend plugin"
+run_control_folder "3. control" "$programs/e2e-controls" "the pass plugin"
+run_control_folder "3. control" "$programs/e2e-controls-frontend" "the frontend plugin"
 
 run_benches "bench: translation, ours vs LLVM 19's lookup"
 

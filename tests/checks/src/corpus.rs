@@ -31,9 +31,9 @@ pub const PROGRAMS: &[&str] = &[
     "boost_region",
 ];
 
-/// How a corpus program is built.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Build {
+/// How a program is built ([`compile`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Build {
     /// Stock clang 22: the OpenMP flags and LLVM 22's runtime, nothing of the project.
     Stock,
     /// The README's way: the same with `--config=clang-22.cfg`.
@@ -113,8 +113,9 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<String> {
     ))
 }
 
-/// Compiles and links `tests/corpus/<name>.cpp` for `target` into `dir`.
-fn build(
+/// Compiles and links `tests/corpus/<name>.cpp` for `target` into `dir` (as `stock` or
+/// `project`).
+pub fn build(
     workspace: &Path,
     toolchain: &Toolchain,
     target: &OffloadTarget,
@@ -127,18 +128,33 @@ fn build(
         Build::Stock => "stock",
         Build::Project => "project",
     });
-    let _ = std::fs::remove_file(&exe);
+    let source = workspace.join("tests/corpus").join(format!("{name}.cpp"));
+    compile(toolchain, target, &source, &exe, how)
+        .with_context(|| format!("{name}, built for {}", target.name))?;
+    Ok(exe)
+}
+
+/// Compiles and links the C++ program `source` for `target` into `exe` as its user would, at
+/// `-O2`: stock, or with the release's configuration file (which links the device library).
+pub fn compile(
+    toolchain: &Toolchain,
+    target: &OffloadTarget,
+    source: &Path,
+    exe: &Path,
+    how: Build,
+) -> Result<()> {
+    let _ = std::fs::remove_file(exe);
     let mut args: Vec<OsString> = toolchain.offload_args(target);
     if how == Build::Project {
         args.extend(toolchain.pass_plugin_args());
     }
-    args.extend(["-O2".into(), "-Wall".into(), "-o".into(), exe.clone().into()]);
-    args.push(workspace.join("tests/corpus").join(format!("{name}.cpp")).into());
-    args.extend(toolchain.runtime_link_args());
+    args.extend(["-O2".into(), "-Wall".into(), "-o".into(), exe.into()]);
+    args.push(source.into());
+    args.extend(toolchain.link_args_with_config());
     args.extend(toolchain.device_link_args(target));
-    cmd::output(Command::new(toolchain.compiler("corpus.cpp")).args(&args))
-        .with_context(|| format!("{name}, built for {}", target.name))?;
-    Ok(exe)
+    let name = source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    cmd::output(Command::new(toolchain.compiler(&name)).args(&args))?;
+    Ok(())
 }
 
 /// The size of `exe`'s device image for `target`.
@@ -153,30 +169,33 @@ fn image_bytes(tools: &Tools, exe: &Path, target: &OffloadTarget) -> Result<u64>
 /// Runs the stock build on the x86_64 device and the project's on the strict device: both must
 /// exit 0 and print the same.
 fn same_output(toolchain: &Toolchain, stock: &Path, project: &Path, name: &str) -> Result<()> {
-    let run = |exe: &Path, strict: bool| -> Result<String> {
-        let mut c = Command::new(exe);
-        c.env_remove("LD_PRELOAD").env_remove("LIBOMPTARGET_INFO").envs(toolchain.run_env());
-        if strict {
-            c.env("LD_PRELOAD", toolchain.dist().strict_lib());
-        }
-        let out = c.output().with_context(|| format!("cannot run {}", exe.display()))?;
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        if !out.status.success() {
-            bail!(
-                "{} exited with {}:\n{stdout}{}",
-                exe.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        Ok(stdout)
-    };
-    let expected = run(stock, false)?;
-    let found = run(project, true)?;
+    let expected = run(toolchain, stock, false)?;
+    let found = run(toolchain, project, true)?;
     if expected != found || !expected.starts_with(&format!("{name}: ")) {
         bail!("{name}: the project's build prints on the strict device\n{found}\nstock's prints\n{expected}");
     }
     Ok(())
+}
+
+/// What an x86_64 build `exe` prints on the x86_64 device, or with `strict` on the strict device;
+/// an error unless it exits 0.
+pub fn run(toolchain: &Toolchain, exe: &Path, strict: bool) -> Result<String> {
+    let mut c = Command::new(exe);
+    c.env_remove("LD_PRELOAD").env_remove("LIBOMPTARGET_INFO").envs(toolchain.run_env());
+    if strict {
+        c.env("LD_PRELOAD", toolchain.dist().strict_lib());
+    }
+    let out = c.output().with_context(|| format!("cannot run {}", exe.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        bail!(
+            "{} exited with {}:\n{stdout}{}",
+            exe.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(stdout)
 }
 
 /// Compiles `name`'s device module for `target` with the project and `-Rpass=omptarget-indirect`,

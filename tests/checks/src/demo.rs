@@ -17,6 +17,7 @@ use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 
+use crate::corpus::{self, Build};
 use crate::dist::Dist;
 use crate::offload::OffloadTarget;
 use crate::toolchain::{Llvm, Toolchain};
@@ -55,22 +56,10 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, c_target: &OffloadTarge
     let x86 = OffloadTarget::x86_64();
     let reference = Toolchain::new(Llvm::reference(), tools, dist);
     let scene_source = workspace.join("examples/scene.cpp");
-    let compile = |exe: &Path, with_project: bool| -> Result<()> {
-        let mut c = Command::new(reference.compiler("scene.cpp"));
-        if with_project {
-            c.args(reference.pass_plugin_args());
-        }
-        c.args(reference.offload_args(&x86))
-            .args(["-O2", "-Wall"])
-            .arg(&scene_source)
-            .args(reference.link_args_with_config())
-            .arg("-o")
-            .arg(exe);
-        cmd::output(&mut c).map(drop)
-    };
+    let compile = |exe: &Path, how: Build| corpus::compile(&reference, &x86, &scene_source, exe, how);
 
     let scene = out.join("scene");
-    compile(&scene, true)?;
+    compile(&scene, Build::Project)?;
     let (device_render, host_render) = (out.join("scene.ppm"), out.join("scene-host.ppm"));
     let run =
         cmd::output(Command::new(&scene).arg(&device_render).arg(&host_render).envs(reference.run_env()))
@@ -92,7 +81,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, c_target: &OffloadTarge
     std::fs::write(&picture, png::encode_rgb(width, height, pixels))?;
 
     let control = out.join("scene-without-the-project");
-    compile(&control, false)?;
+    compile(&control, Build::Stock)?;
     let stopped = Command::new(&control)
         .arg(out.join("scene-without-the-project.ppm"))
         .envs(reference.run_env())

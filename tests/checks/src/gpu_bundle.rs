@@ -39,6 +39,7 @@ use std::process::Command;
 use anyhow::{bail, ensure, Context, Result};
 
 use crate::cmd;
+use crate::corpus;
 use crate::device_build::DeviceBuild;
 use crate::dist::Dist;
 use crate::e2e;
@@ -137,6 +138,12 @@ impl Part {
         }
     }
 
+    /// Whether it carries the corpus and the demo: the reference release's part (CI builds
+    /// them with that release alone).
+    fn runs_corpus_and_demo(self) -> bool {
+        self == Part::Stock(Llvm::reference())
+    }
+
     /// Whether it carries its runtime with the C library and loader it was built for.
     fn carries_loader(self) -> bool {
         matches!(self, Part::Stock(llvm) if llvm.root.is_some())
@@ -231,6 +238,10 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
             }
         }
     }
+    let mut carried = Vec::new();
+    if part.runs_corpus_and_demo() {
+        carried = corpus_and_demo(workspace, &toolchain, &target, &root)?;
+    }
     array_bench(workspace, &toolchain, &root.join("bench"))?;
     if let Part::Stock(_) = part {
         translation_bench(workspace, &toolchain, &root.join("bench"))?;
@@ -287,8 +298,127 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
             write_part_env(&root, llvm, tools, "debs", &in_packages.join(" "))?;
         }
     }
-    let summary = self_check(workspace, &root, part)?;
+    let checked = self_check(workspace, &root, part, &carried)?;
+    pack_programs(&root, &checked)?;
+    let bytes = size(&root)?;
+    ensure!(
+        bytes <= MAX_BYTES,
+        "the bundle is {:.1} MiB, over the {} MiB limit",
+        mib(bytes),
+        MAX_BYTES >> 20
+    );
+    let summary = format!("{} ({:.1} MiB, {} files checked)", root.display(), mib(bytes), checked.len());
+    println!("gpu bundle: {summary}");
     Ok((root, summary))
+}
+
+/// The stock-parity corpus (`tests/corpus/`) and the demo's `examples/scene.cpp`, which CI builds
+/// with the reference release alone, built for the bundle's GPU as their user builds them:
+/// `corpus/<name>` the project's build with `<name>.expected`, what stock's x86_64 build prints
+/// on the x86_64 device; `corpus-stock/<name>` stock's build with `<name>.expect`, `prints` where
+/// stock's x86_64 build prints the same on the strict device and `faults` where the strict device
+/// stops it (what a GPU then does); `demo/scene` and `demo-control/scene` (stock: must fault). A
+/// program whose GPU build fails, stock's or the project's, is not carried (CI's corpus table
+/// shows which; `docs/gpu-bundle.md` why). Returns the carried executables, relative to `root`.
+fn corpus_and_demo(
+    workspace: &Path,
+    toolchain: &Toolchain,
+    target: &OffloadTarget,
+    root: &Path,
+) -> Result<Vec<PathBuf>> {
+    use corpus::Build::{Project, Stock};
+    let work = workspace.join("target/gpu-bundle-build/corpus");
+    let x86 = OffloadTarget::x86_64();
+    let builds: Vec<(&str, &OffloadTarget, corpus::Build)> = corpus::PROGRAMS
+        .iter()
+        .flat_map(|name| [(*name, target, Project), (*name, target, Stock), (*name, &x86, Stock)])
+        .collect();
+    let built = cmd::in_parallel(builds, |(name, t, how)| {
+        corpus::build(workspace, toolchain, t, name, &work.join(&t.name).join(name), how)
+    });
+    let mut carried = Vec::new();
+    for dir in ["corpus", "corpus-stock", "demo", "demo-control"] {
+        fs::create_dir_all(root.join(dir))?;
+    }
+    for (name, builds) in corpus::PROGRAMS.iter().zip(built.chunks(3)) {
+        let [project, stock, on_x86] = builds else { bail!("fewer corpus builds than programs") };
+        let (Ok(project), Ok(stock)) = (project, stock) else { continue };
+        let on_x86 = on_x86.as_ref().map_err(|err| anyhow::anyhow!("{err:#}"))?;
+        let expected = corpus::run(toolchain, on_x86, false)?;
+        let strict = Command::new(on_x86)
+            .env_remove("LD_PRELOAD")
+            .env_remove("LIBOMPTARGET_INFO")
+            .envs(toolchain.run_env())
+            .env("LD_PRELOAD", toolchain.dist().strict_lib())
+            .output()?;
+        let expect = if strict.status.success() && String::from_utf8_lossy(&strict.stdout) == expected {
+            "prints"
+        } else if String::from_utf8_lossy(&strict.stderr).contains("omptarget-indirect strict: ") {
+            "faults"
+        } else {
+            bail!("{name}: stock's x86_64 build neither prints its output on the strict device nor is stopped there")
+        };
+        copy(project, &root.join("corpus").join(name))?;
+        fs::write(root.join("corpus").join(format!("{name}.expected")), &expected)?;
+        copy(stock, &root.join("corpus-stock").join(name))?;
+        fs::write(root.join("corpus-stock").join(format!("{name}.expect")), format!("{expect}\n"))?;
+        carried.extend([PathBuf::from("corpus").join(name), PathBuf::from("corpus-stock").join(name)]);
+    }
+    ensure!(!carried.is_empty(), "no corpus program builds for {}", target.name);
+    let scene = workspace.join("examples/scene.cpp");
+    for (dir, how) in [("demo", Project), ("demo-control", Stock)] {
+        corpus::compile(toolchain, target, &scene, &root.join(dir).join("scene"), how)
+            .with_context(|| format!("examples/scene.cpp for the bundle's {dir}"))?;
+        carried.push(PathBuf::from(dir).join("scene"));
+    }
+    Ok(carried)
+}
+
+/// The folders that travel as they are; every other folder of a part holds executables (and the
+/// shared libraries and expected outputs beside them), which `pack_programs` packs.
+const UNPACKED_FOLDERS: [&str; 5] = ["bin", "lib", "kernels", "images", "debs"];
+
+/// Packs the part's executables into `programs.tar.xz` (ELF executables shrink about twenty
+/// times: what lets one call carry every program), which `run.sh` unpacks into its cache
+/// (`unpack_programs` in `common.sh`), and checks that it holds every one of `checked` that
+/// lived in those folders.
+fn pack_programs(root: &Path, checked: &[PathBuf]) -> Result<()> {
+    let mut folders: Vec<String> = Vec::new();
+    for entry in fs::read_dir(root)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type()?.is_dir() && !UNPACKED_FOLDERS.contains(&name.as_str()) {
+            folders.push(name);
+        }
+    }
+    folders.sort();
+    let archive = root.join("programs.tar.xz");
+    cmd::output(
+        Command::new(requirements::program("tar"))
+            .args(["--sort=name", "-cJf"])
+            .arg(&archive)
+            .arg("-C")
+            .arg(root)
+            .args(&folders),
+    )?;
+    let listed = cmd::stdout(Command::new(requirements::program("tar")).arg("-tJf").arg(&archive))?;
+    let listed: Vec<&str> = listed.lines().collect();
+    for file in checked.iter().filter(|f| is_packed(f)) {
+        ensure!(listed.contains(&&*file.to_string_lossy()), "programs.tar.xz lacks {}", file.display());
+    }
+    for folder in &folders {
+        fs::remove_dir_all(root.join(folder))?;
+    }
+    Ok(())
+}
+
+/// Whether `file` (relative to a part) travels in `programs.tar.xz`.
+fn is_packed(file: &Path) -> bool {
+    let mut parts = file.components();
+    match (parts.next(), parts.next()) {
+        (Some(folder), Some(_)) => !UNPACKED_FOLDERS.iter().any(|f| folder.as_os_str() == *f),
+        _ => false,
+    }
 }
 
 /// The libraries the release's stock libomptarget loads (`ldd`, in the release's root when it
@@ -445,12 +575,7 @@ fn loads_with_carried_loader(workspace: &Path, root: &Path, expected: &[PathBuf]
         .find_map(|l| l.strip_prefix("LIBOMPTARGET="))
         .context("part.env names no LIBOMPTARGET")?;
     let mut programs = vec![unpacked.join(libomptarget)];
-    programs.extend(
-        expected
-            .iter()
-            .filter(|f| f.starts_with("e2e") || f.starts_with("bench") || f.starts_with("memcheck-control"))
-            .map(|f| root.join(f)),
-    );
+    programs.extend(expected.iter().filter(|f| is_packed(f)).map(|f| root.join(f)));
     let library_path = format!("{}:{}", root.join("lib").display(), unpacked.display());
     for program in &programs {
         let listed = cmd::stdout(
@@ -767,9 +892,9 @@ fn probe_image(
     copy(&image, &dir.join(format!("{name}.{BUNDLE_SM}.cubin")))
 }
 
-/// Every file the part needs is there, the script parses, its memcheck verdict holds on recorded
-/// reports, and the whole fits the limit.
-fn self_check(workspace: &Path, root: &Path, part: Part) -> Result<String> {
+/// Every file the part needs is there (`carried`: what [`corpus_and_demo`] added), the script
+/// parses, and its memcheck verdict holds on recorded reports. Returns the files checked.
+fn self_check(workspace: &Path, root: &Path, part: Part, carried: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut expected: Vec<PathBuf> = vec![
         "run.sh".into(),
         "common.sh".into(),
@@ -800,6 +925,7 @@ fn self_check(workspace: &Path, root: &Path, part: Part) -> Result<String> {
         ensure!(!programs.is_empty(), "the bundle's {dir} would hold no program");
         expected.extend(programs.iter().map(|p| PathBuf::from(dir).join(p.name)));
     }
+    expected.extend(carried.iter().cloned());
     for file in &expected {
         ensure!(root.join(file).is_file(), "the bundle lacks {}", file.display());
     }
@@ -819,16 +945,7 @@ fn self_check(workspace: &Path, root: &Path, part: Part) -> Result<String> {
             .arg(workspace.join("gpu-tests/bundle/memcheck-verdict-test.sh")),
     )?;
     ensure!(verdict.contains(" 0 failed"), "the memcheck verdict's own test: {verdict}");
-    let bytes = size(root)?;
-    ensure!(
-        bytes <= MAX_BYTES,
-        "the bundle is {:.1} MiB, over the {} MiB limit",
-        mib(bytes),
-        MAX_BYTES >> 20
-    );
-    let summary = format!("{} ({:.1} MiB, {} files checked)", root.display(), mib(bytes), expected.len());
-    println!("gpu bundle: {summary}");
-    Ok(summary)
+    Ok(expected)
 }
 
 fn size(dir: &Path) -> Result<u64> {
