@@ -230,13 +230,42 @@ symbol_names! {
     /// The C++ runtime's `dynamic_cast` (Itanium ABI 2.9.7), which clang calls for a cast to a
     /// pointer or reference of class type.
     CXX_DYNAMIC_CAST = "__dynamic_cast";
+    /// The device library's `same_type_as`: flang's runtime function of the same signature and
+    /// result, reading the type descriptors through the translation. The pass plugin calls it in
+    /// place of [`FLANG_SAME_TYPE_AS`] in device code.
+    SAME_TYPE_AS = "__omptarget_indirect_same_type_as";
+    /// flang's runtime `same_type_as`: `bool (const Descriptor &a, const Descriptor &b)`.
+    FLANG_SAME_TYPE_AS = "_FortranASameTypeAs";
+    /// The device library's `extends_type_of`, as [`SAME_TYPE_AS`] for [`FLANG_EXTENDS_TYPE_OF`].
+    EXTENDS_TYPE_OF = "__omptarget_indirect_extends_type_of";
+    /// flang's runtime `extends_type_of`: `bool (const Descriptor &a, const Descriptor &mold)`.
+    FLANG_EXTENDS_TYPE_OF = "_FortranAExtendsTypeOf";
+}
+
+/// Whether `name` is a dispatch table the host and the device each define and pair word by word
+/// ([`VTABLE_WORD_PREFIX`]): a C++ vtable or construction vtable (`_ZTV*`, `_ZTC*`), or the type
+/// descriptor flang defines for a Fortran derived type (`_QM<module>EXdtX<type>`, or `_QF...`
+/// for a type declared in a procedure), whose first word leads to the type's binding table.
+pub fn is_dispatch_table(name: &[u8]) -> bool {
+    name.starts_with(b"_ZTV") || name.starts_with(b"_ZTC") || is_fortran_type_descriptor(name)
+}
+
+/// Whether `name` is flang's type descriptor of a derived type: `_Q` (flang's prefix), a scope,
+/// then `EXdtX` and the type's name.
+pub fn is_fortran_type_descriptor(name: &[u8]) -> bool {
+    const MARK: &[u8] = b"EXdtX";
+    name.starts_with(b"_Q")
+        && name
+            .windows(MARK.len())
+            .position(|w| w == MARK)
+            .is_some_and(|at| at > 2 && at + MARK.len() < name.len())
 }
 
 /// Prefix of the device globals through which the host learns where the device keeps each word
-/// of a vtable. The pass plugin defines, in every device module, for every word `k` (byte offset
-/// `8 * k`) of every vtable or construction vtable the module defines with external linkage
-/// (`_ZTV*`, `_ZTC*`), a constant 8-byte global `<prefix><k>_<vtable symbol>` that holds the
-/// device address of that word. The plugins pair it with the same word of the host's vtable of
+/// of a dispatch table ([`is_dispatch_table`]). The pass plugin defines, in every device module,
+/// for every word `k` (byte offset `8 * k`) of every vtable, construction vtable or Fortran type
+/// descriptor the module defines with external linkage, a constant 8-byte global
+/// `<prefix><k>_<table symbol>` that holds the device address of that word. The plugins pair it with the same word of the host's vtable of
 /// the same name, so that a vtable pointer a host-built object carries (any address point,
 /// primary or secondary) translates like a function address.
 pub const VTABLE_WORD_PREFIX: &str = "__omptarget_indirect_vtable_";
@@ -273,13 +302,13 @@ pub fn is_device_image_path(path: &str) -> bool {
 }
 
 /// The word index and the vtable symbol a [`VTABLE_WORD_PREFIX`] global names, or None when
-/// `name` is not such a global (no prefix, no decimal index, no `_`, or a vtable name that is not
-/// an Itanium vtable or construction vtable).
+/// `name` is not such a global (no prefix, no decimal index, no `_`, or a name that is no
+/// dispatch table's: [`is_dispatch_table`]).
 pub fn vtable_word(name: &str) -> Option<(u64, &str)> {
     let rest = name.strip_prefix(VTABLE_WORD_PREFIX)?;
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
     let vtable = rest[digits..].strip_prefix('_')?;
-    if digits == 0 || digits > 9 || !(vtable.starts_with("_ZTV") || vtable.starts_with("_ZTC")) {
+    if digits == 0 || digits > 9 || !is_dispatch_table(vtable.as_bytes()) {
         return None;
     }
     Some((rest[..digits].parse().ok()?, vtable))
@@ -373,7 +402,7 @@ pub fn host_vtables(bytes: &[u8]) -> impl Iterator<Item = HostVtable<'_>> {
         let name = &record[header..];
         let name = name.iter().position(|&b| b == 0).and_then(|end| core::str::from_utf8(&name[..end]).ok());
         match name {
-            Some(name) if name.starts_with("_ZTV") || name.starts_with("_ZTC") => {
+            Some(name) if is_dispatch_table(name.as_bytes()) => {
                 at += length;
                 return Some(HostVtable { address, size, name });
             }
@@ -451,6 +480,10 @@ mod vtable_word_tests {
     fn names_round_trip_and_others_are_refused() {
         assert_eq!(vtable_word("__omptarget_indirect_vtable_3__ZTV6Square"), Some((3, "_ZTV6Square")));
         assert_eq!(vtable_word("__omptarget_indirect_vtable_0__ZTC1D0_1B"), Some((0, "_ZTC1D0_1B")));
+        assert_eq!(
+            vtable_word("__omptarget_indirect_vtable_2__QMshapesEXdtXsquare"),
+            Some((2, "_QMshapesEXdtXsquare"))
+        );
         for other in [
             "__omptarget_indirect_vtable__ZTV1A",
             "__omptarget_indirect_vtable_1_ZTV1A",
@@ -460,6 +493,24 @@ mod vtable_word_tests {
             "_ZTV1A",
         ] {
             assert_eq!(vtable_word(other), None, "{other}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod dispatch_table_tests {
+    use super::is_dispatch_table;
+
+    #[test]
+    fn vtables_and_fortran_type_descriptors_are_dispatch_tables() {
+        for name in ["_ZTV6Square", "_ZTC1D0_1B", "_QMshapesEXdtXsquare", "_QFmainEXdtXlocal_t"] {
+            assert!(is_dispatch_table(name.as_bytes()), "{name}");
+        }
+        // Type info, a binding table, a component table, a procedure, a bare mark.
+        for name in
+            ["_ZTI6Square", "_QMshapesEXvXsquare", "_QMshapesEXcXsquare", "_QMshapesPsquare_area", "_QEXdtX"]
+        {
+            assert!(!is_dispatch_table(name.as_bytes()), "{name}");
         }
     }
 }
@@ -477,6 +528,10 @@ mod symbol_name_tests {
             (super::DEVICE_ENVIRONMENT, super::c_names::DEVICE_ENVIRONMENT),
             (super::DYNAMIC_CAST, super::c_names::DYNAMIC_CAST),
             (super::CXX_DYNAMIC_CAST, super::c_names::CXX_DYNAMIC_CAST),
+            (super::SAME_TYPE_AS, super::c_names::SAME_TYPE_AS),
+            (super::FLANG_SAME_TYPE_AS, super::c_names::FLANG_SAME_TYPE_AS),
+            (super::EXTENDS_TYPE_OF, super::c_names::EXTENDS_TYPE_OF),
+            (super::FLANG_EXTENDS_TYPE_OF, super::c_names::FLANG_EXTENDS_TYPE_OF),
         ] {
             assert_eq!(c.to_str(), Ok(text));
         }

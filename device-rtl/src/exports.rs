@@ -52,6 +52,17 @@ pub static mut __omp_offloading_fptr_index: FptrIndex = FptrIndex::NONE;
 /// (or be null / 0), and an index that names the table must be well formed.
 #[no_mangle]
 pub unsafe extern "C" fn __kmpc_target_translate_fptr(fn_ptr: *mut c_void) -> *mut c_void {
+    // SAFETY: the caller's contract is this function's.
+    unsafe { translate_installed(fn_ptr) }
+}
+
+/// [`__kmpc_target_translate_fptr`], inlined into the library's own callers (a GPU's copy of the
+/// library keeps no call and no stack).
+///
+/// # Safety
+/// As for [`__kmpc_target_translate_fptr`].
+#[inline(always)]
+pub(crate) unsafe fn translate_installed(fn_ptr: *mut c_void) -> *mut c_void {
     // SAFETY: the tables' and the index's validity is this function's precondition.
     unsafe {
         let (ours, llvm, index) = installed();

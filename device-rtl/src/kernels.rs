@@ -3,8 +3,9 @@
 //! clang compiles an x86_64 target region as host code: the kernel calls the host's OpenMP
 //! runtime (libomp) for teams and threads. flang builds every target region the way it builds a
 //! GPU kernel (LLVM's OpenMPIRBuilder): `__kmpc_target_init` / `__kmpc_target_deinit` around the
-//! body, `__kmpc_parallel_60` for a parallel region, `__kmpc_*_static_loop_*` for worksharing
-//! loops, and `omp_is_initial_device` called, not folded. LLVM ships these in its GPU DeviceRTL
+//! body, `__kmpc_parallel_60` (`_51` before LLVM 22) for a parallel region,
+//! `__kmpc_*_static_loop_*` for worksharing loops, and `omp_is_initial_device` called, not
+//! folded. LLVM ships these in its GPU DeviceRTL
 //! only, so flang's x86_64 images do not link. Here they are, mapped onto libomp, which runs the
 //! kernel's threads on this device:
 //!
@@ -182,6 +183,30 @@ pub unsafe extern "C" fn __kmpc_parallel_60(
     }
 }
 
+/// [`__kmpc_parallel_60`] as LLVM 21 and earlier name it, without the `strict` argument: what
+/// flang 21's kernels call.
+///
+/// # Safety
+/// As for [`__kmpc_parallel_60`].
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __kmpc_parallel_51(
+    ident: *mut Ident,
+    gtid: i32,
+    if_expr: i32,
+    num_threads: i32,
+    proc_bind: i32,
+    region: *mut c_void,
+    wrapper: *mut c_void,
+    args: *const *mut c_void,
+    nargs: i64,
+) {
+    // SAFETY: the caller's contract is `__kmpc_parallel_60`'s; `strict` is not read.
+    unsafe {
+        __kmpc_parallel_60(ident, gtid, if_expr, num_threads, proc_bind, region, wrapper, args, nargs, 0)
+    }
+}
+
 /// The iteration counts the loop entry points take.
 trait Count: Copy {
     fn to_u64(self) -> u64;
@@ -205,8 +230,11 @@ count!(i32, u32, i64, u64);
 
 /// Calls `body(iv, arg)` for this thread's share of `0..iterations` when `threads` threads split
 /// them: chunks of `chunk` iterations (1 when 0), dealt round robin, thread `thread` taking
-/// chunks `thread`, `thread + threads`, .... `one_each`: the compiler knows there are at least as
-/// many threads as iterations (each thread runs at most one chunk).
+/// chunks `thread`, `thread + threads`, ....
+///
+/// LLVM 22's entry points add a hint that there are at least as many threads as iterations
+/// (`one_iteration_per_thread`); it is never read: the dealing above then ends after one chunk
+/// anyway, and LLVM 21's entry points, which flang 21 calls, end before that argument.
 ///
 /// # Safety
 /// `body` must be a loop body the compiler outlined for `arg`.
@@ -217,7 +245,6 @@ unsafe fn share<T: Count>(
     threads: u64,
     thread: u64,
     chunk: u64,
-    one_each: bool,
 ) {
     let (threads, chunk) = (threads.max(1), chunk.max(1));
     let mut start = thread.saturating_mul(chunk);
@@ -225,9 +252,6 @@ unsafe fn share<T: Count>(
         for iv in start..iterations.min(start.saturating_add(chunk)) {
             // SAFETY: an iteration of the loop `body` was outlined from (precondition).
             unsafe { body(T::from_u64(iv), arg) };
-        }
-        if one_each {
-            return;
         }
         start = start.saturating_add(threads.saturating_mul(chunk));
     }
@@ -243,11 +267,10 @@ unsafe fn share_among_threads<T: Count>(
     iterations: T,
     threads: T,
     chunk: T,
-    one_each: u8,
 ) {
     let (iterations, threads, chunk) = (iterations.to_u64(), threads.to_u64(), chunk.to_u64());
     // SAFETY: the precondition.
-    unsafe { share(body, arg, iterations, threads, this_thread(), chunk, one_each != 0) }
+    unsafe { share(body, arg, iterations, threads, this_thread(), chunk) }
 }
 
 /// The calling thread's number in the current parallel region (0 outside one).
@@ -274,12 +297,10 @@ macro_rules! loop_entries {
             num_threads: $t,
             _block_chunk: $t,
             thread_chunk: $t,
-            one_iteration_per_thread: u8,
+            _one_iteration_per_thread: u8,
         ) {
             // SAFETY: the precondition.
-            unsafe {
-                share_among_threads(body, arg, num_iters, num_threads, thread_chunk, one_iteration_per_thread)
-            }
+            unsafe { share_among_threads(body, arg, num_iters, num_threads, thread_chunk) }
         }
 
         /// `distribute` of `num_iters` iterations: the one team runs them all.
@@ -296,7 +317,7 @@ macro_rules! loop_entries {
             _one_iteration_per_team: u8,
         ) {
             // SAFETY: the precondition.
-            unsafe { share(body, arg, num_iters.to_u64(), 1, 0, 0, false) }
+            unsafe { share(body, arg, num_iters.to_u64(), 1, 0, 0) }
         }
 
         /// Worksharing `do` of `num_iters` iterations among the region's `num_threads`.
@@ -311,12 +332,10 @@ macro_rules! loop_entries {
             num_iters: $t,
             num_threads: $t,
             thread_chunk: $t,
-            one_iteration_per_thread: u8,
+            _one_iteration_per_thread: u8,
         ) {
             // SAFETY: the precondition.
-            unsafe {
-                share_among_threads(body, arg, num_iters, num_threads, thread_chunk, one_iteration_per_thread)
-            }
+            unsafe { share_among_threads(body, arg, num_iters, num_threads, thread_chunk) }
         }
     };
 }
@@ -357,14 +376,12 @@ mod tests {
         SEEN.lock().unwrap().push(iv);
     }
 
-    fn shares(iterations: u64, threads: u64, chunk: u64, one_each: bool) -> Vec<Vec<u64>> {
+    fn shares(iterations: u64, threads: u64, chunk: u64) -> Vec<Vec<u64>> {
         (0..threads)
             .map(|thread| {
                 SEEN.lock().unwrap().clear();
                 // SAFETY: `record` ignores its argument.
-                unsafe {
-                    share::<u64>(record, core::ptr::null_mut(), iterations, threads, thread, chunk, one_each)
-                };
+                unsafe { share::<u64>(record, core::ptr::null_mut(), iterations, threads, thread, chunk) };
                 SEEN.lock().unwrap().clone()
             })
             .collect()
@@ -376,7 +393,7 @@ mod tests {
         for (iterations, threads, chunk) in
             [(0, 3, 0), (1, 4, 0), (64, 4, 0), (10, 3, 4), (7, 8, 2), (100, 1, 0)]
         {
-            let shares = shares(iterations, threads, chunk, false);
+            let shares = shares(iterations, threads, chunk);
             let mut all: Vec<u64> = shares.concat();
             all.sort_unstable();
             assert_eq!(
@@ -386,8 +403,8 @@ mod tests {
             );
         }
         // Round robin, chunk by chunk.
-        assert_eq!(shares(10, 3, 2, false), [vec![0, 1, 6, 7], vec![2, 3, 8, 9], vec![4, 5]]);
-        // One chunk each when the compiler says there are enough threads.
-        assert_eq!(shares(3, 4, 0, true), [vec![0], vec![1], vec![2], vec![]]);
+        assert_eq!(shares(10, 3, 2), [vec![0, 1, 6, 7], vec![2, 3, 8, 9], vec![4, 5]]);
+        // One chunk each where there are enough threads: what LLVM 22's hint, never read, says.
+        assert_eq!(shares(3, 4, 0), [vec![0], vec![1], vec![2], vec![]]);
     }
 }

@@ -15,7 +15,8 @@
 //! dependent loads; tables installed by anyone else are binary-searched as before.
 //!
 //! On the x86_64 device, [`dynamic_cast`] gives `dynamic_cast` the same translation for the
-//! vtables it reads.
+//! vtables it reads; on every device, [`fortran_types`] gives Fortran's `same_type_as` and
+//! `extends_type_of` the same for the type descriptors they read.
 //!
 //! The crate is freestanding (`no_std`, no allocation, no panic paths, no external calls but the
 //! x86_64 device image's one at load time, `src/image_loaded.rs`) so the
@@ -34,6 +35,7 @@
 pub mod dynamic_cast;
 pub mod environment;
 mod exports;
+pub mod fortran_types;
 /// Only the x86_64 device image's copy calls out (see the module).
 #[cfg(all(target_arch = "x86_64", feature = "device-image"))]
 mod image_loaded;

@@ -247,7 +247,8 @@ run_control() { # program [argument...]
 run_e2e_folder() { # step-prefix folder
   local program name
   for program in "$2"/*; do
-    [ -e "$program" ] || continue
+    # Executables only (a list of controls lies beside them too).
+    [ -x "$program" ] || continue
     name=$(basename "$program")
     # A program's shared library lies beside it (its rpath is $ORIGIN).
     case $name in *.so) continue ;; esac
@@ -262,7 +263,7 @@ run_e2e_folder() { # step-prefix folder
 run_control_folder() { # step-prefix folder what-it-lacks
   local program
   for program in "$2"/*; do
-    [ -e "$program" ] || continue
+    [ -x "$program" ] || continue
     case $program in *.so) continue ;; esac
     step "$1: $(basename "$program") without $3 fails" run_control "$program"
   done

@@ -21,6 +21,8 @@
 #                           what the host renders
 # 2. e2e-controls/*         the unmodified ones built by stock clang N: each must fail
 #    e2e-controls-frontend/*  those that need the frontend plugin built without it: each must fail
+#    e2e/vtables-off.controls  the programs whose objects the host builds, run without the
+#                           vtables in the table (OMPTARGET_INDIRECT_VTABLES=0): each must fail
 #    corpus-stock/*, demo-control/scene   stock's builds: the same output where the strict device
 #                           runs their x86_64 builds, a fault where it stops them; the scene faults
 # --bench: the translation benchmark against LLVM N's own __llvm_omp_indirect_call_lookup
@@ -90,6 +92,13 @@ for program in "$programs"/e2e-pageable-memory/*; do
 done
 run_control_folder "2. control" "$programs/e2e-controls" "the project (stock clang $RELEASE)"
 run_control_folder "2. control" "$programs/e2e-controls-frontend" "the frontend plugin"
+# The same programs whose objects the host builds, run without the vtables (and Fortran type
+# descriptors) in the table: device code then reads the host's, and each must fault.
+run_control_without_vtables() { OMPTARGET_INDIRECT_VTABLES=0 run_control "$@"; }
+while read -r name; do
+  [ -n "$name" ] || continue
+  step "2. control: $name without the vtables in the table fails" run_control_without_vtables "$programs/e2e/$name"
+done <"$programs/e2e/vtables-off.controls"
 
 # A program prints exactly what `expected` holds (its stdout; stderr goes to the step's log).
 run_printing() { # program expected

@@ -81,6 +81,9 @@ pub struct Release {
     /// Whether its flang compiles the Fortran programs (flang 19 rejects `indirect`:
     /// docs/fortran.md); the dist tree then holds its `flang-NN.cfg` and module file.
     pub flang: bool,
+    /// Whether its flang compiles a type-bound procedure call in a target region (flang 21 and
+    /// 22 stop: `cannot find binding`, `failed to legalize operation 'fir.dispatch'`).
+    pub flang_type_bound_calls: bool,
     /// Whether its clang configuration files take link-only lines (`$`-prefixed, LLVM 20+): the
     /// configuration file then links the device library and the registration library itself.
     pub config_links: bool,
@@ -110,6 +113,7 @@ pub const RELEASES: [Release; 4] = [
         device_rtl: DeviceRtl::Debian,
         pass_plugin_file: "libomptarget-indirect-pass.so",
         flang: false,
+        flang_type_bound_calls: false,
         config_links: false,
         gpu_check_archs: &["sm_90", "gfx90a"],
         e2e_tree: "e2e",
@@ -130,7 +134,8 @@ pub const RELEASES: [Release; 4] = [
         },
         device_rtl: DeviceRtl::FromSource { nvptx: "llvm21-devicertl-nvptx" },
         pass_plugin_file: "libomptarget-indirect-pass-llvm21.so",
-        flang: false,
+        flang: true,
+        flang_type_bound_calls: false,
         config_links: true,
         gpu_check_archs: &["sm_90", "gfx90a"],
         e2e_tree: "e2e-llvm21",
@@ -152,6 +157,7 @@ pub const RELEASES: [Release; 4] = [
         device_rtl: DeviceRtl::FromSource { nvptx: "llvm22-devicertl-nvptx" },
         pass_plugin_file: "libomptarget-indirect-pass-llvm22.so",
         flang: true,
+        flang_type_bound_calls: false,
         config_links: true,
         gpu_check_archs: &["sm_90", "gfx90a", "gfx942"],
         e2e_tree: "e2e-llvm22",
@@ -177,6 +183,7 @@ pub const RELEASES: [Release; 4] = [
         device_rtl: DeviceRtl::FromSource { nvptx: "llvm23-devicertl-nvptx" },
         pass_plugin_file: "libomptarget-indirect-pass-llvm23.so",
         flang: true,
+        flang_type_bound_calls: true,
         config_links: true,
         gpu_check_archs: &["sm_90", "gfx90a"],
         e2e_tree: "e2e-llvm23",

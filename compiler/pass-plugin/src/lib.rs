@@ -29,6 +29,7 @@ pub mod device_link_fixes;
 pub mod dynamic_casts;
 pub mod flang_kernels;
 pub mod fortran;
+pub mod fortran_dispatch;
 pub mod host_only;
 pub mod host_vtables;
 pub mod image_anchor;

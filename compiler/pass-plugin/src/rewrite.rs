@@ -97,8 +97,10 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
             pass.summary.image_anchor = crate::image_anchor::define_in_device(module);
             pass.summary.adapted_kernels = crate::flang_kernels::adapt_to_argument_array(module);
             pass.summary.indirect_entries = crate::indirect_entries::name_device_globals(module);
+            pass.summary.shared_type_descriptors = crate::fortran_dispatch::share_type_descriptors(module);
             pass.export_vtable_words();
             pass.route_dynamic_casts();
+            pass.route_type_inquiries();
         }
         let mut function = LLVMGetFirstFunction(module);
         while !function.is_null() {

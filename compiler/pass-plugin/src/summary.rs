@@ -75,6 +75,12 @@ pub struct Summary {
     /// flang's x86_64 kernels given an adapter of the runtime's signature
     /// ([`crate::flang_kernels`]).
     pub adapted_kernels: usize,
+    /// Device module: Fortran type descriptors made one definition per image
+    /// ([`crate::fortran_dispatch`]).
+    pub shared_type_descriptors: usize,
+    /// Calls of flang's `same_type_as` and `extends_type_of` now calling the device library's
+    /// ([`crate::fortran_dispatch`]).
+    pub type_inquiries: usize,
 }
 
 impl Summary {
@@ -96,5 +102,8 @@ impl Summary {
             || self.indirect_entries > 0
             || self.cached > 0
             || self.guarded > 0
+            || self.adapted_kernels > 0
+            || self.shared_type_descriptors > 0
+            || self.type_inquiries > 0
     }
 }

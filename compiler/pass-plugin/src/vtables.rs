@@ -26,7 +26,9 @@
 //! unchanged (it is no key of the table), and the call through it stays translated, so the guess
 //! costs one lookup and never changes a result.
 
-use omptarget_indirect_abi::write_vtable_word;
+use omptarget_indirect_abi::{is_dispatch_table, write_vtable_word};
+
+use crate::fortran_dispatch::is_type_descriptor_load;
 
 use crate::device_addresses::device_global_of;
 use crate::ir::{
@@ -50,6 +52,8 @@ enum Evidence {
     Tagged,
     /// The shape of its uses, in a function without TBAA.
     Shape,
+    /// The type-descriptor pointer of a Fortran descriptor ([`crate::fortran_dispatch`]).
+    TypeDescriptor,
 }
 
 impl Pass<'_> {
@@ -81,11 +85,14 @@ impl Pass<'_> {
                     let how = match evidence {
                         Evidence::Tagged => "a vtable pointer load",
                         Evidence::Shape => "a pointer used as a vtable (no TBAA here to tell)",
+                        Evidence::TypeDescriptor => "a Fortran descriptor's type-descriptor pointer",
                     };
+                    let table =
+                        if evidence == Evidence::TypeDescriptor { "type descriptor" } else { "vtable" };
                     let when = if phase == Phase::OptimizerLast { " (found after optimization)" } else { "" };
                     format!(
                         "translated {how} with __kmpc_target_translate_fptr: an object built on the host \
-                         reaches the device's vtable{when}"
+                         reaches the device's {table}{when}"
                     )
                 });
             }
@@ -140,8 +147,9 @@ impl Pass<'_> {
     }
 }
 
-/// Every vtable and construction vtable (`_ZTV*`, `_ZTC*`) `module` defines with external
-/// linkage, as `(global, symbol, size in bytes)`: the ones another module may pair by name.
+/// Every dispatch table (a vtable or construction vtable, `_ZTV*`, `_ZTC*`, or a Fortran type
+/// descriptor: [`is_dispatch_table`]) `module` defines with external linkage, as `(global,
+/// symbol, size in bytes)`: the ones another module may pair by name.
 /// Vtables of classes with internal linkage (anonymous namespaces, local classes) are left out:
 /// two units may each define one of the same name.
 pub(crate) unsafe fn defined_vtables(module: LLVMModuleRef) -> Vec<(LLVMValueRef, String, u64)> {
@@ -153,7 +161,7 @@ pub(crate) unsafe fn defined_vtables(module: LLVMModuleRef) -> Vec<(LLVMValueRef
         while !global.is_null() {
             let name = value_name_bytes(global).unwrap_or_default();
             let linkage = LLVMGetLinkage(global);
-            if (name.starts_with(b"_ZTV") || name.starts_with(b"_ZTC"))
+            if is_dispatch_table(&name)
                 && LLVMIsDeclaration(global) == 0
                 && !matches!(
                     linkage,
@@ -239,6 +247,9 @@ unsafe fn vtable_load(context: LLVMContextRef, inst: LLVMValueRef, tagged_only: 
         }
         if tagged_vtable_load(context, inst) {
             return Some(Evidence::Tagged);
+        }
+        if is_type_descriptor_load(inst) {
+            return Some(Evidence::TypeDescriptor);
         }
         if tagged_only {
             return None;

@@ -528,6 +528,69 @@ define ptr @without_rtti(ptr %obj) {{
     assert_eq!(host.rewrite(Phase::PipelineStart).dynamic_casts, 0);
 }
 
+/// A device module as flang 23 emits it for `r = s%area()` on a mapped `class(shape)` and
+/// `same_type_as(s, t)`: the type descriptor (`internal`, in a comdat) and its binding table, the
+/// descriptor copied, its type-descriptor pointer loaded from the scalar descriptor (field 7) and
+/// from an array's (field 8, after the dimensions), the binding's address read and called.
+const FORTRAN_DISPATCH: &str = r#"
+$_QMshapesEXdtXsquare = comdat any
+%binding = type { i64, { ptr, i64, i32, i8, i8, i8, i8 } }
+@_QMshapesPsquare_area = external global i8
+@_QMshapesEXvXsquare = internal constant [1 x %binding] [%binding { i64 ptrtoint (ptr @_QMshapesPsquare_area to i64), { ptr, i64, i32, i8, i8, i8, i8 } zeroinitializer }]
+@_QMshapesEXdtXsquare = internal constant { ptr, i64 } { ptr @_QMshapesEXvXsquare, i64 32 }, comdat
+@_QMshapesEXvXhelper = internal constant [1 x i64] zeroinitializer
+declare i1 @_FortranASameTypeAs(ptr, ptr)
+define float @kernel(ptr %box, ptr %array) {
+  %td.ptr = getelementptr { ptr, i64, i32, i8, i8, i8, i8, ptr, [1 x i64] }, ptr %box, i32 0, i32 7
+  %td = load ptr, ptr %td.ptr, align 8
+  %bindings = load ptr, ptr %td, align 8
+  %address = load i64, ptr %bindings, align 8
+  %area = inttoptr i64 %address to ptr
+  %r = call float %area(ptr %box)
+  %base.ptr = getelementptr { ptr, i64, i32, i8, i8, i8, i8, [1 x [3 x i64]], ptr, [1 x i64] }, ptr %array, i32 0, i32 0
+  %base = load ptr, ptr %base.ptr, align 8
+  %atd.ptr = getelementptr { ptr, i64, i32, i8, i8, i8, i8, [1 x [3 x i64]], ptr, [1 x i64] }, ptr %array, i32 0, i32 8
+  %atd = load ptr, ptr %atd.ptr, align 8
+  %same = call i1 @_FortranASameTypeAs(ptr %box, ptr %array)
+  ret float %r
+}
+"#;
+
+#[test]
+fn fortran_type_descriptors_are_shared_paired_and_translated_and_type_inquiries_routed() {
+    let module = Module::parse(&format!("{FORTRAN_DISPATCH}{DEVICE_FLAG}"));
+    let summary = module.rewrite(Phase::PipelineStart);
+    let text = module.text();
+    // One definition per image, without the comdat NVPTX lacks; the binding tables stay private.
+    assert_eq!(summary.shared_type_descriptors, 1);
+    assert!(text.contains("@_QMshapesEXdtXsquare = weak_odr hidden constant"), "{text}");
+    assert!(text.contains("@_QMshapesEXvXhelper = internal constant"), "{text}");
+    // Its two words are exported as a vtable's are.
+    assert_eq!(summary.vtable_words, 2);
+    assert!(
+        text.contains("@__omptarget_indirect_vtable_1__QMshapesEXdtXsquare = weak_odr protected constant")
+    );
+    // Both type-descriptor loads are translated, the base address is not.
+    assert_eq!(summary.vtable_loads, 2);
+    for loaded in ["%td", "%atd"] {
+        assert!(text.contains(&format!("@__kmpc_target_translate_fptr(ptr {loaded})")), "{loaded}:\n{text}");
+    }
+    assert!(!text.contains("@__kmpc_target_translate_fptr(ptr %base)"));
+    assert!(module.line_in("kernel", "%bindings = ").contains("ptr %"), "{text}");
+    assert!(!module.line_in("kernel", "%bindings = ").contains("ptr %td,"), "{text}");
+    // same_type_as asks the device library.
+    assert_eq!(summary.type_inquiries, 1);
+    assert!(module
+        .line_in("kernel", "%same = ")
+        .contains("@__omptarget_indirect_same_type_as(ptr %box, ptr %array)"));
+    // A second run changes nothing of this.
+    let again = module.rewrite(Phase::PipelineStart);
+    assert_eq!(
+        (again.shared_type_descriptors, again.vtable_words, again.vtable_loads, again.type_inquiries),
+        (0, 0, 0, 0)
+    );
+}
+
 /// A host module as flang 22 emits it for `type(indirect) :: twice_indirect = indirect(twice)`
 /// declared target, beside a procedure that already has an indirect entry and a holder left
 /// out of `declare target` (LLVM 20+ entry layout).

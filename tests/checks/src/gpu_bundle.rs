@@ -239,6 +239,19 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
         }
     }
     let mut carried = Vec::new();
+    if let Part::Stock(_) = part {
+        // The controls of the registration library's vtable words: each program whose objects
+        // the host builds, run without them (OMPTARGET_INDIRECT_VTABLES=0), must fault.
+        let host_built: Vec<&str> = part
+            .programs()
+            .into_iter()
+            .filter(|(dir, _, _)| *dir == "e2e")
+            .flat_map(|(_, _, programs)| programs)
+            .filter(|p| p.host_vtables)
+            .map(|p| p.name)
+            .collect();
+        fs::write(root.join(VTABLES_OFF_CONTROLS), host_built.join("\n") + "\n")?;
+    }
     if part.runs_corpus_and_demo() {
         carried = corpus_and_demo(workspace, &toolchain, &target, &root)?;
     }
@@ -374,6 +387,10 @@ fn corpus_and_demo(
     Ok(carried)
 }
 
+/// The list of the `e2e/` programs whose objects the host builds, one name a line: `run-stock.sh`
+/// runs each without the vtables in the table (`OMPTARGET_INDIRECT_VTABLES=0`), which must fault.
+const VTABLES_OFF_CONTROLS: &str = "e2e/vtables-off.controls";
+
 /// The folders that travel as they are; every other folder of a part holds executables (and the
 /// shared libraries and expected outputs beside them), which `pack_programs` packs.
 const UNPACKED_FOLDERS: [&str; 5] = ["bin", "lib", "kernels", "images", "debs"];
@@ -410,6 +427,11 @@ fn pack_programs(root: &Path, checked: &[PathBuf]) -> Result<()> {
         fs::remove_dir_all(root.join(folder))?;
     }
     Ok(())
+}
+
+/// Whether `path` is an ELF file (an executable or a library, not a list or an expected output).
+fn is_elf(path: &Path) -> bool {
+    fs::read(path).is_ok_and(|bytes| bytes.starts_with(b"\x7fELF"))
 }
 
 /// Whether `file` (relative to a part) travels in `programs.tar.xz`.
@@ -479,7 +501,10 @@ fn private_runtime(workspace: &Path, tools: &Tools, part: Part, root: &Path) -> 
         let Ok(entries) = fs::read_dir(root.join(dir)) else { continue };
         for entry in entries {
             let path = entry?.path();
-            libraries.extend(linked_libraries(tools, llvm, &path)?);
+            // Executables and libraries (a list of controls, an expected output lie beside them).
+            if is_elf(&path) {
+                libraries.extend(linked_libraries(tools, llvm, &path)?);
+            }
         }
     }
     let carried = |path: &Path| !path.starts_with(root) && !path.starts_with(workspace.join("target"));
@@ -575,7 +600,7 @@ fn loads_with_carried_loader(workspace: &Path, root: &Path, expected: &[PathBuf]
         .find_map(|l| l.strip_prefix("LIBOMPTARGET="))
         .context("part.env names no LIBOMPTARGET")?;
     let mut programs = vec![unpacked.join(libomptarget)];
-    programs.extend(expected.iter().filter(|f| is_packed(f)).map(|f| root.join(f)));
+    programs.extend(expected.iter().filter(|f| is_packed(f)).map(|f| root.join(f)).filter(|f| is_elf(f)));
     let library_path = format!("{}:{}", root.join("lib").display(), unpacked.display());
     for program in &programs {
         let listed = cmd::stdout(
@@ -908,6 +933,7 @@ fn self_check(workspace: &Path, root: &Path, part: Part, carried: &[PathBuf]) ->
         expected.push(format!("kernels/{module}.{BUNDLE_SM}.cubin").into());
     }
     if let Part::Stock(_) = part {
+        expected.push(VTABLES_OFF_CONTROLS.into());
         expected.push("bench/translation_gpu".into());
         expected.push("memcheck-control/out_of_bounds".into());
         expected.push("part.env".into());

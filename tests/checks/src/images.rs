@@ -15,6 +15,7 @@ use crate::tools::Tools;
 pub use omptarget_indirect_abi::{
     DEVICE_ENVIRONMENT, FPTR_INDEX as INDEX, FPTR_MAP_P as MAP_P, FPTR_MAP_SIZE as MAP_SIZE, TRANSLATE,
 };
+use omptarget_indirect_abi::{EXTENDS_TYPE_OF, SAME_TYPE_AS};
 /// Every global the device runtime defines, all weak.
 pub const GLOBALS: [&str; 3] = [MAP_P, MAP_SIZE, INDEX];
 /// The function and every global: what each image must define exactly once.
@@ -196,14 +197,15 @@ pub fn elf_summary(data: &[u8], names: &[&str]) -> Result<ElfSummary> {
     })
 }
 
-/// The vtables (`_ZTV...`) an ELF image defines: what a device image must hold for virtual calls
-/// on objects the host built.
+/// The dispatch tables (vtables, construction vtables, Fortran type descriptors:
+/// [`omptarget_indirect_abi::is_dispatch_table`]) an ELF image defines: what a device image must
+/// hold for virtual and type-bound calls on objects the host built.
 pub fn defined_vtables(data: &[u8]) -> Result<Vec<String>> {
     let Elf { endian, table, .. } = Elf::parse(data)?;
     let mut found = Vec::new();
     for sym in table.iter() {
         let name = sym.name(endian, table.strings())?;
-        if name.starts_with(b"_ZTV") && sym.st_shndx(endian) != elf::SHN_UNDEF {
+        if omptarget_indirect_abi::is_dispatch_table(name) && sym.st_shndx(endian) != elf::SHN_UNDEF {
             found.push(String::from_utf8_lossy(name).into_owned());
         }
     }
@@ -327,15 +329,30 @@ pub fn check_amdgcn_object(tools: &Tools, path: &Path, gfx: &str) -> Result<Stri
         [s] if !s.defined => {}
         found => bail!("{what}: {DEVICE_ENVIRONMENT} must be referred to, not defined (the DeviceRTL defines it), found {found:?}"),
     }
-    // A call (s_swappc/s_call) would make the backend assume recursion and a dynamic stack; any
-    // scratch or buffer access means the function uses private memory.
+    // A call (s_swappc/s_call) would make the backend assume recursion and a dynamic stack, in
+    // any function; a scratch or buffer access means the function uses private memory, which the
+    // translation (on every indirect call's path) must not. Fortran's type inquiries may: the
+    // backend sizes their fixed stack as it does any spill.
     let asm = cmd::stdout(Command::new(&tools.llvm_objdump).args(["-d", "--no-show-raw-insn"]).arg(path))?;
-    for forbidden in ["s_swappc", "s_call_b64", "scratch_", "buffer_"] {
-        if let Some(line) = asm.lines().find(|l| l.contains(forbidden)) {
-            bail!("{what}: uses calls or private memory: `{}`", line.trim());
+    let mut function = String::new();
+    for line in asm.lines() {
+        if let Some(label) = line.strip_suffix(">:").and_then(|l| l.split_once(" <")) {
+            function = label.1.to_string();
+            continue;
+        }
+        let may_spill = [SAME_TYPE_AS, EXTENDS_TYPE_OF].contains(&function.as_str());
+        let forbidden: &[&str] = if may_spill {
+            &["s_swappc", "s_call_b64"]
+        } else {
+            &["s_swappc", "s_call_b64", "scratch_", "buffer_"]
+        };
+        if forbidden.iter().any(|f| line.contains(f)) {
+            bail!("{what}: {function} uses calls or private memory: `{}`", line.trim());
         }
     }
-    Ok(format!("EM_AMDGPU, code object v5, {gfx} ({want:#x}), weak visible globals, no calls or stack"))
+    Ok(format!(
+        "EM_AMDGPU, code object v5, {gfx} ({want:#x}), weak visible globals, no calls, no stack in the translation"
+    ))
 }
 
 /// LLVM 19 reads the bitcode, and it defines the function and every global; it defines the

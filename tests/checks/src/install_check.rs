@@ -221,9 +221,11 @@ fn fortran_consumers(
     let source = workspace.join("examples/procedure_pointers.F90");
     fs::copy(&source, project.join("procedure_pointers.F90"))?;
     fs::copy(workspace.join("tests/install/fortran/CMakeLists.txt"), project.join("CMakeLists.txt"))?;
-    // The oldest release whose flang compiles the programs: Debian's own (CMake runs it directly,
-    // not through a root's `enter`).
-    let fortran = Llvm::fortran_releases().next().context("no release's flang compiles the programs")?;
+    // The oldest of Debian's own releases whose flang compiles the programs (CMake runs it
+    // directly, not through a root's `enter`).
+    let fortran = Llvm::fortran_releases()
+        .find(|llvm| llvm.root.is_none())
+        .context("no release of Debian's own has a flang that compiles the programs")?;
     let release = tools.of(fortran);
     let flang = release.flang.as_deref().context("flang is not located")?;
     let libomp = release.openmp.as_ref().context("no omp.h of the release with flang")?.join("lib");

@@ -56,7 +56,7 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
             let defined = images::defined_vtables(&data)?;
             ensure!(
                 !defined.is_empty(),
-                "{}: no vtable defined, though the host builds its objects",
+                "{}: no vtable or type descriptor defined, though the host builds its objects",
                 image.display()
             );
             vtables += defined.len();
@@ -68,7 +68,7 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
     }
     let built = images.len() - offload_lto;
     let mut detail = format!(
-        "{built} programs{}; each image defines {} once; {vtables} vtables in the images of the host-built-object programs",
+        "{built} programs{}; each image defines {} once; {vtables} vtables and type descriptors in the images of the host-built-object programs",
         if offload_lto > 0 { format!(" (and {offload_lto} at -O2 -foffload-lto)") } else { String::new() },
         names.join(", ")
     );

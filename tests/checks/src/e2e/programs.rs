@@ -73,6 +73,11 @@ pub struct Program {
     /// entry per instantiation or overload of an indirect function): built with it in device
     /// compiles only, it must fail its checks and be stopped on the strict device.
     pub needs_host_pass: bool,
+    /// Calls type-bound procedures in target regions: only the releases whose flang compiles
+    /// that build it ([`Release::flang_type_bound_calls`]).
+    ///
+    /// [`Release::flang_type_bound_calls`]: crate::llvm::Release::flang_type_bound_calls
+    pub type_bound_calls: bool,
 }
 
 impl Program {
@@ -98,14 +103,16 @@ impl Program {
         x86_64_only_symbols: &[],
         stripped: false,
         needs_host_pass: false,
+        type_bound_calls: false,
     };
 
     /// Whether it runs with `llvm`'s toolchain: every program does, Fortran ones with the
-    /// releases whose flang compiles them ([`Release::flang`]).
+    /// releases whose flang compiles them ([`Release::flang`], and
+    /// [`Program::type_bound_calls`]).
     ///
     /// [`Release::flang`]: crate::llvm::Release::flang
     pub fn runs_with(&self, llvm: Llvm) -> bool {
-        !self.is_fortran() || llvm.flang
+        !self.is_fortran() || (llvm.flang && (!self.type_bound_calls || llvm.flang_type_bound_calls))
     }
 
     /// Whether it is written in Fortran (built by flang).
@@ -139,9 +146,15 @@ impl Program {
 
     /// Whether it is a GPU negative control with `llvm`'s toolchain: an unmodified program of
     /// [`Program::on_gpus_with`] that stock clang compiles (built without the pass plugin, it
-    /// must fault on a GPU).
+    /// must fault on a GPU). Not the type-bound programs: stock flang calls its runtime for
+    /// `same_type_as` and `extends_type_of`, which no GPU library defines, so it cannot link
+    /// them; the GPU bundle's control of those is the run without the vtables (as for every
+    /// [`Program::host_vtables`] program).
     pub fn stock_control_on_gpus_with(&self, llvm: Llvm) -> bool {
-        self.on_gpus_with(llvm) && self.unmodified && self.frontend != FrontendControl::CompileFails
+        self.on_gpus_with(llvm)
+            && self.unmodified
+            && self.frontend != FrontendControl::CompileFails
+            && !self.type_bound_calls
     }
 }
 
@@ -558,13 +571,25 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_procedures",
-        about: "Fortran, no explicit translation (flang 22 and 23, pass plugin, procedures named through the \
+        about: "Fortran, no explicit translation (flang 21, 22 and 23, pass plugin, procedures named through the \
                 omptarget_indirect module): procedure pointer variables, an array of derived types with \
                 procedure-pointer components in a teams loop, a pointer passed to a device procedure, \
                 c_funptr and c_f_procpointer, two modules",
         units: &[unit("fortran_procedures.F90")],
         unmodified: true,
         without_naming: &["-DWITHOUT_NAMING"],
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "fortran_type_bound",
+        about: "Fortran type-bound procedures on polymorphic objects the host built (flang 23, pass plugin, \
+                nothing named): allocate(source=), a polymorphic array in a teams loop, a class pointer \
+                re-pointed between regions, three levels of extension, deferred function and subroutine \
+                bindings, select type, same_type_as, extends_type_of",
+        units: &[unit("fortran_type_bound.F90")],
+        unmodified: true,
+        host_vtables: true,
+        type_bound_calls: true,
         ..Program::DEFAULT
     },
 ];

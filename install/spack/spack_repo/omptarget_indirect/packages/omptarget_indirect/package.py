@@ -35,7 +35,7 @@ class OmptargetIndirect(Package):
     # `spack dev-build -d <checkout> omptarget-indirect@=develop`. Its crates come from cargo's
     # cache (CARGO_HOME); the release tarball vendors them.
 
-    variant("fortran", default=True, description="The Fortran module and flang-NN.cfg (needs llvm+flang, LLVM 22+)")
+    variant("fortran", default=True, description="The Fortran module and flang-NN.cfg (needs llvm+flang, LLVM 21+)")
     variant(
         "libomptarget16_plugins",
         default=True,
@@ -61,7 +61,7 @@ class OmptargetIndirect(Package):
     # the offload runtime of that release; lld links the AMD images.
     depends_on(f"llvm@{SUPPORTED_LLVM} +clang +lld", type=("build", "link", "run"))
     depends_on("llvm +flang", when="+fortran", type=("build", "link", "run"))
-    conflicts("+fortran", when="^llvm@:21", msg="flang reads `declare target indirect` from LLVM 22 on")
+    conflicts("+fortran", when="^llvm@:20", msg="flang compiles the Fortran programs from LLVM 21 on")
     depends_on("c", type="build")
     depends_on("cxx", type="build")
     depends_on("cmake@3.20:", type="build")

@@ -1,0 +1,189 @@
+//! Type-bound procedures of Fortran objects the host built (flang's device modules).
+//!
+//! A polymorphic object (`class(shape)`) lives behind a descriptor whose addendum holds the
+//! address of its dynamic type's descriptor (`_QM<module>EXdtX<type>`, flang's
+//! `Fortran::runtime::typeInfo::DerivedType`). A type-bound call (`s%area()`) reads that pointer
+//! from the descriptor, the binding table's address from the type descriptor's first word, and the
+//! procedure's address from the binding, and calls it; `select type` compares the pointer with
+//! the address of a type's descriptor. A descriptor the host built and mapped holds the *host*
+//! type descriptor: on a GPU the reads fault, and on the x86_64 device the call reaches the host
+//! procedure. The C++ twin is a host-built object's vtable pointer (`crate::vtables`), and so is
+//! the fix:
+//!
+//! - **Each type descriptor is one device global, paired word by word with the host's**:
+//!   flang defines the descriptors `internal` in every device module that uses the type; here they
+//!   become one definition per image ([`share_type_descriptors`]: `weak_odr`, hidden), whose words
+//!   [`Pass::export_vtable_words`] then exports as it does a vtable's, and host modules record
+//!   theirs as vtables ([`omptarget_indirect_abi::is_dispatch_table`]). The device's descriptor
+//!   leads to the device's binding table, which holds the device procedures' addresses.
+//! - **Loads of the type-descriptor pointer from a descriptor are translated**
+//!   ([`is_type_descriptor_load`], taken by `Pass::translate_vtable_loads`): the host's becomes
+//!   the device's, so dispatch and `select type` see the device's descriptor; one the device
+//!   built passes through unchanged.
+//! - **`same_type_as` and `extends_type_of` are routed** ([`Pass::route_type_inquiries`]):
+//!   flang's runtime reads the descriptors itself, so its calls go to the device library's
+//!   functions of the same contract, which read them through the translation (and are the only
+//!   ones a GPU has).
+//!
+//! [`Pass::export_vtable_words`]: crate::translation::Pass
+
+use std::ffi::CStr;
+
+use omptarget_indirect_abi::c_names::{
+    EXTENDS_TYPE_OF, FLANG_EXTENDS_TYPE_OF, FLANG_SAME_TYPE_AS, SAME_TYPE_AS,
+};
+use omptarget_indirect_abi::is_fortran_type_descriptor;
+
+use crate::ir::{direct_calls, value_name_bytes};
+use crate::llvm::core::*;
+use crate::llvm::prelude::*;
+use crate::llvm::{LLVMLinkage, LLVMTypeKind, LLVMVisibility};
+use crate::remarks::Kind;
+use crate::translation::Pass;
+
+/// Makes every Fortran type descriptor `module` defines privately one definition per image
+/// (`weak_odr`, hidden, no comdat: NVPTX has none), so that every unit's code and the host's
+/// pairing see the same address. Returns how many it changed.
+///
+/// # Safety
+/// `module` must be a valid device module that no one else accesses during the call.
+pub unsafe fn share_type_descriptors(module: LLVMModuleRef) -> usize {
+    // SAFETY: reads and linkage changes of the module's globals, none added or removed.
+    unsafe {
+        let mut shared = 0;
+        let mut global = LLVMGetFirstGlobal(module);
+        while !global.is_null() {
+            let private = matches!(
+                LLVMGetLinkage(global),
+                LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+            );
+            if private
+                && LLVMIsDeclaration(global) == 0
+                && value_name_bytes(global).is_some_and(|name| is_fortran_type_descriptor(&name))
+            {
+                LLVMSetLinkage(global, LLVMLinkage::LLVMWeakODRLinkage);
+                LLVMSetVisibility(global, LLVMVisibility::LLVMHiddenVisibility);
+                crate::llvm::comdat::LLVMSetComdat(global, core::ptr::null_mut());
+                shared += 1;
+            }
+            global = LLVMGetNextGlobal(global);
+        }
+        shared
+    }
+}
+
+/// Whether `inst` loads the type-descriptor pointer of a Fortran descriptor: a pointer loaded
+/// through a field address of flang's descriptor type (`{ptr, i64, i32, i8, i8, i8, i8, ...}`)
+/// at its addendum, the first pointer after the seven header fields (and the dimensions, for an
+/// array's descriptor). flang's LLVM IR keeps these typed field addresses until the optimizer
+/// runs, which is when the pass looks (the pipeline's start).
+///
+/// # Safety
+/// `inst` must be a valid instruction.
+pub unsafe fn is_type_descriptor_load(inst: LLVMValueRef) -> bool {
+    // SAFETY: type and operand queries on valid values.
+    unsafe {
+        if LLVMIsALoadInst(inst).is_null()
+            || LLVMGetTypeKind(LLVMTypeOf(inst)) != LLVMTypeKind::LLVMPointerTypeKind
+        {
+            return false;
+        }
+        let mut address = LLVMGetOperand(inst, 0);
+        if !LLVMIsAAddrSpaceCastInst(address).is_null() {
+            address = LLVMGetOperand(address, 0);
+        }
+        let is_gep = !LLVMIsAGetElementPtrInst(address).is_null()
+            || (!LLVMIsAConstantExpr(address).is_null()
+                && LLVMGetConstOpcode(address) == crate::llvm::LLVMOpcode::LLVMGetElementPtr);
+        if !is_gep || LLVMGetNumOperands(address) != 3 {
+            return false;
+        }
+        let Some(field) = addendum_field(LLVMGetGEPSourceElementType(address)) else { return false };
+        let (first, index) = (LLVMGetOperand(address, 1), LLVMGetOperand(address, 2));
+        !LLVMIsAConstantInt(first).is_null()
+            && LLVMConstIntGetZExtValue(first) == 0
+            && !LLVMIsAConstantInt(index).is_null()
+            && LLVMConstIntGetZExtValue(index) == u64::from(field)
+    }
+}
+
+/// The index of the type-descriptor field of `ty` if it is flang's descriptor type with an
+/// addendum: the header `{ptr, i64, i32, i8, i8, i8, i8}`, the dimensions of an array's
+/// (`[rank x [3 x i64]]`), then the type descriptor's pointer.
+unsafe fn addendum_field(ty: LLVMTypeRef) -> Option<u32> {
+    // SAFETY: type queries on a valid type.
+    unsafe {
+        if LLVMGetTypeKind(ty) != LLVMTypeKind::LLVMStructTypeKind {
+            return None;
+        }
+        let count = LLVMCountStructElementTypes(ty);
+        let field = |i: u32| (i < count).then(|| LLVMStructGetTypeAtIndex(ty, i));
+        let integer = |i: u32, bits: u32| {
+            field(i).is_some_and(|t| {
+                LLVMGetTypeKind(t) == LLVMTypeKind::LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) == bits
+            })
+        };
+        let pointer =
+            |i: u32| field(i).is_some_and(|t| LLVMGetTypeKind(t) == LLVMTypeKind::LLVMPointerTypeKind);
+        let header = pointer(0) && integer(1, 64) && integer(2, 32) && (3..7).all(|i| integer(i, 8));
+        if !header {
+            return None;
+        }
+        let dimensions = field(7).is_some_and(|t| LLVMGetTypeKind(t) == LLVMTypeKind::LLVMArrayTypeKind);
+        let at = if dimensions { 8 } else { 7 };
+        pointer(at).then_some(at)
+    }
+}
+
+/// flang's runtime type inquiries and the device library's functions that answer in their place.
+const TYPE_INQUIRIES: [(&CStr, &CStr); 2] =
+    [(FLANG_SAME_TYPE_AS, SAME_TYPE_AS), (FLANG_EXTENDS_TYPE_OF, EXTENDS_TYPE_OF)];
+
+impl Pass<'_> {
+    /// Makes every call of flang's `_FortranASameTypeAs` and `_FortranAExtendsTypeOf` call the
+    /// device library's function of the same contract instead.
+    pub(crate) unsafe fn route_type_inquiries(&mut self) {
+        // SAFETY: handles of the module; each function's calls are collected before any changes.
+        unsafe {
+            for (flang, ours_name) in TYPE_INQUIRIES {
+                let runtime = LLVMGetNamedFunction(self.module, flang.as_ptr());
+                if runtime.is_null() {
+                    continue;
+                }
+                let calls = direct_calls(runtime, 2);
+                if calls.is_empty() {
+                    continue;
+                }
+                let function_type = LLVMGlobalGetValueType(runtime);
+                let mut ours = LLVMGetNamedFunction(self.module, ours_name.as_ptr());
+                if ours.is_null() {
+                    ours = LLVMAddFunction(self.module, ours_name.as_ptr(), function_type);
+                }
+                if LLVMGlobalGetValueType(ours) != function_type {
+                    for call in calls {
+                        self.remarks.emit(Kind::Missed, call, c"TypeInquiryLeftAlone", || {
+                            format!(
+                                "left alone: the program declares {} with another type",
+                                ours_name.to_string_lossy()
+                            )
+                        });
+                    }
+                    continue;
+                }
+                for call in calls {
+                    let callee = LLVMGetNumOperands(call) as u32 - 1;
+                    LLVMSetOperand(call, callee, ours);
+                    self.summary.type_inquiries += 1;
+                    self.remarks.emit(Kind::Passed, call, c"TypeInquiryRouted", || {
+                        format!(
+                            "routed {} to {}: it reads the type descriptors through the translation, so an \
+                             object built on the host is asked about through the device's",
+                            flang.to_string_lossy(),
+                            ours_name.to_string_lossy()
+                        )
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,235 @@
+! Type-bound procedures of polymorphic objects the host built, called on the device: the device
+! copies of the bindings must run, and `select type`, `same_type_as` and `extends_type_of` must
+! give the host's answers. The objects' descriptors carry the host's type descriptors; the pass
+! plugin translates them to the device's (paired like C++ vtables), so nothing here names them.
+! Without that (the vtables left out of the map) the strict device stops at the host's type
+! descriptor, and the x86_64 device runs the host copies, which the counters catch.
+!
+! Shapes: `allocate(s, source=...)` of an abstract type's extension, a polymorphic array in a
+! teams loop, a `class(...)` pointer re-pointed between regions, three levels of extension
+! (shape, square, cube, tesseract), deferred bindings, a function and a subroutine binding.
+!
+! flang 23.1.4 maps a polymorphic object with its declared type's size, and divides by that size
+! in its default mapper: the data the device reads lives in the abstract base type, which has a
+! component (docs/fortran.md).
+
+module shapes
+  implicit none
+  integer, parameter :: kinds = 3
+  character(len=9), parameter :: kind_names(kinds) = [character(len=9) :: 'square', 'cube', 'tesseract']
+  integer :: calls(kinds) = 0
+  integer :: on_host_calls = 0
+  !$omp declare target(calls, on_host_calls)
+
+  type, abstract :: shape
+    real :: side = 0
+  contains
+    procedure(measure), deferred :: area
+    procedure(resize), deferred :: grow
+  end type
+
+  abstract interface
+    real function measure(self)
+      import :: shape
+      class(shape), intent(in) :: self
+    end function
+    subroutine resize(self, by)
+      import :: shape
+      class(shape), intent(inout) :: self
+      real, intent(in) :: by
+    end subroutine
+  end interface
+
+  type, extends(shape) :: square
+  contains
+    procedure :: area => square_area
+    procedure :: grow => square_grow
+  end type
+
+  type, extends(square) :: cube
+  contains
+    procedure :: area => cube_area
+  end type
+
+  type, extends(cube) :: tesseract
+  contains
+    procedure :: area => tesseract_area
+    procedure :: grow => tesseract_grow
+  end type
+
+contains
+  subroutine count(kind)
+    use omp_lib, only: omp_is_initial_device
+    !$omp declare target
+    integer, intent(in) :: kind
+    !$omp atomic update
+    calls(kind) = calls(kind) + 1
+    if (omp_is_initial_device()) then
+      !$omp atomic update
+      on_host_calls = on_host_calls + 1
+    end if
+  end subroutine
+
+  real function square_area(self)
+    !$omp declare target
+    class(square), intent(in) :: self
+    call count(1)
+    square_area = self%side ** 2
+  end function
+
+  real function cube_area(self)
+    !$omp declare target
+    class(cube), intent(in) :: self
+    call count(2)
+    cube_area = 6 * self%side ** 2
+  end function
+
+  real function tesseract_area(self)
+    !$omp declare target
+    class(tesseract), intent(in) :: self
+    call count(3)
+    tesseract_area = 24 * self%side ** 2
+  end function
+
+  subroutine square_grow(self, by)
+    !$omp declare target
+    class(square), intent(inout) :: self
+    real, intent(in) :: by
+    call count(1)
+    self%side = self%side + by
+  end subroutine
+
+  subroutine tesseract_grow(self, by)
+    !$omp declare target
+    class(tesseract), intent(inout) :: self
+    real, intent(in) :: by
+    call count(3)
+    self%side = self%side + 2 * by
+  end subroutine
+end module
+
+program fortran_type_bound
+  use shapes
+  implicit none
+  integer, parameter :: n = 48
+  integer :: checks = 0, failures = 0
+  class(shape), allocatable :: s, t, many(:)
+  class(shape), pointer :: p => null()
+  type(square), target :: plain
+  type(tesseract), target :: big
+  real :: a, b, areas(n)
+  integer :: kind_seen, i, expected(kinds)
+  logical :: same, extends, extended_by
+
+  ! One object of each extension, built on the host by allocate(..., source=...).
+  allocate(s, source=cube(2.0))
+  allocate(t, source=tesseract(1.0))
+  a = 0
+  b = 0
+  kind_seen = 0
+  !$omp target map(to: s, t) map(from: a, b, kind_seen)
+  a = s%area()
+  b = t%area()
+  select type (t)
+  type is (square)
+    kind_seen = 1
+  type is (cube)
+    kind_seen = 2
+  type is (tesseract)
+    kind_seen = 3
+  class default
+    kind_seen = -1
+  end select
+  !$omp end target
+  call check(a == 24.0, 'allocate(source=cube(2.0)): area', nint(a))
+  call check(b == 24.0, 'allocate(source=tesseract(1.0)): area', nint(b))
+  call check(kind_seen == 3, 'select type on the device chose the branch of type', kind_seen)
+  call expect_calls('allocate(source=...)', [0, 1, 1])
+
+  ! The type inquiries, on the device and on the host, on the same objects.
+  same = .true.
+  extends = .false.
+  extended_by = .true.
+  !$omp target map(to: s, t) map(from: same, extends, extended_by)
+  same = same_type_as(s, t)
+  extends = extends_type_of(t, s)
+  extended_by = extends_type_of(s, t)
+  !$omp end target
+  call check(same .eqv. same_type_as(s, t), 'same_type_as(cube, tesseract) differs from the host''s', 0)
+  call check(extends .eqv. extends_type_of(t, s), 'extends_type_of(tesseract, cube) differs from the host''s', 0)
+  call check(extended_by .eqv. extends_type_of(s, t), 'extends_type_of(cube, tesseract) differs from the host''s', 0)
+
+  ! A subroutine binding changes the object; it comes back.
+  !$omp target map(tofrom: t)
+  call t%grow(0.5)
+  !$omp end target
+  call check(t%side == 2.0, 'subroutine binding tesseract_grow: side * 10', nint(10 * t%side))
+  call expect_calls('subroutine binding', [0, 0, 1])
+
+  ! A polymorphic array, one binding call per element in a teams loop.
+  allocate(cube :: many(n))
+  do i = 1, n
+    many(i)%side = real(i)
+  end do
+  areas = 0
+  !$omp target teams distribute parallel do map(to: many) map(from: areas)
+  do i = 1, n
+    areas(i) = many(i)%area()
+  end do
+  do i = 1, n
+    call check(areas(i) == 6.0 * i * i, 'polymorphic array: element', i)
+  end do
+  call expect_calls('polymorphic array in a teams loop', [0, n, 0])
+
+  ! A class(shape) pointer, re-pointed between regions at objects of two types.
+  plain%side = 3.0
+  big%side = 1.0
+  !$omp target enter data map(to: plain, big)
+  p => plain
+  a = 0
+  !$omp target map(to: p) map(from: a)
+  a = p%area()
+  !$omp end target
+  call check(a == 9.0, 'pointer at a square: area', nint(a))
+  p => big
+  a = 0
+  !$omp target map(to: p) map(from: a)
+  a = p%area()
+  !$omp end target
+  call check(a == 24.0, 'pointer re-pointed at a tesseract: area', nint(a))
+  !$omp target exit data map(release: plain, big)
+  call expect_calls('re-pointed pointer', [1, 0, 1])
+
+  print '(a, ": ", i0, " checks, ", i0, " failed")', 'fortran_type_bound', checks, failures
+  if (failures /= 0) stop 1
+
+contains
+  subroutine check(ok, what, value)
+    logical, intent(in) :: ok
+    character(len=*), intent(in) :: what
+    integer, intent(in) :: value
+    checks = checks + 1
+    if (.not. ok) then
+      failures = failures + 1
+      print '("FAIL ", a, " ", i0)', what, value
+    end if
+  end subroutine
+
+  ! The device copies of each kind's bindings ran `expected(k)` times, the host copies never,
+  ! and none saw itself on the host. Clears the counts.
+  subroutine expect_calls(what, expected)
+    character(len=*), intent(in) :: what
+    integer, intent(in) :: expected(kinds)
+    integer :: host_calls(kinds), k
+    host_calls = calls
+    !$omp target update from(calls, on_host_calls)
+    do k = 1, kinds
+      call check(calls(k) == expected(k), what // ': device copies of ' // trim(kind_names(k)) // ' ran', calls(k))
+      call check(host_calls(k) == 0, what // ': host copies of ' // trim(kind_names(k)) // ' ran', host_calls(k))
+    end do
+    call check(on_host_calls == 0, what // ': device-copy calls that saw omp_is_initial_device()', on_host_calls)
+    calls = 0
+    on_host_calls = 0
+    !$omp target update to(calls, on_host_calls)
+  end subroutine
+end program
