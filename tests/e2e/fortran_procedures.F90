@@ -14,10 +14,10 @@
 
 module counters
   implicit none
-  integer, parameter :: callees = 5
-  character(len=8), parameter :: callee_names(callees) = &
+  integer, parameter :: counted = 5
+  character(len=8), parameter :: counted_names(counted) = &
     [character(len=8) :: 'twice', 'square', 'negate', 'add_ten', 'triple']
-  integer :: calls(callees) = 0
+  integer :: calls(counted) = 0
   integer :: on_host_calls = 0
   !$omp declare target(calls, on_host_calls)
 contains
@@ -123,7 +123,7 @@ program fortran_procedures
   procedure(unary), pointer :: p => null(), q => null()
   type(operation) :: ops(4)
   type(c_funptr) :: cp
-  integer :: r(n), single, nested, through_c, i, expected(callees)
+  integer :: r(n), single, nested, through_c, i, expected(counted)
 
   ! A procedure pointer variable, mapped as a value.
   p => twice
@@ -194,32 +194,5 @@ contains
     end select
   end function
 
-  subroutine check(ok, what, value)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    integer, intent(in) :: value
-    checks = checks + 1
-    if (.not. ok) then
-      failures = failures + 1
-      print '("FAIL ", a, " ", i0)', what, value
-    end if
-  end subroutine
-
-  ! The device copies ran `expected(k)` times, the host copies never, and none saw itself on the
-  ! host. Clears the counts.
-  subroutine expect_calls(what, expected)
-    character(len=*), intent(in) :: what
-    integer, intent(in) :: expected(callees)
-    integer :: host_calls(callees), k
-    host_calls = calls
-    !$omp target update from(calls, on_host_calls)
-    do k = 1, callees
-      call check(calls(k) == expected(k), what // ': device copy of ' // trim(callee_names(k)) // ' ran', calls(k))
-      call check(host_calls(k) == 0, what // ': host copy of ' // trim(callee_names(k)) // ' ran', host_calls(k))
-    end do
-    call check(on_host_calls == 0, what // ': device-copy calls that saw omp_is_initial_device()', on_host_calls)
-    calls = 0
-    on_host_calls = 0
-    !$omp target update to(calls, on_host_calls)
-  end subroutine
+#include "fortran_checks.inc"
 end program

@@ -15,9 +15,9 @@
 
 module shapes
   implicit none
-  integer, parameter :: kinds = 3
-  character(len=9), parameter :: kind_names(kinds) = [character(len=9) :: 'square', 'cube', 'tesseract']
-  integer :: calls(kinds) = 0
+  integer, parameter :: counted = 3
+  character(len=9), parameter :: counted_names(counted) = [character(len=9) :: 'square', 'cube', 'tesseract']
+  integer :: calls(counted) = 0
   integer :: on_host_calls = 0
   !$omp declare target(calls, on_host_calls)
 
@@ -118,7 +118,7 @@ program fortran_type_bound
   type(square), target :: plain
   type(tesseract), target :: big
   real :: a, b, areas(n)
-  integer :: kind_seen, i, expected(kinds)
+  integer :: kind_seen, i, expected(counted)
   logical :: same, extends, extended_by
 
   ! One object of each extension, built on the host by allocate(..., source=...).
@@ -204,32 +204,5 @@ program fortran_type_bound
   if (failures /= 0) stop 1
 
 contains
-  subroutine check(ok, what, value)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    integer, intent(in) :: value
-    checks = checks + 1
-    if (.not. ok) then
-      failures = failures + 1
-      print '("FAIL ", a, " ", i0)', what, value
-    end if
-  end subroutine
-
-  ! The device copies of each kind's bindings ran `expected(k)` times, the host copies never,
-  ! and none saw itself on the host. Clears the counts.
-  subroutine expect_calls(what, expected)
-    character(len=*), intent(in) :: what
-    integer, intent(in) :: expected(kinds)
-    integer :: host_calls(kinds), k
-    host_calls = calls
-    !$omp target update from(calls, on_host_calls)
-    do k = 1, kinds
-      call check(calls(k) == expected(k), what // ': device copies of ' // trim(kind_names(k)) // ' ran', calls(k))
-      call check(host_calls(k) == 0, what // ': host copies of ' // trim(kind_names(k)) // ' ran', host_calls(k))
-    end do
-    call check(on_host_calls == 0, what // ': device-copy calls that saw omp_is_initial_device()', on_host_calls)
-    calls = 0
-    on_host_calls = 0
-    !$omp target update to(calls, on_host_calls)
-  end subroutine
+#include "fortran_checks.inc"
 end program

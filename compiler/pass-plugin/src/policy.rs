@@ -4,7 +4,9 @@
 //! |---|---|---|
 //! | rewrite | device modules only ([`rewrites`]); host modules get their indirect entries named and their vtables recorded | `rewrite`, `host_vtables` |
 //! | leave alone | the OpenMP runtime's own functions ([`is_runtime_function`]) | `rewrite`, `llvm_lookups`, `loop_cache` |
-//! | translate | the callee of every indirect call ([`indirect_call`]) and every vtable pointer load | `rewrite`, `vtables` |
+//! | translate | the callee of every indirect call ([`indirect_call`]), every vtable pointer load, and every load of a Fortran descriptor's type-descriptor pointer | `rewrite`, `vtables`, `fortran_dispatch` |
+//! | pair | each dispatch table (vtable or Fortran type descriptor: `omptarget_indirect_abi::is_dispatch_table`) one definition per image, its words exported | `vtables`, `fortran_dispatch` |
+//! | route | calls the runtime would answer from host data: `__dynamic_cast`, flang's `same_type_as` and `extends_type_of` | `dynamic_casts`, `fortran_dispatch` |
 //! | not again | a translation already, a slot of a translated vtable, a local that only ever holds device addresses ([`indirect_call`]) | `rewrite` |
 //! | fold | `translate(x)` is `x` where `x` is a device address whatever the table holds ([`folds`]) | `rewrite` (and the peephole step) |
 //! | provide | what a GPU's device runtime defines, so a function reaching it may stay ([`runtime_provides`]) | `host_only` |

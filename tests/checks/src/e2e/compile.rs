@@ -49,6 +49,7 @@ pub fn build_as(
             "library_objects.h",
             "host_scene.h",
             "class_library.h",
+            "fortran_checks.inc",
         ]
         .map(|h| sources.join(h)),
     );
