@@ -11,7 +11,7 @@
 
 use omptarget_indirect_abi::c_names::{CXX_DYNAMIC_CAST, DYNAMIC_CAST};
 
-use crate::ir::direct_calls;
+use crate::ir::{direct_calls, set_callee, stand_in_for};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::remarks::Kind;
@@ -31,16 +31,10 @@ impl Pass<'_> {
             if calls.is_empty() {
                 return;
             }
-            let function_type = LLVMGlobalGetValueType(cxx);
-            let mut ours = LLVMGetNamedFunction(self.module, DYNAMIC_CAST.as_ptr());
-            if ours.is_null() {
-                ours = LLVMAddFunction(self.module, DYNAMIC_CAST.as_ptr(), function_type);
-                LLVMSetFunctionCallConv(ours, LLVMGetFunctionCallConv(cxx));
-            }
-            let usable = LLVMGlobalGetValueType(ours) == function_type;
+            let ours = stand_in_for(self.module, cxx, DYNAMIC_CAST);
             for call in calls {
                 let without_rtti = (1..=2).any(|i| is_null_constant(LLVMGetOperand(call, i)));
-                if without_rtti || !usable {
+                let Some(ours) = ours.filter(|_| !without_rtti) else {
                     self.summary.dynamic_casts_left += 1;
                     self.remarks.emit(Kind::Missed, call, c"DynamicCastLeftAlone", || {
                         if without_rtti {
@@ -55,9 +49,8 @@ impl Pass<'_> {
                         }
                     });
                     continue;
-                }
-                let callee = LLVMGetNumOperands(call) as u32 - 1;
-                LLVMSetOperand(call, callee, ours);
+                };
+                set_callee(call, ours);
                 self.summary.dynamic_casts += 1;
                 self.remarks.emit(Kind::Passed, call, c"DynamicCastRouted", || {
                     format!(

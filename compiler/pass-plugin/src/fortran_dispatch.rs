@@ -34,7 +34,7 @@ use omptarget_indirect_abi::c_names::{
 };
 use omptarget_indirect_abi::is_fortran_type_descriptor;
 
-use crate::ir::{direct_calls, value_name_bytes};
+use crate::ir::{direct_calls, set_callee, stand_in_for, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::{LLVMLinkage, LLVMTypeKind, LLVMVisibility};
@@ -154,12 +154,7 @@ impl Pass<'_> {
                 if calls.is_empty() {
                     continue;
                 }
-                let function_type = LLVMGlobalGetValueType(runtime);
-                let mut ours = LLVMGetNamedFunction(self.module, ours_name.as_ptr());
-                if ours.is_null() {
-                    ours = LLVMAddFunction(self.module, ours_name.as_ptr(), function_type);
-                }
-                if LLVMGlobalGetValueType(ours) != function_type {
+                let Some(ours) = stand_in_for(self.module, runtime, ours_name) else {
                     for call in calls {
                         self.remarks.emit(Kind::Missed, call, c"TypeInquiryLeftAlone", || {
                             format!(
@@ -169,10 +164,9 @@ impl Pass<'_> {
                         });
                     }
                     continue;
-                }
+                };
                 for call in calls {
-                    let callee = LLVMGetNumOperands(call) as u32 - 1;
-                    LLVMSetOperand(call, callee, ours);
+                    set_callee(call, ours);
                     self.summary.type_inquiries += 1;
                     self.remarks.emit(Kind::Passed, call, c"TypeInquiryRouted", || {
                         format!(

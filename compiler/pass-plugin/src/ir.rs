@@ -9,6 +9,33 @@ use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMLinkage;
 
+/// The function named `name` that calls of `runtime` may call in its place: declared with
+/// `runtime`'s type and calling convention where the module has none; None where the module
+/// declares it with another type.
+pub(crate) unsafe fn stand_in_for(
+    module: LLVMModuleRef,
+    runtime: LLVMValueRef,
+    name: &CStr,
+) -> Option<LLVMValueRef> {
+    // SAFETY: handles of a valid module (the caller's).
+    unsafe {
+        let function_type = LLVMGlobalGetValueType(runtime);
+        let mut stand_in = LLVMGetNamedFunction(module, name.as_ptr());
+        if stand_in.is_null() {
+            stand_in = LLVMAddFunction(module, name.as_ptr(), function_type);
+            LLVMSetFunctionCallConv(stand_in, LLVMGetFunctionCallConv(runtime));
+        }
+        (LLVMGlobalGetValueType(stand_in) == function_type).then_some(stand_in)
+    }
+}
+
+/// Makes the call (or invoke) `call` call `callee` (a function of the same type): the callee is
+/// its last operand.
+pub(crate) unsafe fn set_callee(call: LLVMValueRef, callee: LLVMValueRef) {
+    // SAFETY: a valid call; its callee is its last operand.
+    unsafe { LLVMSetOperand(call, LLVMGetNumOperands(call) as u32 - 1, callee) }
+}
+
 /// The name of a named value, as bytes: a copy, since renaming or deleting the value frees
 /// LLVM's.
 pub(crate) unsafe fn value_name_bytes(value: LLVMValueRef) -> Option<Vec<u8>> {

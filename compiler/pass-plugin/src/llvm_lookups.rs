@@ -11,7 +11,7 @@
 
 use omptarget_indirect_abi::c_names::LLVM_LOOKUP;
 
-use crate::ir::{direct_calls, users, value_name_bytes};
+use crate::ir::{direct_calls, set_callee, users, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMAttributeFunctionIndex;
@@ -44,8 +44,7 @@ impl Pass<'_> {
                 if value_name_bytes(caller).is_some_and(|name| is_runtime_function(&name)) {
                     continue;
                 }
-                // The callee is a call's (and an invoke's) last operand.
-                LLVMSetOperand(call, LLVMGetNumOperands(call) as u32 - 1, translate);
+                set_callee(call, translate);
                 for &attribute in &self.pure {
                     LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, attribute);
                 }
