@@ -431,7 +431,9 @@ fn pack_programs(root: &Path, checked: &[PathBuf]) -> Result<()> {
 
 /// Whether `path` is an ELF file (an executable or a library, not a list or an expected output).
 fn is_elf(path: &Path) -> bool {
-    fs::read(path).is_ok_and(|bytes| bytes.starts_with(b"\x7fELF"))
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    fs::File::open(path).and_then(|mut file| file.read_exact(&mut magic)).is_ok() && magic == *b"\x7fELF"
 }
 
 /// Whether `file` (relative to a part) travels in `programs.tar.xz`.
