@@ -12,27 +12,8 @@
 !
 ! Compiled with -DWITHOUT_NAMING, the procedures are not named (a negative control).
 
-module counters
-  implicit none
-  integer, parameter :: counted = 5
-  character(len=8), parameter :: counted_names(counted) = &
-    [character(len=8) :: 'twice', 'square', 'negate', 'add_ten', 'triple']
-  integer :: calls(counted) = 0
-  integer :: on_host_calls = 0
-  !$omp declare target(calls, on_host_calls)
-contains
-  subroutine count(callee)
-    use omp_lib, only: omp_is_initial_device
-    !$omp declare target
-    integer, intent(in) :: callee
-    !$omp atomic update
-    calls(callee) = calls(callee) + 1
-    if (omp_is_initial_device()) then
-      !$omp atomic update
-      on_host_calls = on_host_calls + 1
-    end if
-  end subroutine
-end module
+#define COUNTED_NAMES [character(len=8) :: 'twice', 'square', 'negate', 'add_ten', 'triple']
+#include "fortran_counters.inc"
 
 ! The first module of callees.
 module arithmetic

@@ -13,13 +13,12 @@
 ! in its default mapper: the data the device reads lives in the abstract base type, which has a
 ! component (docs/fortran.md).
 
+#define COUNTED_NAMES [character(len=9) :: 'square', 'cube', 'tesseract']
+#include "fortran_counters.inc"
+
 module shapes
+  use counters, only: count
   implicit none
-  integer, parameter :: counted = 3
-  character(len=9), parameter :: counted_names(counted) = [character(len=9) :: 'square', 'cube', 'tesseract']
-  integer :: calls(counted) = 0
-  integer :: on_host_calls = 0
-  !$omp declare target(calls, on_host_calls)
 
   type, abstract :: shape
     real :: side = 0
@@ -58,18 +57,6 @@ module shapes
   end type
 
 contains
-  subroutine count(kind)
-    use omp_lib, only: omp_is_initial_device
-    !$omp declare target
-    integer, intent(in) :: kind
-    !$omp atomic update
-    calls(kind) = calls(kind) + 1
-    if (omp_is_initial_device()) then
-      !$omp atomic update
-      on_host_calls = on_host_calls + 1
-    end if
-  end subroutine
-
   real function square_area(self)
     !$omp declare target
     class(square), intent(in) :: self
@@ -109,6 +96,7 @@ contains
 end module
 
 program fortran_type_bound
+  use counters
   use shapes
   implicit none
   integer, parameter :: n = 48

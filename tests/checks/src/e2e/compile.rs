@@ -50,6 +50,7 @@ pub fn build_as(
             "host_scene.h",
             "class_library.h",
             "fortran_checks.inc",
+            "fortran_counters.inc",
         ]
         .map(|h| sources.join(h)),
     );
