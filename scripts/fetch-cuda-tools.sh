@@ -3,6 +3,7 @@
 # nvdisasm, libdevice) into target/tools/ without touching the system's apt configuration, and
 # lays out target/tools/cuda, a directory clang 19 accepts as --cuda-path. No GPU is needed.
 set -euo pipefail
+if [ "${1:-}" = --check ]; then exit 0; fi  # scripts/setup.sh asks: what it fetches, the network serves
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools=$root/target/tools
 cuda=$tools/cuda

@@ -8,6 +8,7 @@
 # only plugins libomptarget can find. libLLVM-16.so.1 (package libllvm16) is installed by setup.sh.
 # The .debs stay in target/tools/debs (the GPU bundle carries them).
 set -euo pipefail
+if [ "${1:-}" = --check ]; then exit 0; fi  # scripts/setup.sh asks: what it fetches, the network serves
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools=$root/target/tools
 lib=$tools/llvm16/lib

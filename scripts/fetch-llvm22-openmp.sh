@@ -8,6 +8,7 @@
 #                 libomp.so.5 (package libomp5-19, which liboffload-22 depends on).
 # The .deb stays in target/tools/debs.
 set -euo pipefail
+if [ "${1:-}" = --check ]; then exit 0; fi  # scripts/setup.sh asks: what it fetches, the network serves
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools=$root/target/tools
 dest=$tools/llvm22

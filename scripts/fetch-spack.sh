@@ -7,7 +7,9 @@
 # reach no other host): they are taken from the machine's cache directory
 # (~/.cache/omptarget-indirect/src, as the LLVM source tarballs), or from $SPACK_TARBALLS (a
 # directory holding both; by default ../shared/spack beside the checkout), checked against their
-# sha256 and kept in the cache for the next checkout.
+# sha256 and kept in the cache for the next checkout. Only the suite needs them (its Spack install
+# test); `--check` (scripts/setup.sh asks it before installing anything) fails with one line
+# when they are not at hand.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dest=$root/target/tools/spack
@@ -48,6 +50,15 @@ cached() {
   echo "$file"
 }
 
+if [ "${1:-}" = --check ]; then
+  for tarball in "$spack_tarball" "$packages_tarball"; do
+    if [ ! -f "$cache/src/$tarball" ] && [ ! -f "$from/$tarball" ]; then
+      echo "[setup] error: the suite's Spack install test needs $tarball, which no registry serves: put it (and $( [ "$tarball" = "$spack_tarball" ] && echo "$packages_tarball" || echo "$spack_tarball")) in $cache/src or in a directory named by SPACK_TARBALLS (default: $from); the demo and an install do not need it" >&2
+      exit 1
+    fi
+  done
+  exit 0
+fi
 spack=$(cached "$spack_tarball" "$spack_sha256")
 packages=$(cached "$packages_tarball" "$packages_sha256")
 rm -rf "$dest"

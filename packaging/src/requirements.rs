@@ -1,7 +1,8 @@
-//! The one list of what the build, the tests and the demo need from outside the repository
-//! (`scripts/requirements.txt`, which `scripts/setup.sh` installs from), and the preflight that
-//! checks it before anything runs: a missing program is named with the package that provides it
-//! at once, never met as `cannot start ...` twenty minutes into the suite.
+//! The one list of what the build, the tests, the demo and an install need from outside the
+//! repository (`scripts/requirements.txt`, which `scripts/setup.sh` installs from), and the
+//! preflight that checks the lines a command needs before anything runs: a missing program is
+//! named with the package that provides it at once, never met as `cannot start ...` twenty
+//! minutes into the suite.
 
 use std::path::{Path, PathBuf};
 
@@ -19,9 +20,43 @@ pub struct Requirement {
     pub location: &'static str,
     /// `deb:PACKAGE`, `script:NAME`, `cargo:CRATE` or `rustup`.
     pub provider: &'static str,
+    /// The commands that need it (`demo,install,suite`): [`Need`]'s names.
+    pub needed_by: &'static str,
+}
+
+/// A command whose lines of the list the preflight checks ([`locate_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// `cargo xtask demo` (scripts/demo.sh).
+    Demo,
+    /// The demo on a machine with an NVIDIA driver: its C table runs on GPU 0.
+    GpuDemo,
+    /// `cargo xtask install` for Debian's LLVMs, and `cargo xtask env`.
+    Install,
+    /// `cargo xtask test` (scripts/test.sh) and every command that builds for every release.
+    Suite,
+}
+
+impl Need {
+    /// Every need, with the name the list's `for` column gives it.
+    pub const ALL: [(&'static str, Need); 4] = [
+        ("demo", Need::Demo),
+        ("gpu-demo", Need::GpuDemo),
+        ("install", Need::Install),
+        ("suite", Need::Suite),
+    ];
+
+    fn name(self) -> &'static str {
+        Need::ALL.iter().find(|(_, n)| *n == self).map(|(name, _)| *name).unwrap_or("suite")
+    }
 }
 
 impl Requirement {
+    /// Whether a command of `needs` needs it.
+    pub fn is_needed_by(&self, needs: &[Need]) -> bool {
+        self.needed_by.split(',').any(|name| needs.iter().any(|need| need.name() == name))
+    }
+
     /// Where it is on this machine, if it is there.
     fn find(&self, root: &Path) -> Option<PathBuf> {
         if self.location.starts_with('/') {
@@ -54,10 +89,10 @@ pub fn all() -> Vec<Requirement> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|line| {
             let fields: Vec<&'static str> = line.split_whitespace().collect();
-            let [name, location, provider] = fields[..] else {
-                panic!("scripts/requirements.txt: `{line}` is not `name location provider`")
+            let [name, location, provider, needed_by] = fields[..] else {
+                panic!("scripts/requirements.txt: `{line}` is not `name location provider for`")
             };
-            Requirement { name, location, provider }
+            Requirement { name, location, provider, needed_by }
         })
         .collect()
 }
@@ -93,22 +128,45 @@ impl Located {
     }
 }
 
-/// The preflight: locates every requirement, or fails with one line per missing one, each naming
-/// what provides it, and the one thing to do.
+/// The suite's preflight: every line of the list ([`locate_for`] with [`Need::Suite`]).
 pub fn locate(root: &Path) -> Result<Located> {
+    locate_for(root, &[Need::Suite])
+}
+
+/// The preflight of a command of `needs`: locates every requirement it needs, or fails with one
+/// line per missing one, each naming what provides it, and the one thing to do. The lines it does
+/// not need are taken at their listed location, present or not: nothing of that command reads
+/// them.
+pub fn locate_for(root: &Path, needs: &[Need]) -> Result<Located> {
     let mut found = Vec::new();
     let mut missing = Vec::new();
+    let mut checked = 0;
     for r in all() {
+        let needed = r.is_needed_by(needs);
+        checked += usize::from(needed);
         match r.find(root) {
             Some(path) => found.push((r, path)),
+            None if !needed => {
+                let listed = if r.location.contains('/') && !r.location.starts_with('/') {
+                    root.join(r.location)
+                } else {
+                    PathBuf::from(r.location)
+                };
+                found.push((r, listed));
+            }
             None => missing.push(format!("  missing {} ({}): {}", r.name, r.location, r.how_to_get())),
         }
     }
     if !missing.is_empty() {
+        let command = needs.first().copied().unwrap_or(Need::Suite).name();
+        let setup = match needs.first() {
+            Some(Need::Demo | Need::GpuDemo) => "scripts/demo.sh runs it",
+            Some(Need::Install) => "then cargo xtask install",
+            _ => "scripts/test.sh runs it",
+        };
         bail!(
-            "{} of {} requirements are missing; run scripts/setup.sh (scripts/test.sh runs it):\n{}",
+            "{} of the {checked} requirements of the {command} are missing; run scripts/setup.sh {command} ({setup}):\n{}",
             missing.len(),
-            missing.len() + found.len(),
             missing.join("\n")
         );
     }
@@ -328,6 +386,15 @@ mod tests {
         let mut names = BTreeSet::new();
         for r in &list {
             assert!(names.insert(r.name), "{} is listed twice", r.name);
+            for need in r.needed_by.split(',') {
+                assert!(
+                    Need::ALL.iter().any(|(name, _)| *name == need),
+                    "{}: unknown command `{need}`",
+                    r.name
+                );
+            }
+            // The suite builds and checks everything the other commands use.
+            assert!(r.is_needed_by(&[Need::Suite]), "{}: every line is the suite's too", r.name);
             assert!(
                 r.provider == "rustup"
                     || ["deb:", "script:", "cargo:"].iter().any(|p| r.provider.starts_with(p)),
@@ -388,6 +455,27 @@ mod tests {
         assert!(unlisted.is_empty(), "started but not in scripts/requirements.txt: {unlisted:?}");
     }
 
+    /// The demo and an install need none of what only the suite uses: no Spack or EasyBuild, no
+    /// Debian sid root, no DeviceRTL built from source, no fuzzer.
+    #[test]
+    fn the_demo_and_an_install_need_only_what_they_use() {
+        let suite_only =
+            ["fetch-spack", "fetch-easybuild", "sid", "devicertl", "cargo-fuzz", "mmdebstrap", "lmod"];
+        for r in all().iter().filter(|r| r.is_needed_by(&[Need::Demo, Need::GpuDemo, Need::Install])) {
+            assert!(
+                !suite_only.iter().any(|s| r.provider.contains(s) || r.location.contains(s)),
+                "{} ({}) is the suite's alone",
+                r.name,
+                r.provider
+            );
+        }
+        let demo: Vec<&str> =
+            all().into_iter().filter(|r| r.is_needed_by(&[Need::Demo])).map(|r| r.name).collect();
+        for name in ["cargo", "clang-19", "clang++-22", "libomptarget-16", "llvm22-omp-h", "libffi-dev"] {
+            assert!(demo.contains(&name), "the demo needs {name}");
+        }
+    }
+
     /// The scans themselves: a program that is not listed is found.
     #[test]
     fn an_unlisted_program_is_caught() {
@@ -402,10 +490,16 @@ mod tests {
 
     #[test]
     fn a_missing_requirement_is_named_with_its_package() {
-        let missing = Requirement { name: "cmake", location: "no-such-program-here", provider: "deb:cmake" };
+        let missing = Requirement {
+            name: "cmake",
+            location: "no-such-program-here",
+            provider: "deb:cmake",
+            needed_by: "suite",
+        };
         assert!(missing.find(&workspace()).is_none());
         assert_eq!(missing.how_to_get(), "Debian package cmake");
-        let present = Requirement { name: "bash", location: "bash", provider: "deb:bash" };
+        let present =
+            Requirement { name: "bash", location: "bash", provider: "deb:bash", needed_by: "suite" };
         assert!(present.find(&workspace()).is_some());
     }
 }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use crate::llvm::{DeviceRtl, Llvm, Runtime, PROJECT_PLUGINS_RUNTIME};
-use crate::requirements;
+use crate::requirements::{self, Need};
 
 /// Paths of every tool used by `cargo xtask build` and `cargo xtask test`: the shared ones, of
 /// the oldest release ([`Llvm::oldest`], `NN` below), and each release's ([`Tools::of`]).
@@ -154,10 +154,16 @@ impl Tools {
         &self.releases[Llvm::all().position(|l| l == llvm).expect("a supported release")]
     }
 
-    /// Runs the preflight over `scripts/requirements.txt` (failing with one line per missing
-    /// requirement and its package), then takes every tool's path from it.
+    /// Runs the suite's preflight over `scripts/requirements.txt` (failing with one line per
+    /// missing requirement and its package), then takes every tool's path from it.
     pub fn locate(root: &Path) -> Result<Tools> {
-        let found = requirements::locate(root)?;
+        Tools::locate_for(root, &[Need::Suite])
+    }
+
+    /// The same for a command of `needs` ([`requirements::locate_for`]): the tools it does not need
+    /// are at their listed locations, present or not.
+    pub fn locate_for(root: &Path, needs: &[Need]) -> Result<Tools> {
+        let found = requirements::locate_for(root, needs)?;
         let dir_of = |name: &str, up: usize| {
             let mut dir = found.path(name);
             for _ in 0..up {

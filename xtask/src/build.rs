@@ -71,20 +71,30 @@ impl Optional {
 }
 
 impl Inputs {
-    /// `cargo xtask build`: Debian's LLVM 19 and 22 and CUDA 11.8's ptxas, as the preflight found.
+    /// `cargo xtask build`: every release's LLVM and CUDA 11.8's ptxas, as the preflight found.
     pub fn development(tools: &Tools) -> Result<Inputs> {
+        let mut inputs = Inputs::demo(tools, &Llvm::all().collect::<Vec<_>>(), true)?;
+        inputs.complete = true;
+        inputs.without.clear();
+        Ok(inputs)
+    }
+
+    /// `cargo xtask demo`: the LLVMs of `releases` (the oldest first) and ptxas when `gpu`; no
+    /// Fortran module (the demo compiles no Fortran), and what those inputs cannot build left out.
+    pub fn demo(tools: &Tools, releases: &[Llvm], gpu: bool) -> Result<Inputs> {
         let prefix = |clang: &Path| clang.parent().and_then(Path::parent).map(Path::to_path_buf);
         let mut llvms = Vec::new();
-        for llvm in Llvm::all() {
+        for &llvm in releases {
             let clang = &tools.of(llvm).clang;
             llvms.push(LlvmInstall::probe(&prefix(clang).context("clang has no prefix")?)?);
         }
+        llvms.sort_by_key(|l| l.release);
         Ok(Inputs {
             llvms,
-            ptxas: Some(tools.ptxas()),
-            complete: true,
+            ptxas: gpu.then(|| tools.ptxas()),
+            complete: false,
             cargo_target: None,
-            without: Vec::new(),
+            without: vec![Optional::Fortran],
         })
     }
 
@@ -107,7 +117,7 @@ impl std::fmt::Display for Skipped {
     }
 }
 
-/// Builds everything `Archs` asks for from Debian's LLVM 19 and 22 and writes `target/dist`.
+/// Builds everything `Archs` asks for from every release's LLVM and writes `target/dist`.
 /// Prints the time of each part.
 pub fn build(workspace: &Path, tools: &Tools, archs: &Archs) -> Result<Dist> {
     let inputs = Inputs::development(tools)?;

@@ -251,22 +251,27 @@ fn parse_archs(args: &[String]) -> Result<Archs> {
 }
 
 /// Builds the dist tree and shows the programs of `examples/` (`checks::demo`): the C++ scene
-/// rendered on the x86_64 device with clang 22, the same program stopped on the strict device
-/// without the project, and the C function-pointer table through clang 19 on the best offload
-/// target present (GPU 0 of the NVIDIA driver if there is one, else x86_64 host offload).
+/// rendered on the x86_64 device with the reference release's clang (22), the same program
+/// stopped on the strict device without the project, and the C function-pointer table through
+/// clang 19 on the best offload target present (GPU 0 of the NVIDIA driver if there is one, else
+/// x86_64 host offload). It needs only the demo's lines of `scripts/requirements.txt` and builds
+/// only for those two releases.
 fn demo(workspace: &Path) -> Result<()> {
-    let tools = Tools::locate(workspace)?;
-    let mut archs = Archs::default();
-    let c_target = match nvidia_gpu() {
+    use requirements::Need;
+    let gpu = nvidia_gpu();
+    let needs: &[Need] = if gpu.is_some() { &[Need::Demo, Need::GpuDemo] } else { &[Need::Demo] };
+    let tools = Tools::locate_for(workspace, needs)?;
+    let mut archs = Archs { sms: Vec::new(), gfxs: Vec::new() };
+    let c_target = match &gpu {
         Some(sm) => {
-            if !archs.sms.contains(&sm) {
-                archs.sms.push(sm.clone());
-            }
-            offload::OffloadTarget::nvptx(&sm)
+            archs.sms.push(sm.clone());
+            offload::OffloadTarget::nvptx(sm)
         }
         None => offload::OffloadTarget::x86_64(),
     };
-    let dist = build::build(workspace, &tools, &archs)?;
+    let releases = [toolchain::Llvm::oldest(), toolchain::Llvm::reference()];
+    let inputs = build::Inputs::demo(&tools, &releases, gpu.is_some())?;
+    let (dist, _) = build::build_from(workspace, &inputs, &archs, &dist::Dist::new(workspace).root)?;
     let shown = checks::demo::run(workspace, &tools, &dist, &c_target)?;
     println!("{}", shown.report());
     Ok(())
@@ -312,7 +317,7 @@ fn bench(workspace: &Path) -> Result<()> {
 fn print_env(workspace: &Path) -> Result<()> {
     use llvm::{DeviceRtl, Runtime};
     use toolchain::{Llvm, Toolchain};
-    let tools = Tools::locate(workspace)?;
+    let tools = Tools::locate_for(workspace, &[requirements::Need::Install])?;
     let dist = dist::Dist::new(workspace);
     let shell = |args: Vec<std::ffi::OsString>| {
         args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
