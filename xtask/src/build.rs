@@ -274,7 +274,8 @@ pub fn build_from(
         let flang = inputs.llvms.iter().find(|l| l.release == fortran).context("no LLVM with flang")?;
         fortran_module(workspace, flang, &dist)?;
     }
-    println!("built the plugins and the Fortran module in {:.1} s", t.elapsed().as_secs_f64());
+    let fortran = if dist.parts.fortran.is_empty() { "" } else { " and the Fortran module" };
+    println!("built the plugins{fortran} in {:.1} s", t.elapsed().as_secs_f64());
     println!("dist tree in {} ({:.1} s in all)", dist.root.display(), started.elapsed().as_secs_f64());
     Ok((dist, skipped))
 }

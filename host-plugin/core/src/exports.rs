@@ -371,6 +371,16 @@ macro_rules! export_plugin {
     ($backend:ty) => {
         static PLUGIN: $crate::exports::PluginCell<$backend> = $crate::exports::PluginCell::new();
 
+        #[global_allocator]
+        static ALLOCATOR: $crate::heap::CountingAllocator = $crate::heap::CountingAllocator;
+
+        /// The bytes the plugin's own code holds on the heap now ([`plugin_core::heap`]): what a
+        /// leak check of load/unload cycles compares. Never fails; reads one counter.
+        #[no_mangle]
+        pub extern "C" fn omptarget_indirect_rtl_held_bytes() -> usize {
+            $crate::heap::held_bytes()
+        }
+
         /// Initialises the plugin; 0 on success, non-zero drops the plugin.
         #[no_mangle]
         pub extern "C" fn __tgt_rtl_init_plugin() -> i32 {

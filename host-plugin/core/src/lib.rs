@@ -14,6 +14,7 @@ pub mod environment;
 pub mod error;
 pub mod exports;
 pub mod fptr_map;
+pub mod heap;
 pub mod image;
 pub mod plugin;
 pub mod registry;

@@ -48,7 +48,17 @@ fn load_unload_cycles_hold_a_constant_amount() {
     eprintln!("after {WARM_UP} cycles: {before:?}; after {} more: {after:?}", MEASURED);
     assert_eq!(after.descriptors, before.descriptors, "descriptors grew over {MEASURED} cycles");
     assert_eq!(after.image_mappings, before.image_mappings, "image mappings grew over {MEASURED} cycles");
-    // The allocator's own bookkeeping moves by a few KiB; 2 bytes a cycle would be 3.6 KB.
+    // What the plugin's code holds comes back exactly: a byte kept per cycle fails here.
+    assert_eq!(
+        after.plugin_bytes,
+        before.plugin_bytes,
+        "the plugin's heap changed by {} bytes over {MEASURED} cycles",
+        after.plugin_bytes as i64 - before.plugin_bytes as i64
+    );
+    // The process's total also moves with what glibc's loader keeps of each dlopen and with the
+    // allocator's bookkeeping: 9 KB to 17 KB over 1800 cycles, in steps of up to 2 KB that do
+    // not follow the cycles, while the plugin's count stays flat. Only a leak outside the
+    // plugin's code of 36 bytes a cycle or more fails here.
     let grown = after.malloc_bytes.saturating_sub(before.malloc_bytes);
-    assert!(grown < 16 * 1024, "malloc'd bytes grew by {grown} over {MEASURED} cycles");
+    assert!(grown < 64 * 1024, "malloc'd bytes grew by {grown} over {MEASURED} cycles");
 }

@@ -190,7 +190,11 @@ impl Drop for CallKernel {
 pub struct Held {
     pub descriptors: usize,
     pub image_mappings: usize,
+    /// What the process's allocator hands out (`mallinfo2`): the plugin's, the loader's and the
+    /// allocator's own bookkeeping together.
     pub malloc_bytes: usize,
+    /// What the plugin's own code holds (its counting allocator).
+    pub plugin_bytes: usize,
 }
 
 impl Held {
@@ -203,6 +207,8 @@ impl Held {
         drop(maps);
         // SAFETY: mallinfo2 only reads the allocator's statistics.
         let info = unsafe { libc::mallinfo2() };
-        Held { descriptors, image_mappings, malloc_bytes: info.uordblks + info.hblkhd }
+        // SAFETY: the export reads one counter.
+        let plugin_bytes = unsafe { (api().held_bytes)() };
+        Held { descriptors, image_mappings, malloc_bytes: info.uordblks + info.hblkhd, plugin_bytes }
     }
 }
