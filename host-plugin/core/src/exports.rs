@@ -375,9 +375,11 @@ macro_rules! export_plugin {
         static ALLOCATOR: $crate::heap::CountingAllocator = $crate::heap::CountingAllocator;
 
         /// The bytes the plugin's own code holds on the heap now ([`plugin_core::heap`]): what a
-        /// leak check of load/unload cycles compares. Never fails; reads one counter.
+        /// leak check of load/unload cycles compares. Never fails; reads one counter. (In
+        /// libomptarget's `__tgt_rtl_` namespace because a plugin exports nothing else; no
+        /// libomptarget release looks it up.)
         #[no_mangle]
-        pub extern "C" fn omptarget_indirect_rtl_held_bytes() -> usize {
+        pub extern "C" fn __tgt_rtl_omptarget_indirect_held_bytes() -> usize {
             $crate::heap::held_bytes()
         }
 

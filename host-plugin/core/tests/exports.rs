@@ -23,6 +23,7 @@ const REQUIRED_EXPORTS: &[&str] = &[
     "__tgt_rtl_deinit_device",
     "__tgt_rtl_synchronize",
     "__tgt_rtl_set_function_ptr_map",
+    "__tgt_rtl_omptarget_indirect_held_bytes",
 ];
 
 /// The plugins `cargo xtask build` installs, under the names libomptarget 16 loads.

@@ -49,7 +49,7 @@ pub type DeviceCall = unsafe extern "C" fn(i32) -> i32;
 pub type LoadBinary = unsafe extern "C" fn(i32, *const TgtDeviceImage) -> *mut TgtTargetTable;
 /// `__tgt_rtl_unload_binary`.
 pub type UnloadBinary = unsafe extern "C" fn(i32, *const TgtDeviceImage) -> i32;
-/// `omptarget_indirect_rtl_held_bytes`: the bytes the plugin's own code holds on the heap.
+/// `__tgt_rtl_omptarget_indirect_held_bytes`: the bytes the plugin's own code holds on the heap.
 pub type HeldBytes = unsafe extern "C" fn() -> usize;
 /// `__tgt_rtl_set_function_ptr_map`.
 pub type SetMap = unsafe extern "C" fn(i32, u64, *const FptrMapEntry) -> i32;
@@ -131,7 +131,7 @@ api_table! {
     data_submit: DataSubmit = "__tgt_rtl_data_submit",
     data_retrieve: DataRetrieve = "__tgt_rtl_data_retrieve",
     launch_kernel: LaunchKernel = "__tgt_rtl_launch_kernel",
-    held_bytes: HeldBytes = "omptarget_indirect_rtl_held_bytes",
+    held_bytes: HeldBytes = "__tgt_rtl_omptarget_indirect_held_bytes",
 }
 
 /// A device image with its host-side entry table, as libomptarget hands it to `load_binary`.
