@@ -8,8 +8,8 @@ use anyhow::{ensure, Context, Result};
 
 use checks::images::{self, SYMBOLS, TRANSLATE};
 use checks::{
-    cluster_install, corpus, demo, doc_commands, e2e, fuzz, gpu_bundle, install_check, metrics, repository,
-    spack_install,
+    cluster_install, corpus, demo, doc_commands, doc_truth, e2e, fuzz, gpu_bundle, install_check, metrics,
+    repository, spack_install,
 };
 
 use crate::build;
@@ -119,6 +119,10 @@ pub fn run(workspace: &Path) -> Result<()> {
     report.step("the repository describes the project (no words of how its work is organised)", || {
         repository::check_words(workspace)
     });
+    report.step(
+        "the docs' links resolve; the releases and configuration files they name are the records'",
+        || doc_truth::check(workspace),
+    );
     report.step("cargo fmt --check", || cargo_step(workspace, &["fmt", "--all", "--", "--check"]));
     report.step("cargo clippy -D warnings", || {
         cargo_step(workspace, &["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"])
@@ -326,7 +330,7 @@ fn steps_after_build(
     );
     report.step(
         "the README's and docs' `sh runnable` blocks run as written (install, compile examples/, run, strict mode)",
-        || doc_commands::check(workspace, tools),
+        || doc_commands::check(workspace),
     );
     report.step(CLUSTER_STEP, || {
         let started = Instant::now();

@@ -1,12 +1,10 @@
 //! The commands the README and `docs/` show, run as written: every fenced block whose info
 //! string is `sh runnable` runs in bash (`-euo pipefail`) from the checkout's root, so a command a
-//! reader copies cannot rot. Two things differ from a reader's machine, and only these:
-//!
-//! - the install prefix the blocks write, [`PREFIX`], is replaced by a scratch prefix under
-//!   `target/` (a reader installs into `/opt`, the suite may not);
-//! - where the reference release's runtime is stock and its `omp.h` and `libomp.so` were fetched
-//!   apart from its clang (Debian 12's LLVM 22 has no `libomp-22-dev`), `CPATH`, `LIBRARY_PATH`
-//!   and `LD_LIBRARY_PATH` name them, as a reader with such a partial LLVM would set them.
+//! reader copies cannot rot. They run with a reader's environment ([`READER_ENVIRONMENT`]: none
+//! of what cargo, the suite or its caller set), and one thing differs from a reader's machine:
+//! the install prefix the blocks write, [`PREFIX`], is replaced by a scratch prefix under
+//! `target/` (a reader installs into `/opt`, the suite may not). What a block needs beyond that,
+//! it says itself (the README's `-isystem` for LLVM 22's `omp.h` on Debian 12).
 //!
 //! A page's blocks run in order, as a reader goes down it (a later block may run what an earlier
 //! one linked); what they write into the checkout is removed after the page's last block: only
@@ -18,12 +16,15 @@ use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::llvm::Llvm;
-use crate::tools::Tools;
 use crate::{cmd, requirements};
 
 /// The install prefix the README and docs use in their runnable blocks.
 pub const PREFIX: &str = "/opt/omptarget-indirect";
+
+/// The variables a reader's shell has that a block may use; every other one is cleared. `PATH`
+/// loses the directories of rustup's toolchains, which cargo puts first for its children.
+pub const READER_ENVIRONMENT: [&str; 8] =
+    ["HOME", "USER", "LOGNAME", "LANG", "TERM", "SHELL", "XDG_CACHE_HOME", "OMPTARGET_INDIRECT_CACHE"];
 
 /// The info string that marks a fenced block as run by the suite.
 pub const RUNNABLE: &str = "sh runnable";
@@ -97,7 +98,7 @@ pub fn all_blocks(workspace: &Path) -> Result<Vec<Block>> {
 
 /// Runs every runnable block (see the module's documentation); fails on the first that fails,
 /// naming its file and line and showing its output.
-pub fn check(workspace: &Path, tools: &Tools) -> Result<String> {
+pub fn check(workspace: &Path) -> Result<String> {
     let blocks = all_blocks(workspace)?;
     ensure!(blocks.iter().any(|b| b.file == "README.md"), "the README has no `{RUNNABLE}` block");
     let scratch = workspace.join("target/doc-commands");
@@ -106,7 +107,7 @@ pub fn check(workspace: &Path, tools: &Tools) -> Result<String> {
     }
     std::fs::create_dir_all(&scratch)?;
     let prefix = scratch.join("prefix");
-    let openmp = tools.of(Llvm::reference()).openmp.clone();
+    let path = reader_path();
     let mut files = BTreeSet::new();
     let before = untracked(workspace)?;
     for (n, block) in blocks.iter().enumerate() {
@@ -114,9 +115,11 @@ pub fn check(workspace: &Path, tools: &Tools) -> Result<String> {
         std::fs::write(&script, block.text.replace(PREFIX, &prefix.to_string_lossy()))?;
         let mut c = Command::new(requirements::program("bash"));
         c.current_dir(workspace).arg("-euo").arg("pipefail").arg(&script);
-        if let Some(openmp) = &openmp {
-            let (include, lib) = (openmp.join("include"), openmp.join("lib"));
-            c.env("CPATH", include).env("LIBRARY_PATH", &lib).env("LD_LIBRARY_PATH", &lib);
+        c.env_clear().env("PATH", &path);
+        for name in READER_ENVIRONMENT {
+            if let Some(value) = std::env::var_os(name) {
+                c.env(name, value);
+            }
         }
         let outcome = cmd::output(&mut c).map(|out| {
             print!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
@@ -139,6 +142,15 @@ pub fn check(workspace: &Path, tools: &Tools) -> Result<String> {
         files.len(),
         files.into_iter().collect::<Vec<_>>().join(", ")
     ))
+}
+
+/// `PATH` as a reader's shell has it: without the toolchain directories rustup and cargo add.
+fn reader_path() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|dir| !dir.to_string_lossy().contains("/.rustup/toolchains/"))
+        .collect();
+    std::env::join_paths(kept).unwrap_or(path)
 }
 
 /// The checkout's untracked files that git does not ignore.

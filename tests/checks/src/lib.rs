@@ -2,6 +2,8 @@
 //! `tests/bench`, `tests/install`): xtask's suite runs them as steps. Each module does one job:
 //!
 //! - [`doc_commands`]: the README's and docs' runnable shell blocks, run as written;
+//! - [`doc_truth`]: the docs' links resolve, the releases and configuration files they name are
+//!   the records';
 //! - [`demo`]: `cargo xtask demo`'s programs of `examples/`, and the check that they show what
 //!   the demo says;
 //! - [`images`]: device-image, PTX, bitcode and AMDGPU code-object checks;
@@ -20,6 +22,7 @@ pub mod cluster_install;
 pub mod corpus;
 pub mod demo;
 pub mod doc_commands;
+pub mod doc_truth;
 pub mod e2e;
 pub mod frontend_bench;
 pub mod fuzz;
