@@ -43,20 +43,7 @@ esac
 
 say() { printf '[setup] %s\n' "$*"; }
 
-# --- Rust -------------------------------------------------------------------------------------
-toolchain=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)
-components=$(sed -n 's/^components *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '" ' )
-if ! command -v rustup >/dev/null; then
-  echo "[setup] error: rustup is not installed (https://rustup.rs)" >&2
-  exit 1
-fi
-if ! rustup run "$toolchain" rustc --version >/dev/null 2>&1 \
-   || ! rustup component list --toolchain "$toolchain" --installed 2>/dev/null | grep -q '^rust-src'; then
-  say "installing Rust $toolchain with $components"
-  rustup toolchain install "$toolchain" --profile minimal --component "$components"
-fi
-
-# --- Everything else: the lines of scripts/requirements.txt whose location is missing -------------
+# --- What the command needs: the lines of scripts/requirements.txt whose location is missing -----
 list=$root/scripts/requirements.txt
 present() {  # location: /absolute, repository-relative (has a /), or a program on PATH
   case $1 in
@@ -88,6 +75,19 @@ if [ ${#scripts[@]} -gt 0 ]; then
   for script in "${scripts[@]}"; do
     bash "$root/scripts/$script" --check || exit 1
   done
+fi
+
+# --- Rust -------------------------------------------------------------------------------------
+toolchain=$(sed -n 's/^channel *= *"\(.*\)"/\1/p' rust-toolchain.toml)
+components=$(sed -n 's/^components *= *\[\(.*\)\]/\1/p' rust-toolchain.toml | tr -d '" ' )
+if ! command -v rustup >/dev/null; then
+  echo "[setup] error: rustup is not installed (https://rustup.rs)" >&2
+  exit 1
+fi
+if ! rustup run "$toolchain" rustc --version >/dev/null 2>&1 \
+   || ! rustup component list --toolchain "$toolchain" --installed 2>/dev/null | grep -q '^rust-src'; then
+  say "installing Rust $toolchain with $components"
+  rustup toolchain install "$toolchain" --profile minimal --component "$components"
 fi
 
 # Debian packages first: the scripts below unpack next to what they install.
