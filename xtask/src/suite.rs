@@ -9,7 +9,7 @@ use anyhow::{ensure, Context, Result};
 use checks::images::{self, SYMBOLS, TRANSLATE};
 use checks::{
     cluster_install, corpus, demo, doc_commands, doc_truth, e2e, fuzz, gpu_bundle, install_check, metrics,
-    repository, spack_install,
+    repository, spack_install, troubleshooting,
 };
 
 use crate::build;
@@ -123,6 +123,9 @@ pub fn run(workspace: &Path) -> Result<()> {
         "the docs' links resolve; the releases and configuration files they name are the records'",
         || doc_truth::check(workspace),
     );
+    report.step("every message the project prints has an entry in docs/troubleshooting.md", || {
+        troubleshooting::check(workspace)
+    });
     report.step("cargo fmt --check", || cargo_step(workspace, &["fmt", "--all", "--", "--check"]));
     report.step("cargo clippy -D warnings", || {
         cargo_step(workspace, &["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"])

@@ -36,6 +36,7 @@ pub mod spack_install;
 pub mod stock_table_bench;
 pub mod strict_bench;
 pub mod translation_bench;
+pub mod troubleshooting;
 pub mod virtual_bench;
 
 use packaging::{cmd, device_build, dist, llvm, offload, png, requirements, toolchain, tools};
