@@ -17,7 +17,7 @@ pub const PLUGINS: &[(&str, &str, &str)] = &[
 pub const STRICT: (&str, &str, &str) =
     ("omptarget-indirect-strict", "libomptarget_indirect_strict.so", "libomptarget-indirect-strict.so");
 
-/// The registration library clang 22's configuration file links (`host-plugin/register`): its
+/// The registration library the configuration files of the stock releases (21, 22, 23) link (`host-plugin/register`): its
 /// cargo package, the library cargo writes, and its installed name.
 pub const REGISTER: (&str, &str, &str) =
     ("omptarget-indirect-register", "libomptarget_indirect_register.so", "libomptarget-indirect-register.so");
@@ -42,7 +42,7 @@ pub struct Parts {
 }
 
 impl Parts {
-    /// Everything: what `cargo xtask build` makes from Debian's LLVM 19 and 22.
+    /// Everything: what `cargo xtask build` makes from every release's LLVM.
     pub fn all() -> Parts {
         Parts {
             releases: Llvm::all().collect(),
@@ -82,7 +82,7 @@ impl Dist {
         self.lib_dir().join(STRICT.2)
     }
 
-    /// The registration library clang 22's configuration file links.
+    /// The registration library the stock releases' configuration files link.
     pub fn register_lib(&self) -> PathBuf {
         self.lib_dir().join(REGISTER.2)
     }

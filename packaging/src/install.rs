@@ -5,13 +5,16 @@
 //!
 //! ```text
 //! lib/libomptarget-indirect.a                     the fat device library
-//! lib/libomptarget-indirect-pass.so, ...-llvm22.so  the pass plugins
+//! lib/libomptarget-indirect-pass.so, ...-llvm{21,22,23}.so  the pass plugins (clang 19; 21, 22, 23)
+//! lib/libomptarget-indirect-frontend-llvmNN.so    the frontend plugin of each release
+//! lib/libomptarget-indirect-register.so           the registration library (stock libomptarget 21-23)
+//! lib/libomptarget-indirect-strict.so             strict mode
 //! lib/omptarget-indirect/libomptarget.rtl.*.so    the libomptarget 16 plugins, alone in their directory
 //! include/omptarget-indirect.h                    the C API
-//! share/omptarget-indirect/clang-{19,22}.cfg      clang --config= files
-//! share/omptarget-indirect/flang-22.cfg           flang --config= file
+//! share/omptarget-indirect/clang-19.cfg, clang-21.cfg, clang-22.cfg, clang-23.cfg  clang --config= files
+//! share/omptarget-indirect/flang-21.cfg, flang-22.cfg, flang-23.cfg  flang --config= files
 //! include/omptarget-indirect/omptarget_indirect.f90  the Fortran module naming indirect procedures
-//! include/omptarget-indirect/flang-22/*.mod       its module file, as flang 22 reads it
+//! include/omptarget-indirect/flang-NN/*.mod       its module file, as flang NN (21, 22, 23) reads it
 //! share/omptarget-indirect/install-manifest.txt   every installed file, for uninstall
 //! lib/cmake/OmptargetIndirect/                    find_package(OmptargetIndirect)
 //! lib/pkgconfig/omptarget-indirect.pc             pkg-config

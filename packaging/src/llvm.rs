@@ -241,7 +241,7 @@ impl Llvm {
         Llvm::of_major(major).unwrap_or_else(|| panic!("LLVM {major} is not in llvm::RELEASES"))
     }
 
-    /// The supported majors, as `19, 22`: for messages.
+    /// The supported majors, as `19, 21, 22, 23`: for messages.
     pub fn list() -> String {
         Llvm::all().map(|l| l.major).collect::<Vec<_>>().join(", ")
     }
@@ -396,8 +396,8 @@ impl Llvm {
             text.push_str("# Links the device library (link steps only).\n$-Wl,-L<CFGDIR>/../../lib\n$-lomptarget-indirect\n");
             if self.needs_register() {
                 text.push_str(
-                    "# Links, ahead of libomptarget, the library that adds the images' vtables to the table\n\
-                     # libomptarget builds (docs/virtual.md).\n\
+                    "# Links, ahead of libomptarget, the library that adds the images' vtables to libomptarget's\n\
+                     # table and installs one table per device with its hash index (docs/virtual.md).\n\
                      $-lomptarget-indirect-register\n$-Wl,-rpath,<CFGDIR>/../../lib\n",
                 );
             }

@@ -11,11 +11,12 @@
 //! Where the window is opened (see `docs/strict.md`):
 //! - clang 19 through libomptarget 16 and this project's plugin: the plugin calls each kernel
 //!   through libffi's `ffi_call`, which this library interposes;
-//! - clang 22 through libomptarget 22, whose host plugin carries its own libffi: it looks each
+//! - clang 21, 22 and 23 through their stock libomptarget, whose host plugin carries its own libffi: it looks each
 //!   kernel up with `dlsym`, which this library interposes to hand back a trampoline
 //!   ([`trampoline`]) around the kernel.
 //!
-//! Nothing else changes: no region is slower outside kernels, and no program needs rebuilding.
+//! Nothing else changes: no region is slower outside kernels, and a program built for the x86_64
+//! device needs no rebuild (one built only for a GPU needs `-fopenmp-targets=x86_64-pc-linux-gnu`).
 
 #![feature(naked_functions)]
 

@@ -7,12 +7,12 @@
 //! target/dist/device/amdgcn/<gfx>/device_rtl.{bc,o}
 //! target/dist/lib/libomptarget.rtl.{x86_64,cuda,amdgpu}.so  the plugins
 //! target/dist/lib/libomptarget-indirect-pass.so          the LLVM 19 pass plugin for clang-19
-//! target/dist/lib/libomptarget-indirect-pass-llvm22.so   the LLVM 22 pass plugin for clang-22
+//! target/dist/lib/libomptarget-indirect-pass-llvmNN.so   the pass plugin of release NN (21, 22, 23)
 //! target/dist/lib/libomptarget-indirect-frontend-llvmNN.so the clang frontend plugin of release NN
 //! target/dist/share/omptarget-indirect/clang-NN.cfg      `clang-NN --config=` file that loads it
 //! ```
 //!
-//! `cargo xtask build` makes all of it from Debian's LLVM 19 and 22 and fails on anything missing;
+//! `cargo xtask build` makes all of it from every release's LLVM and fails on anything missing;
 //! `cargo xtask install --llvm DIR` builds ([`build_from`]) only what the LLVM installs it is given
 //! can use, into a tree of its own, and lists each optional part it left out with the reason.
 
@@ -550,7 +550,7 @@ fn frontend_plugins(inputs: &Inputs, dist: &Dist) -> Result<()> {
     .collect()
 }
 
-/// Compiles the `omptarget_indirect` module with flang 22 into the dist tree's module directory
+/// Compiles the `omptarget_indirect` module with a release's flang into the dist tree's module directory
 /// (a module file is only read by the flang release that wrote it). It has no code: programs
 /// need the module file, not an object.
 fn fortran_module(workspace: &Path, llvm: &LlvmInstall, dist: &Dist) -> Result<()> {

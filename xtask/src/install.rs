@@ -3,7 +3,7 @@
 //!
 //! Which LLVMs: every `--llvm DIR` (a prefix, its `bin`, or an `llvm-config`); else the
 //! colon-separated `OMPTARGET_INDIRECT_LLVM`; else `llvm-config` on `PATH` and Debian's
-//! `/usr/lib/llvm-{19,22}`, those of a supported release. Nothing here needs root or the network:
+//! `/usr/lib/llvm-NN` of every supported release (19, 21, 22, 23). Nothing here needs root or the network:
 //! the build runs offline from a `cargo xtask vendor` tarball.
 
 use std::path::{Path, PathBuf};

@@ -24,7 +24,7 @@ use packaging::offload::OffloadTarget;
 use packaging::toolchain::{is_fortran, module_dir_args, Toolchain};
 use packaging::tools::Tools;
 
-/// The clang to check with: `19` or `22`.
+/// The clang to check with: a supported major (`19`, `21`, `22`, `23`).
 const CLANG_ENV: &str = "OMPTARGET_INDIRECT_IR_CLANG";
 /// The device to compile for: `x86_64`, an `sm_NN` or a `gfxNNN`.
 const TARGET_ENV: &str = "OMPTARGET_INDIRECT_IR_TARGET";

@@ -1,5 +1,6 @@
-//! `libomptarget-indirect-register.so`: the host-side piece that lets LLVM 22's stock
-//! libomptarget translate the vtable pointers of host-built objects.
+//! `libomptarget-indirect-register.so`: the host-side piece that lets the stock libomptarget of
+//! LLVM 21, 22 and 23 translate the vtable pointers of host-built objects (written below for 22;
+//! 21 and 23 differ where `docs/llvm.md` says).
 //!
 //! libomptarget 22 builds its indirect-call table from the images' `OMP_DECLARE_TARGET_INDIRECT`
 //! entries and clang's vtable entries (flag 0x20), which clang 22 emits only for the classes of
@@ -7,7 +8,7 @@
 //! project runs inside libomptarget 22 (it links its plugins in), so the only place left to add
 //! the vtables is the registration itself: this library defines `__tgt_register_lib` and
 //! `__tgt_unregister_lib`, which the program's registration code calls. Linked ahead of
-//! libomptarget (clang 22's configuration file does it), its definitions are the ones the program
+//! libomptarget (the configuration files of clang 21, 22 and 23 do it), its definitions are the ones the program
 //! binds to; they register with libomptarget (the next definition, `dlsym(RTLD_NEXT)`) a copy of
 //! the descriptor whose entries are followed by one indirect entry per vtable word the images
 //! define ([`plugin_core::vtables`]): host address of the word of the host's vtable of the same
