@@ -77,8 +77,9 @@ pub fn runnable_blocks(file: &str, markdown: &str) -> Result<Vec<Block>> {
     Ok(blocks)
 }
 
-/// Every runnable block of `README.md` and `docs/*.md`, in file order.
-pub fn all_blocks(workspace: &Path) -> Result<Vec<Block>> {
+/// `README.md` and then every `docs/*.md` in name order, relative to the checkout: the pages a
+/// reader reads.
+pub fn pages(workspace: &Path) -> Result<Vec<PathBuf>> {
     let mut pages = vec![PathBuf::from("README.md")];
     let mut docs: Vec<PathBuf> = std::fs::read_dir(workspace.join("docs"))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -87,8 +88,13 @@ pub fn all_blocks(workspace: &Path) -> Result<Vec<Block>> {
         .collect();
     docs.sort();
     pages.extend(docs);
+    Ok(pages)
+}
+
+/// Every runnable block of `README.md` and `docs/*.md`, in file order.
+pub fn all_blocks(workspace: &Path) -> Result<Vec<Block>> {
     let mut blocks = Vec::new();
-    for page in pages {
+    for page in pages(workspace)? {
         let text = std::fs::read_to_string(workspace.join(&page))
             .with_context(|| format!("reading {}", page.display()))?;
         blocks.extend(runnable_blocks(&page.to_string_lossy(), &text)?);

@@ -16,16 +16,10 @@ use anyhow::{ensure, Context, Result};
 
 use crate::llvm::Llvm;
 
-/// The pages checked, relative to the checkout: README.md, CHANGELOG.md, docs/*.md.
+/// The pages checked, relative to the checkout: the README, `docs/*.md` and CHANGELOG.md.
 fn pages(workspace: &Path) -> Result<Vec<PathBuf>> {
-    let mut pages = vec![PathBuf::from("README.md"), PathBuf::from("CHANGELOG.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(workspace.join("docs"))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .filter_map(|p| p.strip_prefix(workspace).ok().map(Path::to_path_buf))
-        .collect();
-    docs.sort();
-    pages.extend(docs);
+    let mut pages = crate::doc_commands::pages(workspace)?;
+    pages.push(PathBuf::from("CHANGELOG.md"));
     Ok(pages)
 }
 
