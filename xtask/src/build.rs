@@ -73,24 +73,21 @@ impl Optional {
 impl Inputs {
     /// `cargo xtask build`: every release's LLVM and CUDA 11.8's ptxas, as the preflight found.
     pub fn development(tools: &Tools) -> Result<Inputs> {
-        let mut inputs = Inputs::demo(tools, &Llvm::all().collect::<Vec<_>>(), true)?;
-        inputs.complete = true;
-        inputs.without.clear();
-        Ok(inputs)
+        let releases: Vec<Llvm> = Llvm::all().collect();
+        Ok(Inputs {
+            llvms: probe(tools, &releases)?,
+            ptxas: Some(tools.ptxas()),
+            complete: true,
+            cargo_target: None,
+            without: Vec::new(),
+        })
     }
 
-    /// `cargo xtask demo`: the LLVMs of `releases` (the oldest first) and ptxas when `gpu`; no
-    /// Fortran module (the demo compiles no Fortran), and what those inputs cannot build left out.
+    /// `cargo xtask demo`: the LLVMs of `releases` and ptxas when `gpu`; no Fortran module (the
+    /// demo compiles no Fortran), and what those inputs cannot build left out.
     pub fn demo(tools: &Tools, releases: &[Llvm], gpu: bool) -> Result<Inputs> {
-        let prefix = |clang: &Path| clang.parent().and_then(Path::parent).map(Path::to_path_buf);
-        let mut llvms = Vec::new();
-        for &llvm in releases {
-            let clang = &tools.of(llvm).clang;
-            llvms.push(LlvmInstall::probe(&prefix(clang).context("clang has no prefix")?)?);
-        }
-        llvms.sort_by_key(|l| l.release);
         Ok(Inputs {
-            llvms,
+            llvms: probe(tools, releases)?,
             ptxas: gpu.then(|| tools.ptxas()),
             complete: false,
             cargo_target: None,
@@ -101,6 +98,18 @@ impl Inputs {
     fn oldest(&self) -> &LlvmInstall {
         &self.llvms[0]
     }
+}
+
+/// The LLVM install of each of `releases` where the preflight found its clang, oldest first.
+fn probe(tools: &Tools, releases: &[Llvm]) -> Result<Vec<LlvmInstall>> {
+    let mut llvms = Vec::new();
+    for &llvm in releases {
+        let clang = &tools.of(llvm).clang;
+        let prefix = clang.parent().and_then(Path::parent).context("clang has no prefix")?;
+        llvms.push(LlvmInstall::probe(prefix)?);
+    }
+    llvms.sort_by_key(|l| l.release);
+    Ok(llvms)
 }
 
 /// A part a build left out, and why.
