@@ -155,16 +155,20 @@ extern "C" fn handler(signal: c_int, info: *mut libc::siginfo_t, context: *mut c
     if let Some(protected) = window::protected().filter(|_| window::is_open()) {
         let from_loader = protected.loader.iter().any(|&(start, end)| rip >= start && rip < end);
         if from_loader {
-            if let Some(page) = window::open_page_for_loader(addr) {
+            let page = addr & !(objects::page_size() - 1);
+            let already_counted = OPENED.with(|opened| opened.get().contains(&page));
+            if let Some(page) = window::open_page_for_loader(addr, already_counted) {
                 // Run the loader's one instruction with the page open, then close it again
                 // (`step_done`): the trap flag stops the thread right after it.
-                OPENED.with(|opened| {
-                    let mut pages = opened.get();
-                    if let Some(free) = pages.iter_mut().find(|p| **p == 0) {
-                        *free = page;
-                    }
-                    opened.set(pages);
-                });
+                if !already_counted {
+                    OPENED.with(|opened| {
+                        let mut pages = opened.get();
+                        if let Some(free) = pages.iter_mut().find(|p| **p == 0) {
+                            *free = page;
+                        }
+                        opened.set(pages);
+                    });
+                }
                 // SAFETY: the kernel passes a valid, writable ucontext to an SA_SIGINFO handler.
                 unsafe {
                     (*(context as *mut libc::ucontext_t)).uc_mcontext.gregs[libc::REG_EFL as usize] |=

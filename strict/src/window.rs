@@ -3,7 +3,7 @@
 //! start closes the host program off, the last one to finish opens it again, so kernels that run
 //! at the same time (`nowait`, several host threads) never reopen it under each other.
 
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::objects::{self, Object};
@@ -168,13 +168,45 @@ fn apply((start, end, prot): (usize, usize, libc::c_int)) {
     unsafe { libc::mprotect(start as *mut libc::c_void, end - start, prot) };
 }
 
+/// A page opened for the dynamic loader, and how many threads' instructions are using it.
+struct LoaderPage {
+    page: AtomicUsize,
+    users: AtomicUsize,
+}
+
+/// Pages opened for the loader's instructions now. Threads of one program often meet the same
+/// page together (every host thread's first call of a library function during a window reads
+/// the same symbol table): a page stays open until the last of them has run its instruction,
+/// so that no thread closes it under another's instruction, which then faults again, reopens
+/// it and closes it under a third (16 threads then made no progress for minutes). More slots
+/// than threads can use at once: each thread holds at most the few pages one instruction
+/// touches.
+static LOADER_PAGES: [LoaderPage; 256] =
+    [const { LoaderPage { page: AtomicUsize::new(0), users: AtomicUsize::new(0) } }; 256];
+
+/// Held while a thread counts a page's users and changes its protection, so that the count and
+/// the protection change together (a spin lock: the fault handler may not block on a mutex).
+static LOADER_LOCK: AtomicBool = AtomicBool::new(false);
+
+fn with_loader_lock<R>(body: impl FnOnce() -> R) -> R {
+    while LOADER_LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        // SAFETY: sched_yield takes no arguments and is async-signal-safe.
+        unsafe { libc::sched_yield() };
+    }
+    let result = body();
+    LOADER_LOCK.store(false, Ordering::Release);
+    result
+}
+
 /// The page holding `addr` in a protected segment that is not code, opened again with the
 /// segment's own protection: for the dynamic loader, which reads the host program's symbol
 /// tables (in its first segment and in RELRO) when a library function is first called during a
 /// window. The caller lets that one instruction run and then closes the page ([`close_page`]):
 /// opening it for the rest of the window would let device code read what shares the page (a
-/// vtable in RELRO). Returns the page's start, or None when `addr` is in no such segment.
-pub fn open_page_for_loader(addr: usize) -> Option<usize> {
+/// vtable in RELRO). `already_counted`: the calling thread opened this page for the same
+/// instruction before, and a window that opened since closed it again. Returns the page's
+/// start, or None when `addr` is in no such segment (or every slot is taken).
+pub fn open_page_for_loader(addr: usize, already_counted: bool) -> Option<usize> {
     let snapshot = protected()?;
     let page = addr & !(crate::objects::page_size() - 1);
     let segment = snapshot
@@ -182,19 +214,47 @@ pub fn open_page_for_loader(addr: usize) -> Option<usize> {
         .iter()
         .flat_map(|o| &o.segments)
         .find(|s| addr >= s.start && addr < s.end && s.prot & libc::PROT_EXEC == 0)?;
-    // SAFETY: a page of a mapped segment of a loaded object, given back what the loader gave it.
-    let opened =
-        unsafe { libc::mprotect(page as *mut libc::c_void, crate::objects::page_size(), segment.prot) };
-    (opened == 0).then_some(page)
+    with_loader_lock(|| {
+        if !already_counted {
+            let slot = LOADER_PAGES
+                .iter()
+                .find(|slot| slot.page.load(Ordering::Relaxed) == page)
+                .or_else(|| LOADER_PAGES.iter().find(|slot| slot.users.load(Ordering::Relaxed) == 0))?;
+            slot.page.store(page, Ordering::Relaxed);
+            slot.users.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: a page of a mapped segment of a loaded object, given back what the loader
+        // gave it.
+        let opened =
+            unsafe { libc::mprotect(page as *mut libc::c_void, crate::objects::page_size(), segment.prot) };
+        (opened == 0).then_some(page)
+    })
 }
 
-/// Protects again the page [`open_page_for_loader`] opened, if the window is still open (when
-/// it closed meanwhile, leaving it open is what closing did to every page).
+/// The calling thread's loader instruction is done with `page` ([`open_page_for_loader`]): the
+/// last thread using it protects it again, if the window is still open (when it closed
+/// meanwhile, leaving it open is what closing did to every page).
 pub fn close_page(page: usize) {
-    if is_open() {
-        // SAFETY: a page of a protected segment, protected again as the open window has it.
-        unsafe { libc::mprotect(page as *mut libc::c_void, crate::objects::page_size(), libc::PROT_NONE) };
-    }
+    with_loader_lock(|| {
+        let slot = LOADER_PAGES.iter().find(|slot| slot.page.load(Ordering::Relaxed) == page);
+        let last = match slot {
+            Some(slot) => {
+                let left = slot.users.load(Ordering::Relaxed).saturating_sub(1);
+                slot.users.store(left, Ordering::Relaxed);
+                if left == 0 {
+                    slot.page.store(0, Ordering::Relaxed);
+                }
+                left == 0
+            }
+            None => true,
+        };
+        if last && is_open() {
+            // SAFETY: a page of a protected segment, protected again as the open window has it.
+            unsafe {
+                libc::mprotect(page as *mut libc::c_void, crate::objects::page_size(), libc::PROT_NONE)
+            };
+        }
+    });
 }
 
 /// Gives the page holding `addr` back the protection of its segment, if it is one of the host

@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use crate::backend::{Backend, LaunchParams};
 use crate::error::{PluginError, Result};
+use crate::hidden_helpers::{self, HelperTeam};
 use crate::plugin::Plugin;
 use crate::rtl_interface::{
     AllocKind, FptrMapEntry, KernelArgs, TgtDeviceImage, TgtImageInfo, TgtTargetTable, OFFLOAD_FAIL,
@@ -94,9 +95,31 @@ unsafe fn image_bytes<'a>(image: *const TgtDeviceImage) -> Result<(&'a TgtDevice
     Ok((image, unsafe { std::slice::from_raw_parts(start as *const u8, end - start) }))
 }
 
-/// `int32_t __tgt_rtl_init_plugin(void)`: 0 when the backend initialised.
+/// `int32_t __tgt_rtl_init_plugin(void)`: 0 when the backend initialised. Starts the hidden
+/// helper team of a libomp before 19 first ([`hidden_helpers`]).
 pub fn init_plugin<B: Backend>(cell: &PluginCell<B>) -> i32 {
-    guard("__tgt_rtl_init_plugin", None, B::NAME, OFFLOAD_FAIL, || cell.get().map(|_| OFFLOAD_SUCCESS))
+    guard("__tgt_rtl_init_plugin", None, B::NAME, OFFLOAD_FAIL, || {
+        report_helper_team(B::NAME, hidden_helpers::start_team_early());
+        cell.get().map(|_| OFFLOAD_SUCCESS)
+    })
+}
+
+fn report_helper_team(plugin: &str, team: HelperTeam) {
+    match team {
+        HelperTeam::Started => diagnostics::info(
+            plugin,
+            "this libomp predates 19, whose hidden helper team started after a parallel region \
+             crashes target tasks (LLVM issue 87117): started it now",
+        ),
+        HelperTeam::TooLate => diagnostics::info(
+            plugin,
+            "this libomp predates 19 (LLVM issue 87117) and other threads run already (the helper \
+             team an earlier plugin started, or the program's own): left alone; should a target \
+             nowait task after a parallel region crash in libomp, LIBOMP_NUM_HIDDEN_HELPER_THREADS=0 \
+             avoids it",
+        ),
+        HelperTeam::NotNeeded => {}
+    }
 }
 
 /// `int32_t __tgt_rtl_deinit_plugin(void)`: unloads every image and frees every table.

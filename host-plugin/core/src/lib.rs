@@ -15,6 +15,7 @@ pub mod error;
 pub mod exports;
 pub mod fptr_map;
 pub mod heap;
+pub mod hidden_helpers;
 pub mod image;
 pub mod plugin;
 pub mod registry;
