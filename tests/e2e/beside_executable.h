@@ -1,8 +1,12 @@
 // What the dlopen forms of the end-to-end programs share: a library loaded from the executable's
 // own directory after the program started, as a plugin would be.
+// C and C++ (a C program includes it before any other header: memrchr is a GNU extension).
 #ifndef BESIDE_EXECUTABLE_H
 #define BESIDE_EXECUTABLE_H
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
@@ -15,14 +19,14 @@
 static void *symbol_beside_executable(const char *library, const char *name) {
   char path[PATH_MAX];
   ssize_t length = readlink("/proc/self/exe", path, sizeof path - strlen(library) - 1);
-  char *slash = length > 0 ? static_cast<char *>(memrchr(path, '/', length)) : nullptr;
+  char *slash = length > 0 ? (char *)memrchr(path, '/', (size_t)length) : (char *)0;
   if (!slash)
-    return nullptr;
+    return (void *)0;
   strcpy(slash + 1, library);
   void *handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
   if (!handle) {
     printf("dlopen %s: %s\n", path, dlerror());
-    return nullptr;
+    return (void *)0;
   }
   return dlsym(handle, name);
 }

@@ -20,6 +20,7 @@ use crate::offload::OffloadTarget;
 use crate::requirements;
 use crate::toolchain::{Llvm, Toolchain};
 use crate::tools::Tools;
+use checks::e2e::Device;
 
 /// The step every other step needs.
 const BUILD_STEP: &str = "cargo xtask build";
@@ -272,6 +273,22 @@ fn steps_after_build(
                     program.about
                 ),
                 || e2e::run_x86_64(workspace, &toolchain, program),
+            );
+        }
+    }
+    for llvm in Llvm::all() {
+        let toolchain = Toolchain::new(llvm, tools, dist);
+        for device in [Device::Loose, Device::Strict] {
+            report.step(
+                format!(
+                    "stress, {}, {} device: the concurrency program {} times (racing first launches, nowait \
+                     tasks, device memory from several threads, a dlopen among them), no crash, hang or wrong \
+                     answer",
+                    toolchain.describe(),
+                    format!("{device:?}").to_lowercase(),
+                    e2e::stress::RUNS
+                ),
+                || e2e::stress::check(workspace, &toolchain, device),
             );
         }
     }

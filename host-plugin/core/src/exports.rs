@@ -118,6 +118,11 @@ fn report_helper_team(plugin: &str, team: HelperTeam) {
              nowait task after a parallel region crash in libomp, LIBOMP_NUM_HIDDEN_HELPER_THREADS=0 \
              avoids it",
         ),
+        HelperTeam::SwitchedOff => diagnostics::info(
+            plugin,
+            "this libomp predates 19 (LLVM issue 87117); OMPTARGET_INDIRECT_HELPER_TEAM=0: its hidden \
+             helper team was not started early",
+        ),
         HelperTeam::NotNeeded => {}
     }
 }

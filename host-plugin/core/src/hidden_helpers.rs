@@ -19,6 +19,8 @@
 
 use std::ffi::{c_void, CStr};
 
+use crate::switches::{switch_from_env, HELPER_TEAM_ENV};
+
 /// An entry point libomp has exported since release 19, the first whose hidden helper team
 /// starts threads of its own: present means the bug is fixed.
 const FIXED_RELEASE_MARKER: &CStr = c"__kmpc_dispatch_deinit";
@@ -76,6 +78,8 @@ pub enum HelperTeam {
     NotNeeded,
     /// A libomp before 19: its helper team now runs, on the reserved ids.
     Started,
+    /// A libomp before 19, and `OMPTARGET_INDIRECT_HELPER_TEAM=0`: left alone.
+    SwitchedOff,
     /// A libomp before 19, but the process already runs other threads (a library `dlopen`ed
     /// late), among which may be pooled workers the team would take: left alone.
     TooLate,
@@ -120,7 +124,10 @@ pub fn start_team_early() -> HelperTeam {
     let (Some(gtid), Some(alloc), Some(task), Some(taskwait)) = entries else {
         return HelperTeam::NotNeeded;
     };
-    let choice = choose(true, lookup(FIXED_RELEASE_MARKER).is_some(), threads_in_process());
+    let mut choice = choose(true, lookup(FIXED_RELEASE_MARKER).is_some(), threads_in_process());
+    if choice != HelperTeam::NotNeeded && !switch_from_env(HELPER_TEAM_ENV) {
+        choice = HelperTeam::SwitchedOff;
+    }
     if choice == HelperTeam::Started {
         // SAFETY: the four addresses are libomp's entry points of those names, whose C types
         // the aliases spell (kmp.h of every release since 12); the task has no shareds and no

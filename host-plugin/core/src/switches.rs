@@ -11,6 +11,11 @@ pub const MAP_ON_LOAD_ENV: &str = "OMPTARGET_INDIRECT_MAP";
 /// producers. For comparisons and as the end-to-end tests' second configuration.
 pub const HASH_INDEX_ENV: &str = "OMPTARGET_INDIRECT_INDEX";
 
+/// Environment variable that, set to `0` or `off` when the plugin starts, keeps it from starting
+/// the hidden helper team of a libomp before 19 ([`crate::hidden_helpers`]): for programs that
+/// set `LIBOMP_NUM_HIDDEN_HELPER_THREADS=0` themselves, and the stress step's negative control.
+pub const HELPER_TEAM_ENV: &str = "OMPTARGET_INDIRECT_HELPER_TEAM";
+
 /// Whether the switch `name` is on: anything but `0` or `off`, and on when unset.
 pub fn switch_from_env(name: &str) -> bool {
     !std::env::var(name).is_ok_and(|v| matches!(v.trim(), "0" | "off"))

@@ -1,9 +1,8 @@
 //! `libomptarget.rtl.x86_64.so`: the host-offload plugin. Device images are x86_64 shared
-//! objects, loaded from memory (memfd) with `dlopen`; "device" memory is host memory; kernels are
+//! objects, loaded from memory (memfd) with `dlopen` when libomptarget checks them ([`PRELOADED`]); "device" memory is host memory; kernels are
 //! called through libffi on the calling thread, as LLVM's host plugin does.
 #![deny(missing_docs)]
 
-mod elf;
 pub mod validate;
 
 use std::ffi::{c_void, CStr, CString};
@@ -15,6 +14,11 @@ use libffi::middle::{arg, Cif, CodePtr, Type};
 use plugin_core::image::DeviceImage;
 use plugin_core::rtl_interface::AllocKind;
 use plugin_core::{Backend, DeviceSymbol, Launch, PluginError, Result};
+
+/// `STT_OBJECT`: a data object.
+const STT_OBJECT: u8 = 1;
+/// `STT_FUNC`: a function.
+const STT_FUNC: u8 = 2;
 
 /// Devices reported: independent "devices" in the same process, each with its own images and
 /// function-pointer map.
@@ -35,6 +39,98 @@ pub struct HostOffload;
 static RETIRED: std::sync::Mutex<std::collections::VecDeque<Library>> =
     std::sync::Mutex::new(std::collections::VecDeque::new());
 
+/// Copies of checked images, opened for the devices when libomptarget asked whether the plugin
+/// runs them (`__tgt_rtl_is_valid_binary`, from `__tgt_register_lib`), so that loading one on a
+/// device (`__tgt_rtl_load_binary`) needs no lock of the dynamic loader. libomptarget 16 loads a
+/// device's images holding its own lock, and registers a `dlopen`ed library's images from the
+/// library's constructor, while the thread that loads the library holds the loader's lock: a
+/// load that called `dlopen` then waited for that thread, which waited for libomptarget, and
+/// both hung (LLVM 16's own x86_64 plugin hangs the same way). Checking runs in the registering
+/// thread, which holds the loader's lock already or runs the program's constructors.
+static PRELOADED: std::sync::Mutex<Vec<Preloaded>> = std::sync::Mutex::new(Vec::new());
+
+/// Images [`PRELOADED`] holds at most: an image checked but never loaded is closed when this
+/// many newer ones were checked.
+const PRELOADED_KEPT: usize = 16;
+
+/// A checked image's copies, one for each device that has not loaded it yet.
+struct Preloaded {
+    /// Which load of the image's bytes this is, for [`Library::preload`].
+    id: u64,
+    /// The image's bytes: a load takes a copy only of the same bytes.
+    bytes: Vec<u8>,
+    copies: Vec<Library>,
+}
+
+/// The next [`Preloaded::id`].
+static NEXT_PRELOAD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// Opens a copy of `bytes` for every device, unless [`PRELOADED`] has them. Nothing is kept on
+/// failure: the load opens the image itself then and reports what failed.
+fn preload(bytes: &[u8]) {
+    let known = |preloaded: &[Preloaded]| preloaded.iter().any(|p| p.bytes == bytes);
+    if known(&PRELOADED.lock().unwrap_or_else(|e| e.into_inner())) {
+        return;
+    }
+    let id = NEXT_PRELOAD.fetch_add(1, Ordering::Relaxed);
+    // Opened without the lock held: `dlopen` takes the loader's lock, which a load must never
+    // wait for behind this one.
+    let mut copies = Vec::new();
+    for _ in 0..DEVICES {
+        match Library::open(bytes, Some(id)) {
+            Ok(copy) => copies.push(copy),
+            Err(_) => {
+                for copy in copies {
+                    let _ = copy.close();
+                }
+                return;
+            }
+        }
+    }
+    let closed = {
+        let mut preloaded = PRELOADED.lock().unwrap_or_else(|e| e.into_inner());
+        if known(&preloaded) {
+            copies
+        } else {
+            preloaded.push(Preloaded { id, bytes: bytes.to_vec(), copies });
+            if preloaded.len() > PRELOADED_KEPT {
+                preloaded.remove(0).copies
+            } else {
+                Vec::new()
+            }
+        }
+    };
+    for library in closed {
+        let _ = library.close();
+    }
+}
+
+/// A copy of `bytes` that [`preload`] opened, if one is left.
+fn take_preloaded(bytes: &[u8]) -> Option<Library> {
+    let mut preloaded = PRELOADED.lock().unwrap_or_else(|e| e.into_inner());
+    let at = preloaded.iter().position(|p| p.bytes == bytes)?;
+    let copy = preloaded[at].copies.pop();
+    if preloaded[at].copies.is_empty() {
+        preloaded.remove(at);
+    }
+    copy
+}
+
+/// Closes the copies left of the preload `id`: its image was unloaded from a device, so the
+/// library that registered it is going away.
+fn drop_preloaded(id: u64) {
+    let left = {
+        let mut preloaded = PRELOADED.lock().unwrap_or_else(|e| e.into_inner());
+        match preloaded.iter().position(|p| p.id == id) {
+            Some(at) => preloaded.remove(at).copies,
+            None => Vec::new(),
+        }
+    };
+    for library in left {
+        let _ = library.close();
+    }
+}
+
 /// The memfds of images the loader kept after their last `dlclose`, open until the process exits.
 static UNDELETABLE: std::sync::Mutex<Vec<OwnedFd>> = std::sync::Mutex::new(Vec::new());
 
@@ -52,6 +148,12 @@ pub struct Library {
     code: Vec<(u64, u64)>,
     /// Where its memory stays writable after loading (writable segments less RELRO).
     writable: Vec<(u64, u64)>,
+    /// Its load base: what its symbols' values are relative to.
+    base: u64,
+    /// The symbols it defines and exports ([`validate::CheckedImage::symbols`]).
+    symbols: std::collections::HashMap<Vec<u8>, validate::DefinedSymbol>,
+    /// The [`Preloaded::id`] it was opened for, if [`preload`] opened it.
+    preload: Option<u64>,
     /// Set when one of its kernels is launched: only then may libomp hold pointers into it.
     ran: Arc<AtomicBool>,
     /// The memfd the image was loaded from. Kept open while loaded: glibc identifies loaded
@@ -100,7 +202,7 @@ fn dl_error(what: &str) -> PluginError {
 
 impl Library {
     /// Checks `bytes` ([`validate`]), writes them to an anonymous memory file and `dlopen`s it.
-    fn open(bytes: &[u8]) -> Result<Library> {
+    fn open(bytes: &[u8], preload: Option<u64>) -> Result<Library> {
         let checked = validate::check_shared_object(bytes)?;
         let name = c"omptarget-indirect-image";
         // SAFETY: valid C string, valid flags.
@@ -140,22 +242,25 @@ impl Library {
             path,
             code: rebase(&checked.code),
             writable: rebase(&checked.writable),
+            base,
+            symbols: checked.symbols,
+            preload,
             ran: Arc::default(),
             _memfd: memfd,
         })
     }
 
     /// The address and size of `name` if this image itself defines it as a symbol of `kind`
-    /// (`STT_FUNC`, `STT_OBJECT`). A symbol the image does not define (`dlsym` also finds those
-    /// of the libraries it depends on: libc's `printf`) is absent; one of another kind is an
+    /// (`STT_FUNC`, `STT_OBJECT`): what `dlsym` on its handle finds in the image itself, from
+    /// its own symbol table, asking the loader nothing (`validate::CheckedImage::symbols`). A
+    /// symbol the image does not define (libc's `printf`) is absent; one of another kind is an
     /// error (a kernel entry naming a data object, or a global naming a function).
     fn own_symbol(&self, name: &str, kind: u8) -> Result<Option<(*mut c_void, u64)>> {
-        let Some(addr) = self.symbol(name)? else { return Ok(None) };
-        let Some(found) = elf::symbol_at(addr).filter(|s| s.object == self.path) else { return Ok(None) };
+        let Some(found) = self.symbols.get(name.as_bytes()) else { return Ok(None) };
         if found.kind != kind {
             let what = |k: u8| match k {
-                elf::STT_FUNC => "a function".to_string(),
-                elf::STT_OBJECT => "a data object".to_string(),
+                STT_FUNC => "a function".to_string(),
+                STT_OBJECT => "a data object".to_string(),
                 other => format!("a symbol of type {other}"),
             };
             return Err(PluginError::InvalidImage(format!(
@@ -164,23 +269,7 @@ impl Library {
                 what(kind)
             )));
         }
-        Ok(Some((addr, found.size)))
-    }
-
-    /// The address of `name` if this image (or a library it depends on) defines it.
-    fn symbol(&self, name: &str) -> Result<Option<*mut c_void>> {
-        let cname =
-            CString::new(name).map_err(|_| PluginError::InvalidArgument(format!("symbol name {name:?}")))?;
-        // SAFETY: valid handle and C string. Clear the error state first: a null symbol value
-        // is legal, so dlerror tells absence apart.
-        unsafe {
-            libc::dlerror();
-            let addr = libc::dlsym(self.handle, cname.as_ptr());
-            if addr.is_null() && !libc::dlerror().is_null() {
-                return Ok(None);
-            }
-            Ok(Some(addr))
-        }
+        Ok(Some((self.base.wrapping_add(found.value) as *mut c_void, found.size)))
     }
 
     /// Unmaps the image. Should the loader keep it (the validator refuses what is known to make
@@ -234,7 +323,9 @@ impl Backend for HostOffload {
         if let Some(triple) = image.triple.as_deref().filter(|t| !t.starts_with("x86_64")) {
             return Err(PluginError::InvalidImage(format!("packaged for {triple}, not x86_64")));
         }
-        validate::check_shared_object(image.bytes).map(drop)
+        validate::check_shared_object(image.bytes)?;
+        preload(image.bytes);
+        Ok(())
     }
 
     fn init_device(&self, _device: i32) -> Result<()> {
@@ -243,10 +334,13 @@ impl Backend for HostOffload {
     }
 
     fn load_image(&self, _device: i32, image: &[u8]) -> Result<Library> {
-        Library::open(image)
+        take_preloaded(image).map_or_else(|| Library::open(image, None), Ok)
     }
 
     fn unload_image(&self, _device: i32, image: Library) -> Result<()> {
+        if let Some(id) = image.preload {
+            drop_preloaded(id);
+        }
         if !image.ran.load(Ordering::Acquire) {
             return image.close();
         }
@@ -260,12 +354,12 @@ impl Backend for HostOffload {
 
     fn kernel(&self, image: &Library, name: &str) -> Result<Option<Kernel>> {
         Ok(image
-            .own_symbol(name, elf::STT_FUNC)?
+            .own_symbol(name, STT_FUNC)?
             .map(|(addr, _)| Kernel { function: addr as usize, ran: image.ran.clone() }))
     }
 
     fn global(&self, image: &Library, name: &str) -> Result<Option<DeviceSymbol>> {
-        Ok(image.own_symbol(name, elf::STT_OBJECT)?.map(|(addr, size)| DeviceSymbol {
+        Ok(image.own_symbol(name, STT_OBJECT)?.map(|(addr, size)| DeviceSymbol {
             addr: addr as u64,
             size: Some(size),
             writable: image

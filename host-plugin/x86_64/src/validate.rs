@@ -184,8 +184,25 @@ fn table<'a, T: Pod>(bytes: &'a [u8], count: usize, what: &str) -> Result<&'a [T
 pub struct CheckedImage {
     /// `(start, end)` of each executable `PT_LOAD` segment's memory.
     pub code: Vec<(u64, u64)>,
+    /// The symbols the image defines and exports, by name: what `dlsym` on its handle finds in
+    /// the image itself, read from its dynamic symbol table so that finding a kernel or a global
+    /// needs no lock of the dynamic loader (a thread loading a library with offload code holds
+    /// it while libomptarget 16's registration of that library waits for the device being
+    /// loaded here).
+    pub symbols: std::collections::HashMap<Vec<u8>, DefinedSymbol>,
     /// `(start, end)` of the memory that stays writable: writable segments less `PT_GNU_RELRO`.
     pub writable: Vec<(u64, u64)>,
+}
+
+/// A symbol an image defines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefinedSymbol {
+    /// `st_value`: its address relative to the image's load base.
+    pub value: u64,
+    /// `ELF64_ST_TYPE(st_info)`.
+    pub kind: u8,
+    /// `st_size`.
+    pub size: u64,
 }
 
 /// Accepts an x86_64 ELF shared object that the dynamic loader can load without reading or
@@ -283,8 +300,32 @@ pub fn check_shared_object(data: &[u8]) -> Result<CheckedImage> {
         .iter()
         .position(|d| d.d_tag(e) == u64::from(elf::DT_NULL))
         .ok_or_else(|| PluginError::InvalidImage("the dynamic section has no DT_NULL".into()))?;
-    check_dynamic(&space, &entries[..end])?;
-    Ok(CheckedImage { code, writable })
+    let symbols = check_dynamic(&space, &entries[..end])?;
+    Ok(CheckedImage { code, symbols, writable })
+}
+
+/// The defined symbols of `symbols` that `dlsym` finds: global or weak, default or protected
+/// visibility; the first of a name where versions repeat it.
+fn exports<'a>(
+    symbols: &[elf::Sym64<LE>],
+    text: &impl Fn(u64) -> Option<&'a [u8]>,
+) -> std::collections::HashMap<Vec<u8>, DefinedSymbol> {
+    let e = LE;
+    let mut found = std::collections::HashMap::new();
+    for s in symbols.iter().filter(|s| {
+        s.st_shndx.get(e) != elf::SHN_UNDEF
+            && s.st_info >> 4 != elf::STB_LOCAL
+            && matches!(s.st_other & 3, elf::STV_DEFAULT | elf::STV_PROTECTED)
+    }) {
+        if let Some(name) = text(u64::from(s.st_name.get(e))).filter(|n| !n.is_empty()) {
+            found.entry(name.to_vec()).or_insert(DefinedSymbol {
+                value: s.st_value.get(e),
+                kind: s.st_info & 0xf,
+                size: s.st_size.get(e),
+            });
+        }
+    }
+    found
 }
 
 /// The `PT_LOAD` segments, each inside the file, ordered, not overlapping, aligned as the loader
@@ -365,7 +406,10 @@ fn segments<'a>(data: &'a [u8], phdrs: &[elf::ProgramHeader64<LE>]) -> Result<Sp
 }
 
 /// Everything the dynamic section points the loader at.
-fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
+fn check_dynamic(
+    space: &Space<'_>,
+    entries: &[elf::Dyn64<LE>],
+) -> Result<std::collections::HashMap<Vec<u8>, DefinedSymbol>> {
     let e = LE;
     // glibc keeps the last entry of a tag and checks nothing else: a second one would make this
     // check read another table, size or address than the loader uses.
@@ -645,7 +689,7 @@ fn check_dynamic(space: &Space<'_>, entries: &[elf::Dyn64<LE>]) -> Result<()> {
             return bad(format!("symbol {i}'s version index is not one the version records give"));
         }
     }
-    Ok(())
+    Ok(exports(symbols, &text))
 }
 
 /// The number of dynamic symbols, from the hash tables the loader will search (both checked

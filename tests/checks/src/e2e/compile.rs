@@ -51,6 +51,7 @@ pub fn build_as(
             "class_library.h",
             "fortran_checks.inc",
             "fortran_counters.inc",
+            "beside_executable.h",
         ]
         .map(|h| sources.join(h)),
     );

@@ -10,13 +10,15 @@
 //! One job a module: [`programs`] (the table, each entry only what is particular to it),
 //! [`compile`] (compiling and linking a program, extracting its device images), [`x86_64`]
 //! (running on the x86_64 device, loose and strict, with the negative controls) and [`gpu`]
-//! (building for the GPU targets and checking the images).
+//! (building for the GPU targets and checking the images) and [`stress`] (the concurrency program
+//! run many times on each path).
 //!
 //! [`Toolchain`]: crate::toolchain::Toolchain
 
 pub mod compile;
 pub mod gpu;
 pub mod programs;
+pub mod stress;
 pub mod x86_64;
 
 pub use compile::{build, build_as, extract_image, shared_library_of};

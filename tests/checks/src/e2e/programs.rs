@@ -277,6 +277,24 @@ const SPLIT_ARCHIVE: &str = "-DPROGRAM_NAME=\"split_archive\"";
 const SPLIT_HIDDEN: &str = "-DPROGRAM_NAME=\"split_hidden\"";
 const SPLIT_STRIPPED: &str = "-DPROGRAM_NAME=\"split_stripped\"";
 const SPLIT_SHARED: &str = "-DPROGRAM_NAME=\"split_shared\"";
+const CONCURRENCY: &[&str] = &["-DCONCURRENCY_LIBRARY=\"libconcurrency_shared.so\""];
+
+/// [`PROGRAMS`]' `concurrency` with a race of its own (its `nowait` tasks without `depend`): the
+/// stress step's negative control, which must fail.
+pub const CONCURRENCY_UNORDERED: Program = Program {
+    name: "concurrency_unordered",
+    about: "the concurrency program with its nowait tasks' depend clauses left out",
+    units: &[Unit {
+        source: "concurrency.c",
+        flags: &["-DCONCURRENCY_LIBRARY=\"libconcurrency_unordered_shared.so\"", "-DUNORDERED_CHAINS"],
+    }],
+    shared_library: &[unit("concurrency_lib.c")],
+    loads_shared_library: true,
+    unmodified: true,
+    on_gpus: false,
+    ..Program::DEFAULT
+};
+
 const SPLIT_DLOPEN: &[&str] =
     &["-DPROGRAM_NAME=\"split_dlopen\"", "-DSPLIT_DLOPEN=\"libsplit_dlopen_shared.so\""];
 
@@ -567,6 +585,18 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         // clang gives GPU device code no RTTI: the casts' type_info arguments are null there.
         on_gpus: false,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "concurrency",
+        about: "no explicit translation (pass plugin): 16 host threads released together on every device's first \
+                launch while another dlopens a library with its own device image; nowait target tasks with depend \
+                chains, target enter/exit data nowait, omp_target_alloc and omp_target_memcpy from several \
+                threads, over every device",
+        units: &[Unit { source: "concurrency.c", flags: CONCURRENCY }],
+        shared_library: &[unit("concurrency_lib.c")],
+        loads_shared_library: true,
+        unmodified: true,
         ..Program::DEFAULT
     },
     Program {

@@ -70,28 +70,7 @@ fn run_preloaded(
     info: bool,
     preload: Option<&Path>,
 ) -> Result<(i32, String)> {
-    let mut c = toolchain.run_command(exe);
-    c.args(args).env_remove("LD_LIBRARY_PATH").envs(toolchain.run_env()).env_remove("LIBOMPTARGET_INFO");
-    c.env_remove("LD_PRELOAD");
-    if let Some(preload) = preload {
-        c.env("LD_PRELOAD", preload);
-    }
-    if info {
-        c.env("LIBOMPTARGET_INFO", "1");
-    }
-    c.env_remove("OMPTARGET_INDIRECT_MAP").env_remove("OMPTARGET_INDIRECT_INDEX");
-    match setup {
-        MapSetup::Indexed => {}
-        MapSetup::SearchOnly => {
-            c.env("OMPTARGET_INDIRECT_INDEX", "0");
-        }
-        MapSetup::None => {
-            c.env("OMPTARGET_INDIRECT_MAP", "0");
-        }
-        MapSetup::NoVtables => {
-            c.env("OMPTARGET_INDIRECT_VTABLES", "0");
-        }
-    }
+    let mut c = command(toolchain, exe, args, setup, info, preload);
     let trace = exe.with_extension("ld-debug");
     let stock = !toolchain.llvm.runs_project_plugins();
     if stock {
@@ -124,6 +103,53 @@ fn run_preloaded(
         );
     }
     Ok((code, text))
+}
+
+/// The command that runs `exe` with `args` on `toolchain`'s runtime, the map set up as `setup`
+/// says, with `LIBOMPTARGET_INFO=1` where `info`, and `preload` (a strict-mode library) as the
+/// only `LD_PRELOAD`.
+fn command(
+    toolchain: &Toolchain,
+    exe: &Path,
+    args: &[&str],
+    setup: MapSetup,
+    info: bool,
+    preload: Option<&Path>,
+) -> std::process::Command {
+    let mut c = toolchain.run_command(exe);
+    c.args(args).env_remove("LD_LIBRARY_PATH").envs(toolchain.run_env()).env_remove("LIBOMPTARGET_INFO");
+    c.env_remove("LD_PRELOAD");
+    if let Some(preload) = preload {
+        c.env("LD_PRELOAD", preload);
+    }
+    if info {
+        c.env("LIBOMPTARGET_INFO", "1");
+    }
+    c.env_remove("OMPTARGET_INDIRECT_MAP").env_remove("OMPTARGET_INDIRECT_INDEX");
+    match setup {
+        MapSetup::Indexed => {}
+        MapSetup::SearchOnly => {
+            c.env("OMPTARGET_INDIRECT_INDEX", "0");
+        }
+        MapSetup::None => {
+            c.env("OMPTARGET_INDIRECT_MAP", "0");
+        }
+        MapSetup::NoVtables => {
+            c.env("OMPTARGET_INDIRECT_VTABLES", "0");
+        }
+    }
+    c
+}
+
+/// [`command`] with the map as installed by default, on `device`.
+pub fn device_command(
+    toolchain: &Toolchain,
+    exe: &Path,
+    args: &[&str],
+    device: Device,
+) -> std::process::Command {
+    let strict_lib = (device == Device::Strict).then(|| toolchain.dist().strict_lib());
+    command(toolchain, exe, args, MapSetup::Indexed, false, strict_lib.as_deref())
 }
 
 /// The objects whose initialisers the dynamic loader ran (`calling init: <path>` lines of the

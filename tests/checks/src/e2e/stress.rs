@@ -1,0 +1,229 @@
+//! The stress step: the `concurrency` program (`tests/e2e/concurrency.c`) run [`RUNS`] times on
+//! one path, loose or strict, each run [`ROUNDS`] rounds of its shapes after its racing first
+//! launches, each bounded by [`RUN_LIMIT`]; every crash, hang and wrong answer is counted and
+//! the first one shown. A race that fails one run in 50 fails a step of 100 runs with
+//! probability 1 - (49/50)^100, 87 %; the rounds inside a run repeat the shapes that do not need
+//! a fresh process twice as often. Its negative control, the program with a race of its own
+//! ([`CONCURRENCY_UNORDERED`]), must fail it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::compile::build;
+use super::programs::{Program, CONCURRENCY_UNORDERED, PROGRAMS};
+use super::x86_64::{device_command, Device};
+use crate::offload::OffloadTarget;
+use crate::toolchain::Toolchain;
+
+/// Runs of the program a step makes.
+pub const RUNS: usize = 100;
+
+/// Rounds of the shapes each run makes after its first launches (the program's argument): a
+/// round takes about 0.4 s on 2 cores, mostly waiting (its 64 chained tasks).
+pub const ROUNDS: &str = "2";
+
+/// Runs at a time: a run waits more than it computes (0.3 s of CPU in 4 s), and several at once
+/// also make each run's threads contend more.
+pub const AT_ONCE: usize = 4;
+
+/// The longest a run may take: a run takes well under a second; one that takes this long hangs.
+pub const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+/// How one run ended.
+enum Outcome {
+    /// Exit 0 with its summary line saying `0 failed`.
+    Passed,
+    /// Any other exit: a signal (`None`), an abort, failed checks.
+    Failed(Option<i32>, String),
+    /// Still running after [`RUN_LIMIT`]: killed.
+    Hung,
+}
+
+/// A run in progress.
+struct Running {
+    run: usize,
+    child: std::process::Child,
+    log: PathBuf,
+    started: Instant,
+}
+
+/// Starts `command`, its output in `log`.
+fn start(mut command: Command, run: usize, log: PathBuf) -> Result<Running> {
+    let file = std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+    command.stdin(Stdio::null()).stdout(file.try_clone()?).stderr(file);
+    let child = command.spawn().context("cannot start the concurrency program")?;
+    Ok(Running { run, child, log, started: Instant::now() })
+}
+
+/// How `running` ended, if it has (killed after [`RUN_LIMIT`]).
+fn finished(running: &mut Running, program: &str) -> Result<Option<(Outcome, Duration)>> {
+    let status = match running.child.try_wait()? {
+        Some(status) => status,
+        None if running.started.elapsed() > RUN_LIMIT => {
+            // The program is the child itself: `enter` and `unshare` exec it.
+            let _ = running.child.kill();
+            let _ = running.child.wait();
+            return Ok(Some((Outcome::Hung, running.started.elapsed())));
+        }
+        None => return Ok(None),
+    };
+    let took = running.started.elapsed();
+    let text = std::fs::read_to_string(&running.log).unwrap_or_default();
+    let passed = status.success()
+        && text.lines().any(|l| l.starts_with(&format!("{program}: ")) && l.ends_with(" 0 failed"));
+    Ok(Some((if passed { Outcome::Passed } else { Outcome::Failed(status.code(), text) }, took)))
+}
+
+/// Runs `runs` commands made by `command`, [`AT_ONCE`] at a time, and hands each outcome to
+/// `each` (with the run's number) as it comes; stops early when `each` says so.
+fn run_all(
+    runs: usize,
+    logs: &Path,
+    program: &str,
+    command: impl Fn() -> Command,
+    mut each: impl FnMut(usize, Outcome, Duration) -> bool,
+) -> Result<()> {
+    let mut running: Vec<Running> = Vec::new();
+    let mut next = 1;
+    loop {
+        while running.len() < AT_ONCE && next <= runs {
+            running.push(start(command(), next, logs.with_extension(format!("{}.log", running.len())))?);
+            next += 1;
+        }
+        if running.is_empty() {
+            return Ok(());
+        }
+        let mut i = 0;
+        while i < running.len() {
+            if let Some((outcome, took)) = finished(&mut running[i], program)? {
+                let done = running.swap_remove(i);
+                if !each(done.run, outcome, took) {
+                    for mut other in running {
+                        let _ = other.child.kill();
+                        let _ = other.child.wait();
+                    }
+                    return Ok(());
+                }
+            } else {
+                i += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// What [`RUNS`] runs gave.
+struct Tally {
+    passed: usize,
+    failed: usize,
+    hung: usize,
+    slowest: Duration,
+    first_failure: Option<String>,
+}
+
+fn stress(toolchain: &Toolchain, exe: &Path, program: &Program, device: Device) -> Result<Tally> {
+    let logs = exe.with_extension(format!("{device:?}-stress").to_lowercase());
+    let mut tally = Tally { passed: 0, failed: 0, hung: 0, slowest: Duration::ZERO, first_failure: None };
+    let command = || device_command(toolchain, exe, &[ROUNDS], device);
+    run_all(RUNS, &logs, program.name, command, |run, outcome, took| {
+        tally.slowest = tally.slowest.max(took);
+        let failure = match outcome {
+            Outcome::Passed => {
+                tally.passed += 1;
+                None
+            }
+            Outcome::Failed(code, text) => {
+                tally.failed += 1;
+                let tail: Vec<&str> = text.lines().rev().take(12).collect();
+                let shown: Vec<&str> = tail.into_iter().rev().collect();
+                Some(format!("run {run} exited with {code:?}:\n{}", shown.join("\n")))
+            }
+            Outcome::Hung => {
+                tally.hung += 1;
+                Some(format!("run {run} still ran after {} s: killed", RUN_LIMIT.as_secs()))
+            }
+        };
+        if tally.first_failure.is_none() {
+            tally.first_failure = failure;
+        }
+        true
+    })?;
+    Ok(tally)
+}
+
+/// Runs of the helper-team control before it must have failed: it crashes every run.
+const HELPER_TEAM_CONTROL_RUNS: usize = 10;
+
+/// With libomptarget 16 (and its libomp 16): the plugins not starting libomp's hidden helper
+/// team early (`OMPTARGET_INDIRECT_HELPER_TEAM=0`), the program must crash, as it does with LLVM
+/// 16's own x86_64 plugin (LLVM issue 87117): the control of the plugins' workaround.
+fn helper_team_control(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<String> {
+    let logs = exe.with_extension("helper-team");
+    let command = || {
+        let mut command = device_command(toolchain, exe, &[ROUNDS], Device::Loose);
+        command.env("OMPTARGET_INDIRECT_HELPER_TEAM", "0");
+        command
+    };
+    let mut crashed = None;
+    run_all(HELPER_TEAM_CONTROL_RUNS, &logs, program.name, command, |run, outcome, _| {
+        if let Outcome::Failed(None, _) = outcome {
+            crashed = Some(run);
+        }
+        crashed.is_none()
+    })?;
+    match crashed {
+        Some(run) => {
+            Ok(format!("; with OMPTARGET_INDIRECT_HELPER_TEAM=0 libomp 16 crashed at run {run} (LLVM issue 87117)"))
+        }
+        None => bail!(
+            "with OMPTARGET_INDIRECT_HELPER_TEAM=0 the program ran {HELPER_TEAM_CONTROL_RUNS} times without the \
+             crash of libomp 16 (LLVM issue 87117) that the plugins' early helper team avoids"
+        ),
+    }
+}
+
+/// The stress step of `toolchain` on `device`: every run passes, and the control fails (it runs
+/// loose only, once per toolchain: its race is the program's, not the device's).
+pub fn check(workspace: &Path, toolchain: &Toolchain, device: Device) -> Result<String> {
+    let program = PROGRAMS.iter().find(|p| p.name == "concurrency").context("no concurrency program")?;
+    let exe = build(workspace, toolchain, &OffloadTarget::x86_64(), program)?;
+    let tally = stress(toolchain, &exe, program, device)?;
+    let summary = format!(
+        "{RUNS} runs of {ROUNDS} round(s), {AT_ONCE} at a time: {} passed, {} failed, {} hung (slowest {:.2} s)",
+        tally.passed,
+        tally.failed,
+        tally.hung,
+        tally.slowest.as_secs_f64()
+    );
+    if let Some(first) = &tally.first_failure {
+        bail!("{summary}; the first:\n{first}");
+    }
+    if device == Device::Strict {
+        return Ok(summary);
+    }
+    let mut summary = summary;
+    if toolchain.llvm.runs_project_plugins() {
+        summary.push_str(&helper_team_control(toolchain, &exe, program)?);
+    }
+    let control = build(workspace, toolchain, &OffloadTarget::x86_64(), &CONCURRENCY_UNORDERED)?;
+    let logs = control.with_extension("control");
+    let command = || device_command(toolchain, &control, &[ROUNDS], Device::Loose);
+    let mut failed = None;
+    run_all(RUNS, &logs, CONCURRENCY_UNORDERED.name, command, |run, outcome, _| {
+        if let Outcome::Failed(..) = outcome {
+            failed = Some(run);
+        }
+        failed.is_none()
+    })?;
+    match failed {
+        Some(run) => Ok(format!(
+            "{summary}; negative control: without its depend clauses the program failed at run {run}"
+        )),
+        None => {
+            bail!("{summary}; negative control: the program without its depend clauses passed {RUNS} runs")
+        }
+    }
+}
