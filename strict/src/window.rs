@@ -123,10 +123,13 @@ pub fn enter() {
 /// A kernel finished: the last one opens the host program again.
 pub fn leave() {
     IN_KERNEL.with(|k| k.set(k.get().saturating_sub(1)));
-    let window = WINDOW.lock().unwrap_or_else(|e| e.into_inner());
+    let _window = WINDOW.lock().unwrap_or_else(|e| e.into_inner());
     let running = RUNNING.load(Ordering::Acquire).saturating_sub(1);
     if running == 0 {
-        if let Some((snapshot, _)) = window.protected {
+        // The snapshot the window closed, not the one in force: a device image loaded while
+        // kernels ran (`note_device_image`) drops that one, and the program's memory would stay
+        // closed after the window (a thread then faulted on it without end).
+        if let Some(snapshot) = protected() {
             protect(snapshot, false);
         }
     }

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,17 +19,27 @@
 // names the library's type_info objects.
 static void *symbol_beside_executable(const char *library, const char *name) {
   char path[PATH_MAX];
-  ssize_t length = readlink("/proc/self/exe", path, sizeof path - strlen(library) - 1);
+  // On the stack: on the strict device a system call given a pointer into the program's own
+  // data while another thread's kernel runs fails with EFAULT (docs/strict.md).
+  // (Written at run time: a copy of a literal the compiler may pass as the literal itself.)
+  char self[16];
+  snprintf(self, sizeof self, "/proc/%s/exe", "self");
+  ssize_t length = readlink(self, path, sizeof path - strlen(library) - 1);
   char *slash = length > 0 ? (char *)memrchr(path, '/', (size_t)length) : (char *)0;
-  if (!slash)
+  if (!slash) {
+    printf("no directory in /proc/self/exe (%zd: %s)\n", length, strerror(errno));
     return (void *)0;
+  }
   strcpy(slash + 1, library);
   void *handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
   if (!handle) {
     printf("dlopen %s: %s\n", path, dlerror());
     return (void *)0;
   }
-  return dlsym(handle, name);
+  void *symbol = dlsym(handle, name);
+  if (!symbol)
+    printf("dlsym %s in %s: %s\n", name, path, dlerror());
+  return symbol;
 }
 
 #endif

@@ -195,7 +195,10 @@ pub(crate) fn before_launch(device_id: i64) {
         return;
     }
     let mut devices_state = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
-    // Another thread may have built it while this one waited.
+    // Read again under the lock: a registration may have come while this thread waited, and the
+    // build below (from every descriptor in REGISTERED, each pushed there before its count)
+    // covers it; so BUILT only grows. Another thread may have built it meanwhile.
+    let generation = REGISTRATIONS.load(Ordering::Acquire);
     if BUILT[slot].load(Ordering::Acquire) == generation {
         return;
     }

@@ -280,10 +280,15 @@ impl<B: Backend> Plugin<B> {
         entries: &[OffloadEntry],
     ) -> Result<*mut TgtTargetTable> {
         let mut state = self.lock(device)?;
-        if state.images.iter().any(|i| i.key == key) {
-            return Err(PluginError::InvalidArgument(format!(
-                "image at {key:#x} is already loaded on this device"
-            )));
+        // libomptarget 16 may ask again for an image a device has (two threads' first launches
+        // while a library registers): the loaded image's table is the answer, not a second copy
+        // with globals of its own.
+        if let Some(loaded) = state.images.iter_mut().find(|i| i.key == key) {
+            crate::diagnostics::info(
+                B::NAME,
+                format_args!("device {device}: the image at {key:#x} is loaded already: its table again"),
+            );
+            return Ok(&mut *loaded.table as *mut TgtTargetTable);
         }
         let loaded = self.backend.load_image(device, image)?;
         let DeviceRuntime { environment, memory_pool } = match self.prepare_device_runtime(device, &loaded) {

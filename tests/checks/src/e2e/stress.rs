@@ -74,6 +74,9 @@ fn finished(running: &mut Running, program: &str) -> Result<Option<(Outcome, Dur
     let text = std::fs::read_to_string(&running.log).unwrap_or_default();
     let passed = status.success()
         && text.lines().any(|l| l.starts_with(&format!("{program}: ")) && l.ends_with(" 0 failed"));
+    if passed {
+        let _ = std::fs::remove_file(&running.log);
+    }
     Ok(Some((if passed { Outcome::Passed } else { Outcome::Failed(status.code(), text) }, took)))
 }
 
@@ -90,7 +93,7 @@ fn run_all(
     let mut next = 1;
     loop {
         while running.len() < AT_ONCE && next <= runs {
-            running.push(start(command(), next, logs.with_extension(format!("{}.log", running.len())))?);
+            running.push(start(command(), next, logs.with_extension(format!("{next}.log")))?);
             next += 1;
         }
         if running.is_empty() {
