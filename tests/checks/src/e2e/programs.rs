@@ -590,7 +590,7 @@ pub const PROGRAMS: &[Program] = &[
     Program {
         name: "concurrency",
         about: "no explicit translation (pass plugin): 16 host threads released together on every device's first \
-                launch while another dlopens a library with its own device image; nowait target tasks with depend \
+                launch beside a 17th launching the region of a library with its own device image, dlopened before; nowait target tasks with depend \
                 chains, target enter/exit data nowait, omp_target_alloc and omp_target_memcpy from several \
                 threads, over every device",
         units: &[Unit { source: "concurrency.c", flags: CONCURRENCY }],
