@@ -282,7 +282,7 @@ fn steps_after_build(
             report.step(
                 format!(
                     "stress, {}, {} device: the concurrency program {} times (racing first launches, nowait \
-                     tasks, device memory from several threads, a dlopen among them), no crash, hang or wrong \
+                     tasks, device memory from several threads, a dlopened library's region among them), no crash, hang or wrong \
                      answer",
                     toolchain.describe(),
                     format!("{device:?}").to_lowercase(),
