@@ -109,18 +109,18 @@ fn report_helper_team(plugin: &str, team: HelperTeam) {
         HelperTeam::Started => diagnostics::info(
             plugin,
             "this libomp predates 19, whose hidden helper team started after a parallel region \
-             crashes target tasks (LLVM issue 87117): started it now",
+             crashes target tasks (llvm-project#87117): started it now",
         ),
         HelperTeam::TooLate => diagnostics::info(
             plugin,
-            "this libomp predates 19 (LLVM issue 87117) and other threads run already (the helper \
+            "this libomp predates 19 (llvm-project#87117) and other threads run already (the helper \
              team an earlier plugin started, or the program's own): left alone; should a target \
              nowait task after a parallel region crash in libomp, LIBOMP_NUM_HIDDEN_HELPER_THREADS=0 \
              avoids it",
         ),
         HelperTeam::SwitchedOff => diagnostics::info(
             plugin,
-            "this libomp predates 19 (LLVM issue 87117); OMPTARGET_INDIRECT_HELPER_TEAM=0: its hidden \
+            "this libomp predates 19 (llvm-project#87117); OMPTARGET_INDIRECT_HELPER_TEAM=0: its hidden \
              helper team was not started early",
         ),
         HelperTeam::NotNeeded => {}

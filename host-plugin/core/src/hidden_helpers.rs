@@ -1,4 +1,4 @@
-//! Keeps libomp releases before 19 from crashing `nowait` target tasks (LLVM issue 87117).
+//! Keeps libomp releases before 19 from crashing `nowait` target tasks (llvm-project#87117).
 //!
 //! libomp runs `target nowait` tasks on its hidden helper threads, whose global thread ids it
 //! reserves (1 to `LIBOMP_NUM_HIDDEN_HELPER_THREADS`) and whose team it starts with the first

@@ -118,6 +118,25 @@ fn run_all(
     }
 }
 
+/// The number of the first of `runs` runs (as [`run_all`] makes them) whose outcome is
+/// `wanted`, stopping there; `None` if none was.
+fn first_run_that(
+    runs: usize,
+    logs: &Path,
+    program: &str,
+    command: impl Fn() -> Command,
+    wanted: impl Fn(&Outcome) -> bool,
+) -> Result<Option<usize>> {
+    let mut found = None;
+    run_all(runs, logs, program, command, |run, outcome, _| {
+        if wanted(&outcome) {
+            found = Some(run);
+        }
+        found.is_none()
+    })?;
+    Ok(found)
+}
+
 /// What [`RUNS`] runs gave.
 struct Tally {
     passed: usize,
@@ -162,7 +181,7 @@ const HELPER_TEAM_CONTROL_RUNS: usize = 10;
 
 /// With libomptarget 16 (and its libomp 16): the plugins not starting libomp's hidden helper
 /// team early (`OMPTARGET_INDIRECT_HELPER_TEAM=0`), the program must crash, as it does with LLVM
-/// 16's own x86_64 plugin (LLVM issue 87117): the control of the plugins' workaround.
+/// 16's own x86_64 plugin (llvm-project#87117): the control of the plugins' workaround.
 fn helper_team_control(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<String> {
     let logs = exe.with_extension("helper-team");
     let command = || {
@@ -170,20 +189,16 @@ fn helper_team_control(toolchain: &Toolchain, exe: &Path, program: &Program) -> 
         command.env("OMPTARGET_INDIRECT_HELPER_TEAM", "0");
         command
     };
-    let mut crashed = None;
-    run_all(HELPER_TEAM_CONTROL_RUNS, &logs, program.name, command, |run, outcome, _| {
-        if let Outcome::Failed(None, _) = outcome {
-            crashed = Some(run);
-        }
-        crashed.is_none()
+    let crashed = first_run_that(HELPER_TEAM_CONTROL_RUNS, &logs, program.name, command, |outcome| {
+        matches!(outcome, Outcome::Failed(None, _))
     })?;
     match crashed {
         Some(run) => {
-            Ok(format!("; with OMPTARGET_INDIRECT_HELPER_TEAM=0 libomp 16 crashed at run {run} (LLVM issue 87117)"))
+            Ok(format!("; with OMPTARGET_INDIRECT_HELPER_TEAM=0 libomp 16 crashed at run {run} (llvm-project#87117)"))
         }
         None => bail!(
             "with OMPTARGET_INDIRECT_HELPER_TEAM=0 the program ran {HELPER_TEAM_CONTROL_RUNS} times without the \
-             crash of libomp 16 (LLVM issue 87117) that the plugins' early helper team avoids"
+             crash of libomp 16 (llvm-project#87117) that the plugins' early helper team avoids"
         ),
     }
 }
@@ -214,12 +229,8 @@ pub fn check(workspace: &Path, toolchain: &Toolchain, device: Device) -> Result<
     let control = build(workspace, toolchain, &OffloadTarget::x86_64(), &CONCURRENCY_UNORDERED)?;
     let logs = control.with_extension("control");
     let command = || device_command(toolchain, &control, &[ROUNDS], Device::Loose);
-    let mut failed = None;
-    run_all(RUNS, &logs, CONCURRENCY_UNORDERED.name, command, |run, outcome, _| {
-        if let Outcome::Failed(..) = outcome {
-            failed = Some(run);
-        }
-        failed.is_none()
+    let failed = first_run_that(RUNS, &logs, CONCURRENCY_UNORDERED.name, command, |outcome| {
+        matches!(outcome, Outcome::Failed(..))
     })?;
     match failed {
         Some(run) => Ok(format!(

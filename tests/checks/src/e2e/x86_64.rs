@@ -57,20 +57,12 @@ pub fn run_with(
     device: Device,
 ) -> Result<(i32, String)> {
     let strict_lib = (device == Device::Strict).then(|| toolchain.dist().strict_lib());
-    run_preloaded(toolchain, exe, args, setup, info, strict_lib.as_deref())
+    run_command(toolchain, exe, command(toolchain, exe, args, setup, info, strict_lib.as_deref()))
 }
 
-/// [`run_with`] with `preload` (a strict-mode library, wherever it lies) as the only
-/// `LD_PRELOAD`, or none.
-fn run_preloaded(
-    toolchain: &Toolchain,
-    exe: &Path,
-    args: &[&str],
-    setup: MapSetup,
-    info: bool,
-    preload: Option<&Path>,
-) -> Result<(i32, String)> {
-    let mut c = command(toolchain, exe, args, setup, info, preload);
+/// Runs `c`, the [`command`] of `exe`; with a stock libomptarget also checks, from the loader's
+/// trace, what the run loaded.
+fn run_command(toolchain: &Toolchain, exe: &Path, mut c: std::process::Command) -> Result<(i32, String)> {
     let trace = exe.with_extension("ld-debug");
     let stock = !toolchain.llvm.runs_project_plugins();
     if stock {
@@ -528,7 +520,11 @@ pub fn strict_stops(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
     // its own fault handler).
     let renamed = exe.with_file_name("renamed-strict-mode.so");
     std::fs::copy(toolchain.dist().strict_lib(), &renamed)?;
-    let (code, text) = run_preloaded(toolchain, &exe, &[], MapSetup::Indexed, false, Some(&renamed))?;
+    let (code, text) = run_command(
+        toolchain,
+        &exe,
+        command(toolchain, &exe, &[], MapSetup::Indexed, false, Some(&renamed)),
+    )?;
     ensure!(
         code == 0 && text.lines().any(|l| l.starts_with("strict: ") && l.ends_with(" 0 failed")),
         "the strict library renamed to {}: {} exited with {code}:\n{text}",
