@@ -1,12 +1,10 @@
 // What the dlopen forms of the end-to-end programs share: a library loaded from the executable's
 // own directory after the program started, as a plugin would be.
-// C and C++ (a C program includes it before any other header: memrchr is a GNU extension).
+// C and C++, standard POSIX only: an offloading compile includes the system headers before the
+// program's first line, so a feature macro defined here would come too late.
 #ifndef BESIDE_EXECUTABLE_H
 #define BESIDE_EXECUTABLE_H
 
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -25,7 +23,10 @@ static void *symbol_beside_executable(const char *library, const char *name) {
   char self[16];
   snprintf(self, sizeof self, "/proc/%s/exe", "self");
   ssize_t length = readlink(self, path, sizeof path - strlen(library) - 1);
-  char *slash = length > 0 ? (char *)memrchr(path, '/', (size_t)length) : (char *)0;
+  char *slash = (char *)0;
+  for (ssize_t i = 0; i < length; ++i)
+    if (path[i] == '/')
+      slash = path + i;
   if (!slash) {
     printf("no directory in /proc/self/exe (%zd: %s)\n", length, strerror(errno));
     return (void *)0;

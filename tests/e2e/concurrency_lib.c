@@ -3,7 +3,7 @@
 #include <omp.h>
 
 #pragma omp begin declare target indirect
-static int square_less(int x) { return omp_is_initial_device() ? -1 : x * x - x; }
+int square_less(int x) { return omp_is_initial_device() ? -1 : x * x - x; }
 #pragma omp end declare target
 
 typedef int (*operation)(int);
