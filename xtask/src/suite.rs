@@ -53,11 +53,12 @@ impl Report {
         ok
     }
 
-    /// Whether the step `name` runs: with XTASK_STEPS=<text>, only the steps whose name holds
-    /// it, and the build (while working on one part; the suite's verdict is a run without it).
+    /// Whether the step `name` runs: with XTASK_STEPS=<text>[|<text>...], only the steps whose
+    /// name holds one of the texts, and the build (while working on one part; the suite's verdict
+    /// is a run without it).
     fn wanted(name: &str) -> bool {
         match std::env::var("XTASK_STEPS").ok().filter(|o| !o.is_empty()) {
-            Some(only) => name.contains(&only) || name == BUILD_STEP,
+            Some(only) => name == BUILD_STEP || only.split('|').any(|text| name.contains(text)),
             None => true,
         }
     }

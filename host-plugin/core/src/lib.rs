@@ -21,6 +21,7 @@ pub mod plugin;
 pub mod registry;
 pub mod rtl_interface;
 pub mod switches;
+pub mod vtable_slots;
 pub mod vtables;
 
 // Layouts shared with the device are copied as the host's bytes: the devices (NVPTX, AMDGPU,

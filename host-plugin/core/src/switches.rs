@@ -16,6 +16,12 @@ pub const HASH_INDEX_ENV: &str = "OMPTARGET_INDIRECT_INDEX";
 /// set `LIBOMP_NUM_HIDDEN_HELPER_THREADS=0` themselves, and the stress step's negative control.
 pub const HELPER_TEAM_ENV: &str = "OMPTARGET_INDIRECT_HELPER_TEAM";
 
+/// Environment variable that, set to `0` or `off`, keeps the map from giving vtables whose slots
+/// name another image's functions copies of their own ([`crate::vtable_slots`]): their host words
+/// pair with their image's vtable, as before. A diagnostic switch, and the end-to-end tests'
+/// negative control of a program's classes over a shared library's.
+pub const SLOT_COPIES_ENV: &str = "OMPTARGET_INDIRECT_SLOT_COPIES";
+
 /// Whether the switch `name` is on: anything but `0` or `off`, and on when unset.
 pub fn switch_from_env(name: &str) -> bool {
     !std::env::var(name).is_ok_and(|v| matches!(v.trim(), "0" | "off"))

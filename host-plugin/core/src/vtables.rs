@@ -168,12 +168,70 @@ impl LoadedObject {
     }
 }
 
+/// The host program's loaded objects as one snapshot (device images left out): which object an
+/// address lies in, and the words their loaded segments hold.
+pub struct HostObjects {
+    /// `(start, end, object)` of every readable loaded segment, sorted by start; `object` is the
+    /// object's position in [`loaded_objects`]'s order (the executable is 0).
+    segments: Vec<(u64, u64, usize)>,
+    /// `(start, end)` of the readable loaded segments of the x86_64 device images in the process.
+    device_images: Vec<(u64, u64)>,
+}
+
+impl HostObjects {
+    /// The objects loaded now.
+    pub fn now() -> HostObjects {
+        let (images, objects): (Vec<_>, Vec<_>) =
+            every_loaded_object().into_iter().partition(|(_, image)| *image);
+        let mut segments: Vec<(u64, u64, usize)> = objects
+            .iter()
+            .enumerate()
+            .flat_map(|(object, (o, _))| o.segments.iter().map(move |&(from, to)| (from, to, object)))
+            .collect();
+        segments.sort_unstable();
+        let device_images = images.iter().flat_map(|(o, _)| o.segments.iter().copied()).collect();
+        HostObjects { segments, device_images }
+    }
+
+    /// Whether `address` lies in an x86_64 device image loaded into this process: device memory
+    /// that is this process's own, whose code may call another image's as one library calls
+    /// another.
+    pub fn in_device_image(&self, address: u64) -> bool {
+        self.device_images.iter().any(|&(from, to)| from <= address && address < to)
+    }
+
+    /// The object (its position among the loaded objects) whose loaded segments hold `address`.
+    pub fn object_of(&self, address: u64) -> Option<usize> {
+        let at = self.segments.partition_point(|&(from, _, _)| from <= address).checked_sub(1)?;
+        let (_, to, object) = self.segments[at];
+        (address < to).then_some(object)
+    }
+
+    /// The 8-byte word at `address`, if all of it lies in one loaded segment.
+    pub fn word(&self, address: u64) -> Option<u64> {
+        let at = self.segments.partition_point(|&(from, _, _)| from <= address).checked_sub(1)?;
+        let (_, to, _) = self.segments[at];
+        if address.checked_add(8)? > to || address % 8 != 0 {
+            return None;
+        }
+        // SAFETY: eight aligned bytes within a readable PT_LOAD segment the loader mapped, which
+        // stays mapped while the object is loaded (no object is unloaded while a table is built).
+        Some(unsafe { std::ptr::read_volatile(address as usize as *const u64) })
+    }
+}
+
 /// Every loaded object of the process but the vDSO and device images; the executable as
 /// `/proc/self/exe`.
 fn loaded_objects() -> Vec<LoadedObject> {
+    every_loaded_object().into_iter().filter(|(_, image)| !image).map(|(object, _)| object).collect()
+}
+
+/// Every loaded object of the process but the vDSO, each with whether it is a device image
+/// (loaded from memory by an x86_64 plugin); the executable first, as `/proc/self/exe`.
+fn every_loaded_object() -> Vec<(LoadedObject, bool)> {
     unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
         // SAFETY: dl_iterate_phdr passes a valid info and the vector given below.
-        let (info, found) = unsafe { (&*info, &mut *(data as *mut Vec<LoadedObject>)) };
+        let (info, found) = unsafe { (&*info, &mut *(data as *mut Vec<(LoadedObject, bool)>)) };
         // SAFETY: a non-null dlpi_name is a NUL-terminated string of the loader's.
         let name = if info.dlpi_name.is_null() {
             String::new()
@@ -182,10 +240,7 @@ fn loaded_objects() -> Vec<LoadedObject> {
             unsafe { CStr::from_ptr(info.dlpi_name) }.to_string_lossy().into_owned()
         };
         let path = if found.is_empty() { "/proc/self/exe".to_string() } else { name };
-        if !path.is_empty()
-            && !path.starts_with("linux-vdso")
-            && !omptarget_indirect_abi::is_device_image_path(&path)
-        {
+        if !path.is_empty() && !path.starts_with("linux-vdso") {
             let headers: &[libc::Elf64_Phdr] = if info.dlpi_phdr.is_null() {
                 &[]
             } else {
@@ -198,14 +253,15 @@ fn loaded_objects() -> Vec<LoadedObject> {
                 .filter(|h| h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_R != 0)
                 .map(|h| (base.wrapping_add(h.p_vaddr), base.wrapping_add(h.p_vaddr).wrapping_add(h.p_memsz)))
                 .collect();
-            found.push(LoadedObject { path, base, segments });
+            let image = omptarget_indirect_abi::is_device_image_path(&path);
+            found.push((LoadedObject { path, base, segments }, image));
         }
         0
     }
-    let mut found: Vec<LoadedObject> = Vec::new();
+    let mut found: Vec<(LoadedObject, bool)> = Vec::new();
     // SAFETY: `each` matches the callback type and only reads what the loader hands it; the first
     // object it is given is the executable.
-    unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Vec<LoadedObject> as *mut c_void) };
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Vec<(LoadedObject, bool)> as *mut c_void) };
     found
 }
 
@@ -220,6 +276,22 @@ mod tests {
         assert!(!omptarget_indirect_abi::is_device_image_path("/usr/lib/x86_64-linux-gnu/libstdc++.so.6"));
         assert!(!loaded_objects().iter().any(|o| omptarget_indirect_abi::is_device_image_path(&o.path)));
         assert_eq!(loaded_objects().first().map(|o| o.path.as_str()), Some("/proc/self/exe"));
+    }
+
+    #[test]
+    fn host_objects_say_where_an_address_is_and_read_only_loaded_words() {
+        static WORD: u64 = 0x1234_5678_9abc_def0;
+        let objects = HostObjects::now();
+        let address = &WORD as *const u64 as u64;
+        assert_eq!(objects.object_of(address), Some(0), "a static of the test executable");
+        assert_eq!(objects.word(address), Some(WORD));
+        assert_eq!(objects.word(address + 1), None, "unaligned");
+        assert_eq!(objects.object_of(0), None);
+        assert_eq!(objects.word(8), None);
+        let libc_function = libc::getpid as usize as u64;
+        assert!(objects.object_of(libc_function).is_some_and(|o| o != 0), "libc is another object");
+        let heap = Box::new(7u64);
+        assert_eq!(objects.object_of(&*heap as *const u64 as u64), None, "the heap is no object");
     }
 
     #[test]

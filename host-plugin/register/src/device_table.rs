@@ -41,6 +41,8 @@ use plugin_core::diagnostics;
 use plugin_core::fptr_map::{map_global_writes, slot_bytes, FptrTable, HashIndex};
 use plugin_core::rtl_interface::{FptrIndex, FptrMapEntry, FPTR_MAP_P, FPTR_MAP_SIZE};
 use plugin_core::switches::{switch_from_env, HASH_INDEX_ENV, MAP_ON_LOAD_ENV};
+use plugin_core::vtable_slots::{self, PairedVtable};
+use plugin_core::vtables::HostObjects;
 
 use crate::{NAME, REGISTERED};
 
@@ -156,6 +158,31 @@ impl OpenMp {
         }
     }
 
+    /// The `words` 8-byte words at `from` in `device` memory.
+    fn download(&self, device: c_int, from: u64, words: usize) -> Result<Vec<u64>, String> {
+        let mut bytes = vec![0u8; 8 * words];
+        // SAFETY: the destination is host memory of that length; `from` is device memory of
+        // `device` (a vtable of an image libomptarget loaded there, as its mapping says).
+        let status = unsafe {
+            (self.target_memcpy)(
+                bytes.as_mut_ptr().cast(),
+                from as *const c_void,
+                bytes.len(),
+                0,
+                0,
+                (self.get_initial_device)(),
+                device,
+            )
+        };
+        if status != 0 {
+            return Err(format!(
+                "omp_target_memcpy of {} bytes from device {device} failed ({status})",
+                bytes.len()
+            ));
+        }
+        Ok(bytes.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default())).collect())
+    }
+
     /// The device address libomptarget maps the host address `host` to on `device`, if any.
     fn mapped(&self, device: c_int, host: u64) -> Option<u64> {
         // SAFETY: omp_get_mapped_ptr only looks the address up; `device` is a valid device number.
@@ -221,18 +248,24 @@ fn install(api: &OpenMp, device: c_int, tables: &mut DeviceTables) -> Result<Opt
     if !switch_from_env(MAP_ON_LOAD_ENV) {
         return Ok(None);
     }
-    // What the registered descriptors give: their stand-ins' addresses and their keys.
-    let (shadows, keys): (Vec<u64>, Vec<(u64, bool)>) = {
+    // What the registered descriptors give: their stand-ins' addresses, their keys, and per
+    // descriptor (by the address of the program's own) its keys and vtable copies.
+    let (shadows, keys, by_descriptor) = {
         let registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
         let mut shadows = Vec::new();
         let mut keys = Vec::new();
+        let mut by_descriptor = Vec::new();
         for desc in registered.iter().filter(|r| r.live) {
             let Some(shadow) = desc.shadows() else { continue };
             shadows.push(shadow as *const Shadows as u64);
             // SAFETY: a live descriptor's entries.
-            keys.extend(unsafe { crate::indirect_keys(desc.entries()) });
+            let own: Vec<(u64, bool)> = unsafe { crate::indirect_keys(desc.entries()) }.collect();
+            keys.extend(&own);
+            // SAFETY: a live descriptor's entries, whose names are null or NUL-terminated.
+            let vtable_copies = unsafe { crate::vtable_copies(desc.entries()) };
+            by_descriptor.push(DescriptorKeys { original: desc.original as u64, keys: own, vtable_copies });
         }
-        (shadows, keys)
+        (shadows, keys, by_descriptor)
     };
     // The first question loads the device's pending images (libomptarget's getDevice), which
     // calls back into this library (x86_64 images' constructors): REGISTERED is not held.
@@ -253,8 +286,9 @@ fn install(api: &OpenMp, device: c_int, tables: &mut DeviceTables) -> Result<Opt
     }
     let pairs = device_pairs(api, device, &keys)?;
     let vtable_words = pairs.iter().filter(|(_, word)| *word).count() as u64;
-    let table = FptrTable::from_pairs(pairs.into_iter().map(|(pair, _)| pair).collect())
-        .map_err(|e| e.to_string())?;
+    let mut pairs: Vec<FptrMapEntry> = pairs.into_iter().map(|(pair, _)| pair).collect();
+    let copied = retarget_vtables(api, device, tables, &by_descriptor, &mut pairs);
+    let table = FptrTable::from_pairs(pairs).map_err(|e| e.to_string())?;
     if table.is_empty() {
         return Ok(Some(format!("device {device}: no indirect entry is on it, no table installed")));
     }
@@ -289,7 +323,7 @@ fn install(api: &OpenMp, device: c_int, tables: &mut DeviceTables) -> Result<Opt
     let probe = index.map_or_else(|| "-".to_string(), |i| i.longest_probe().to_string());
     Ok(Some(format!(
         "device {device}: one table for the {} images on it ({} written now): {} indirect functions and {} \
-         vtable words, table {} B, index {} B, longest probe {probe}",
+         vtable words, table {} B, index {} B, longest probe {probe}{copied}",
         images.len(),
         fresh.len(),
         table.len() as u64 - vtable_words.min(table.len() as u64),
@@ -297,6 +331,83 @@ fn install(api: &OpenMp, device: c_int, tables: &mut DeviceTables) -> Result<Opt
         table_bytes.len(),
         16 * capacity
     )))
+}
+
+/// What one registered descriptor gives [`retarget_vtables`].
+struct DescriptorKeys {
+    /// The address of the program's own descriptor: in the object that registered it.
+    original: u64,
+    /// Its keys ([`crate::indirect_keys`]).
+    keys: Vec<(u64, bool)>,
+    /// The host words of its vtable copies ([`crate::vtable_copies`]).
+    vtable_copies: Vec<Vec<u64>>,
+}
+
+/// Device copies of the vtables whose slots name another image's functions
+/// ([`plugin_core::vtable_slots`]), in new device memory (freed with the tables), and `pairs`
+/// pointed at them. Says what it did, for the table's line; a copy that cannot be made leaves
+/// the images' vtables paired.
+fn retarget_vtables(
+    api: &OpenMp,
+    device: c_int,
+    tables: &mut DeviceTables,
+    by_descriptor: &[DescriptorKeys],
+    pairs: &mut [FptrMapEntry],
+) -> String {
+    let mapped: std::collections::HashMap<u64, u64> = pairs.iter().map(|p| (p.host_ptr, p.tgt_ptr)).collect();
+    let objects = HostObjects::now();
+    let mut vtables = Vec::new();
+    let mut functions = Vec::new();
+    for descriptor in by_descriptor {
+        let registered_by = objects.object_of(descriptor.original);
+        for &(key, _) in descriptor.keys.iter().filter(|(_, word)| !word) {
+            if let Some(&to) = mapped.get(&key) {
+                functions.push((key, to, registered_by));
+            }
+        }
+        for copy in &descriptor.vtable_copies {
+            let Some(words) = copy.iter().map(|h| Some((*h, *mapped.get(h)?))).collect::<Option<Vec<_>>>()
+            else {
+                continue;
+            };
+            vtables.push(PairedVtable { words, registered_by });
+        }
+    }
+    let read = |at: u64, words: usize| api.download(device, at, words).ok();
+    let retargeted = vtable_slots::retarget(&vtables, &functions, &objects, read);
+    if retargeted.is_empty() {
+        return String::new();
+    }
+    // Only the x86_64 device's code may call another image's (`plugin_core::Backend::
+    // CALLS_ACROSS_IMAGES`): its images are objects of this process.
+    if !retargeted.iter().all(|r| vtables[r.vtable].words.iter().all(|&(_, d)| objects.in_device_image(d))) {
+        let slots: usize = retargeted.iter().map(|r| r.slots).sum();
+        return format!(
+            "; {slots} slot(s) of {} vtable(s) name another image's functions, which this device's code cannot \
+             call: those virtual calls stop at their image's weak trap",
+            retargeted.len()
+        );
+    }
+    let size = vtable_slots::copies_size(&retargeted);
+    // SAFETY: an allocation on a valid device (freed in `free_all`).
+    let base = unsafe { (api.target_alloc)(size, device) } as u64;
+    if base == 0 {
+        return format!(
+            "; {} vtable(s) keep their images' slots: omp_target_alloc of {size} bytes failed",
+            retargeted.len()
+        );
+    }
+    tables.allocations.push(base);
+    let (bytes, replacements) = vtable_slots::lay_out(&vtables, &retargeted, base);
+    if let Err(why) = api.upload(device, base, &bytes) {
+        return format!("; {} vtable(s) keep their images' slots: {why}", retargeted.len());
+    }
+    vtable_slots::replace_pairs(pairs, &replacements);
+    let slots: usize = retargeted.iter().map(|r| r.slots).sum();
+    format!(
+        "; {} vtable(s) copied with {slots} slot(s) naming another image's functions ({size} B)",
+        retargeted.len()
+    )
 }
 
 /// `(pair, is a vtable word)` for each key libomptarget maps on `device`. Keys closer than 8

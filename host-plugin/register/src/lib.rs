@@ -125,6 +125,35 @@ unsafe fn indirect_keys(entries: &[EntryV1]) -> impl Iterator<Item = (u64, bool)
     functions_and_words.chain(clang_vtable_words)
 }
 
+/// The host words of the vtable words among `entries` (those [`extend`] added), one list per
+/// host vtable copy, word 0 first: what the device's map pairs word after word
+/// ([`plugin_core::vtable_slots`]).
+///
+/// # Safety
+/// As [`indirect_keys`].
+unsafe fn vtable_copies(entries: &[EntryV1]) -> Vec<Vec<u64>> {
+    let mut copies: std::collections::BTreeMap<(&str, u64), Vec<(u64, u64)>> =
+        std::collections::BTreeMap::new();
+    for e in entries.iter().filter(|e| e.flags & OMP_DECLARE_TARGET_INDIRECT != 0 && e.size == 8) {
+        if e.symbol_name.is_null() {
+            continue;
+        }
+        // SAFETY: a NUL-terminated name (the function's contract).
+        let Ok(name) = unsafe { std::ffi::CStr::from_ptr(e.symbol_name) }.to_str() else { continue };
+        let Some((index, vtable)) = vtable_word(name) else { continue };
+        let address = e.address as u64;
+        let start = address.wrapping_sub(index.wrapping_mul(8));
+        copies.entry((vtable, start)).or_default().push((index, address));
+    }
+    copies
+        .into_values()
+        .map(|mut words| {
+            words.sort_unstable();
+            words.into_iter().map(|(_, address)| address).collect()
+        })
+        .collect()
+}
+
 /// The most words a vtable entry of clang's is taken to have (512 KiB of vtable).
 const MAX_VTABLE_WORDS: u64 = 1 << 16;
 
@@ -525,6 +554,30 @@ mod tests {
     fn extended(entries: &mut [EntryV1], image: &mut [u8], own_image_entries: bool) -> Result<bool, String> {
         let range = image.as_mut_ptr_range();
         extend_one(entries, range.start.cast(), range.end.cast(), own_image_entries).map(|r| r.is_some())
+    }
+
+    #[test]
+    fn vtable_words_are_grouped_per_host_copy_in_word_order() {
+        let word = |address: usize, name: &'static std::ffi::CStr| {
+            let mut e = v1_entry(address, name);
+            e.flags = OMP_DECLARE_TARGET_INDIRECT;
+            e.size = 8;
+            e
+        };
+        let entries = [
+            word(0x2008, c"__omptarget_indirect_vtable_1__ZTV6Square"),
+            word(0x1000, c"__omptarget_indirect_vtable_0__ZTV6Square"),
+            word(0x2000, c"__omptarget_indirect_vtable_0__ZTV6Square"),
+            word(0x1008, c"__omptarget_indirect_vtable_1__ZTV6Square"),
+            word(0x3000, c"__omptarget_indirect_vtable_0__ZTV4Rect"),
+            // A function, and a malformed name: no word of a vtable.
+            word(0x4000, c"add_seven"),
+            word(0x5000, c"__omptarget_indirect_vtable_x__ZTV4Rect"),
+        ];
+        // SAFETY: NUL-terminated names.
+        let mut copies = unsafe { vtable_copies(&entries) };
+        copies.sort();
+        assert_eq!(copies, [vec![0x1000, 0x1008], vec![0x2000, 0x2008], vec![0x3000]]);
     }
 
     #[test]

@@ -12,6 +12,8 @@ use crate::error::{PluginError, Result};
 use crate::fptr_map::{map_global_writes, slot_bytes, FptrTable, HashIndex};
 use crate::rtl_interface::{AllocKind, FptrIndex, FptrMapEntry, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE};
 use crate::switches::MAP_ON_LOAD_ENV;
+use crate::vtable_slots::{self, PairedVtable};
+use crate::vtables::HostObjects;
 
 /// A function-pointer table in device memory, with its hash index if one was built.
 #[derive(Debug, Clone, Copy)]
@@ -24,6 +26,9 @@ pub(super) struct DeviceTable {
     /// Bytes of the index's slots (0 without an index) and the longest probe in them.
     index_bytes: u64,
     longest_probe: Option<u32>,
+    /// The device copies of vtables its pairs point into (`(address, bytes)`), owned here
+    /// ([`crate::vtable_slots`]).
+    vtable_copies: Option<(u64, usize)>,
 }
 
 /// Where one loaded image holds the installed map.
@@ -82,8 +87,113 @@ impl<B: Backend> Plugin<B> {
                 }
             }
         }
-        let table = FptrTable::from_pairs(pairs)?;
-        self.install(device, state, &table)
+        let copies = self.retargeted_vtables(device, state, &mut pairs);
+        let table = match FptrTable::from_pairs(pairs) {
+            Ok(table) => table,
+            Err(err) => {
+                self.free_copies(device, copies);
+                return Err(err);
+            }
+        };
+        self.install(device, state, &table, copies)
+    }
+
+    /// Device copies of the vtables whose slots name another image's functions
+    /// ([`crate::vtable_slots`]), written to new device memory, and `pairs` pointed at them; the
+    /// allocation (`(address, bytes)`), none when no vtable needs one. A copy that cannot be made
+    /// leaves the images' vtables paired, said under `LIBOMPTARGET_INFO`.
+    fn retargeted_vtables(
+        &self,
+        device: i32,
+        state: &DeviceState<B>,
+        pairs: &mut [FptrMapEntry],
+    ) -> Option<(u64, usize)> {
+        let chosen: std::collections::HashMap<u64, u64> =
+            pairs.iter().map(|p| (p.host_ptr, p.tgt_ptr)).collect();
+        let objects = HostObjects::now();
+        let mut vtables = Vec::new();
+        let mut functions = Vec::new();
+        for image in &state.images {
+            let registered_by = objects.object_of(image.key as u64);
+            functions.extend(
+                image.indirect[..image.functions].iter().map(|p| (p.host_ptr, p.tgt_ptr, registered_by)),
+            );
+            // The copies whose every word the map pairs with this image's.
+            vtables.extend(
+                image
+                    .vtable_copies
+                    .iter()
+                    .filter(|words| words.iter().all(|(h, d)| chosen.get(h) == Some(d)))
+                    .map(|words| PairedVtable { words: words.clone(), registered_by }),
+            );
+        }
+        let read = |at: u64, words: usize| {
+            let mut bytes = vec![0u8; 8 * words];
+            self.backend.read(device, &mut bytes, at).ok()?;
+            Some(
+                bytes.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default())).collect(),
+            )
+        };
+        let retargeted = vtable_slots::retarget(&vtables, &functions, &objects, read);
+        if retargeted.is_empty() {
+            return None;
+        }
+        if !B::CALLS_ACROSS_IMAGES {
+            let slots: usize = retargeted.iter().map(|r| r.slots).sum();
+            diagnostics::info(
+                B::NAME,
+                format_args!(
+                    "device {device}: {slots} slot(s) of {} vtable(s) name another image's functions, which this \
+                     device's code cannot call: those virtual calls stop at their image's weak trap",
+                    retargeted.len()
+                ),
+            );
+            return None;
+        }
+        let size = vtable_slots::copies_size(&retargeted);
+        let made = self.backend.alloc(device, size, AllocKind::Device).and_then(|base| {
+            let (bytes, replacements) = vtable_slots::lay_out(&vtables, &retargeted, base);
+            match self.backend.write(device, base, &bytes) {
+                Ok(()) => Ok((base, replacements)),
+                Err(err) => {
+                    let _ = self.backend.free(device, base, AllocKind::Device);
+                    Err(err)
+                }
+            }
+        });
+        match made {
+            Ok((base, replacements)) => {
+                vtable_slots::replace_pairs(pairs, &replacements);
+                let slots: usize = retargeted.iter().map(|r| r.slots).sum();
+                diagnostics::info(
+                    B::NAME,
+                    format_args!(
+                        "device {device}: {} vtable(s) copied with {slots} slot(s) naming another image's functions \
+                         ({size} B)",
+                        retargeted.len()
+                    ),
+                );
+                Some((base, size))
+            }
+            Err(err) => {
+                diagnostics::info(
+                    B::NAME,
+                    format_args!(
+                        "device {device}: {} vtable(s) whose slots name another image's functions keep their \
+                         image's slots: {err}",
+                        retargeted.len()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// Frees vtable copies no table came to own.
+    fn free_copies(&self, device: i32, copies: Option<(u64, usize)>) {
+        if let Some((base, _)) = copies {
+            let _ = self.backend.free(device, base, AllocKind::Device);
+        }
     }
 
     /// Replaces the device's map with `table` as one transaction: build (the table and its hash
@@ -97,6 +207,7 @@ impl<B: Backend> Plugin<B> {
         device: i32,
         state: &mut DeviceState<B>,
         table: &FptrTable<'_>,
+        vtable_copies: Option<(u64, usize)>,
     ) -> Result<()> {
         let targets = state
             .images
@@ -104,9 +215,26 @@ impl<B: Backend> Plugin<B> {
             .map(|img| {
                 Ok(MapTargets { globals: self.map_globals(&img.image)?, environment: img.environment })
             })
-            .collect::<Result<Vec<_>>>()?;
-        // Build.
-        let new = if table.is_empty() { None } else { Some(self.upload(device, table)?) };
+            .collect::<Result<Vec<_>>>();
+        // Build (the copies belong to the new table from here, or are freed).
+        let new = targets.and_then(|targets| {
+            let new = if table.is_empty() { None } else { Some(self.upload(device, table)?) };
+            Ok((targets, new))
+        });
+        let (targets, new) = match new {
+            Ok((targets, Some(mut t))) => {
+                t.vtable_copies = vtable_copies;
+                (targets, Some(t))
+            }
+            Ok((targets, None)) => {
+                self.free_copies(device, vtable_copies);
+                (targets, None)
+            }
+            Err(err) => {
+                self.free_copies(device, vtable_copies);
+                return Err(err);
+            }
+        };
         // Write: from here to the old table's release, no kernel of this device runs.
         let _no_launches = self.no_launches(device);
         for (done, target) in targets.iter().enumerate() {
@@ -176,6 +304,7 @@ impl<B: Backend> Plugin<B> {
             index: FptrIndex::NONE,
             index_bytes: 0,
             longest_probe: None,
+            vtable_copies: None,
         };
         let capacity = if self.hash_index { HashIndex::capacity(table) } else { None };
         let result = self.backend.write(device, ptr, bytes).and_then(|()| {
@@ -220,13 +349,17 @@ impl<B: Backend> Plugin<B> {
         }
     }
 
-    /// Frees a table and its index slots.
+    /// Frees a table, its index slots and its vtable copies.
     pub(super) fn free_table(&self, device: i32, table: DeviceTable) -> Result<()> {
         let index = match table.index.slots {
             0 => Ok(()),
             slots => self.backend.free(device, slots, AllocKind::Device),
         };
-        self.backend.free(device, table.ptr, AllocKind::Device).and(index)
+        let copies = match table.vtable_copies {
+            None => Ok(()),
+            Some((base, _)) => self.backend.free(device, base, AllocKind::Device),
+        };
+        self.backend.free(device, table.ptr, AllocKind::Device).and(index).and(copies)
     }
 
     /// The map globals of `image`, size-checked; `None` if it defines neither map global.

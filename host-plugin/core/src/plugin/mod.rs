@@ -60,6 +60,11 @@ struct LoadedImage<B: Backend> {
     /// `(host function, device function)` of the image's indirect entries, then `(host word,
     /// device word)` of its vtables ([`crate::vtables`]).
     indirect: Vec<FptrMapEntry>,
+    /// How many of `indirect` are functions (the first ones).
+    functions: usize,
+    /// The words of `indirect`'s vtables, per host vtable, word 0 first: what
+    /// [`crate::vtable_slots`] reads.
+    vtable_copies: Vec<Vec<(u64, u64)>>,
     /// How many vtables, and words of them, `indirect` pairs.
     vtables: VtableCount,
     /// `(address, size)` of the image's global variables named by entries: what copies may touch.
@@ -83,6 +88,28 @@ struct VtableCount {
     vtables: u64,
     /// Their words: pairs of the map.
     words: u64,
+}
+
+/// `pairs` (an image's vtable words, [`Plugin::vtable_pairs`]) as one list per host vtable copy:
+/// the pairs of consecutive host words whose device words are consecutive too.
+fn copies_of(pairs: &[FptrMapEntry]) -> Vec<Vec<(u64, u64)>> {
+    let mut sorted: Vec<(u64, u64)> = pairs.iter().map(|p| (p.host_ptr, p.tgt_ptr)).collect();
+    sorted.sort_unstable();
+    sorted.dedup_by_key(|p| p.0);
+    let mut copies: Vec<Vec<(u64, u64)>> = Vec::new();
+    for pair in sorted {
+        match copies.last_mut() {
+            Some(copy)
+                if copy
+                    .last()
+                    .is_some_and(|&(h, d)| pair.0 == h.wrapping_add(8) && pair.1 == d.wrapping_add(8)) =>
+            {
+                copy.push(pair)
+            }
+            _ => copies.push(vec![pair]),
+        }
+    }
+    copies
 }
 
 /// A kernel of a loaded image: the backend's handle and what its launches are computed from.
@@ -474,10 +501,11 @@ impl<B: Backend> Plugin<B> {
             });
             names.push(name);
         }
-        let vtables = match self.vtable_pairs(device, &image, bytes) {
+        let functions = indirect.len();
+        let (vtables, vtable_copies) = match self.vtable_pairs(device, &image, bytes) {
             Ok((pairs, count)) => {
-                indirect.extend(pairs);
-                count
+                indirect.extend(&pairs);
+                (count, copies_of(&pairs))
             }
             Err(err) => return Err((err, image)),
         };
@@ -491,6 +519,8 @@ impl<B: Backend> Plugin<B> {
             entries,
             _names: names,
             indirect,
+            functions,
+            vtable_copies,
             vtables,
             globals,
             kernels,
@@ -606,7 +636,7 @@ impl<B: Backend> Plugin<B> {
     /// `__tgt_rtl_deinit_device`: unloads every image and frees the map.
     pub fn deinit_device(&self, device: i32) -> Result<()> {
         let mut state = self.lock(device)?;
-        let mut first_error = self.install(device, &mut state, &FptrTable::from_sorted(&[])?).err();
+        let mut first_error = self.install(device, &mut state, &FptrTable::from_sorted(&[])?, None).err();
         let _no_launches = self.no_launches(device);
         self.registry(device)?.clear_images();
         for img in state.images.drain(..) {
@@ -637,7 +667,7 @@ impl<B: Backend> Plugin<B> {
     pub fn set_function_ptr_map(&self, device: i32, entries: &[FptrMapEntry]) -> Result<()> {
         let table = FptrTable::from_sorted(entries)?;
         let mut state = self.lock(device)?;
-        self.install(device, &mut state, &table)
+        self.install(device, &mut state, &table, None)
     }
 
     /// `__tgt_rtl_launch_kernel`: runs a kernel of a loaded image, with the map installed when

@@ -52,6 +52,9 @@ pub fn build_as(
             "fortran_checks.inc",
             "fortran_counters.inc",
             "beside_executable.h",
+            "split.h",
+            "arena.h",
+            "plugin_base.h",
         ]
         .map(|h| sources.join(h)),
     );
@@ -152,7 +155,7 @@ pub fn build_as(
             link.arg("-L").arg(&out).arg(format!("-l{name}")).arg("-Wl,-rpath,$ORIGIN");
         }
     }
-    cmd::output(link.args(&link_args).arg("-o").arg(&exe))?;
+    cmd::output(link.args(&link_args).args(program.link_flags).arg("-o").arg(&exe))?;
     if program.stripped {
         let mut strip = Command::new(&toolchain.tools().llvm_strip);
         strip.arg("--strip-all").arg(&exe);

@@ -32,6 +32,8 @@ pub struct Program {
     /// The program is not linked with its [`Program::shared_library`]: it loads it with `dlopen`
     /// from its own directory after it started.
     pub loads_shared_library: bool,
+    /// Flags of the executable's link only (`-rdynamic`: a plugin host exporting its functions).
+    pub link_flags: &'static [&'static str],
     /// Compile flags that leave the procedures unnamed (Fortran's `omptarget_indirect` holders):
     /// built so, the program must fail (a negative control). Empty: no such control.
     pub without_naming: &'static [&'static str],
@@ -73,6 +75,10 @@ pub struct Program {
     /// entry per instantiation or overload of an indirect function): built with it in device
     /// compiles only, it must fail its checks and be stopped on the strict device.
     pub needs_host_pass: bool,
+    /// Calls virtual functions whose vtable (the program's) names functions only a shared
+    /// library's image defines: with `OMPTARGET_INDIRECT_SLOT_COPIES=0` the program image's weak
+    /// trap must stop it, loose and strict.
+    pub slots_in_another_image: bool,
     /// Calls type-bound procedures in target regions: only the releases whose flang compiles
     /// that build it ([`Release::flang_type_bound_calls`]).
     ///
@@ -90,6 +96,7 @@ impl Program {
         library: &[],
         shared_library: &[],
         loads_shared_library: false,
+        link_flags: &[],
         without_naming: &[],
         frontend: FrontendControl::NotNeeded,
         trap_argument: None,
@@ -103,6 +110,7 @@ impl Program {
         x86_64_only_symbols: &[],
         stripped: false,
         needs_host_pass: false,
+        slots_in_another_image: false,
         type_bound_calls: false,
     };
 
@@ -540,6 +548,37 @@ pub const PROGRAMS: &[Program] = &[
         units: &[Unit { source: "split_main.cpp", flags: SPLIT_DLOPEN }],
         loads_shared_library: true,
         ..SHARED_SPLIT
+    },
+    Program {
+        name: "split_derived",
+        about: "frontend plugin: the program's own classes over the split class library's, a shared library with \
+                its own device image: single, multiple and virtual inheritance and a class template whose \
+                vtables (the program's) name the library's functions, and the library's code calling the \
+                program's override",
+        units: &[unit("split_derived.cpp")],
+        shared_library: &[unit("split_lib.cpp")],
+        trap_argument: None,
+        slots_in_another_image: true,
+        // A GPU's code cannot call another image's functions (`docs/virtual.md`, "Slots across
+        // images"): there these calls stop at the weak trap.
+        on_gpus: false,
+        ..SPLIT
+    },
+    Program {
+        name: "plugin_host",
+        about: "frontend plugin: a plugin library loaded with dlopen derives its classes from the program's base, \
+                whose out-of-line functions (the program's) its vtables keep and its own code calls back",
+        units: &[unit("plugin_host.cpp")],
+        shared_library: &[unit("plugin_lib.cpp")],
+        loads_shared_library: true,
+        link_flags: &["-rdynamic"],
+        host_vtables: true,
+        unmodified: true,
+        frontend: FrontendControl::StrictStop,
+        slots_in_another_image: true,
+        // As split_derived's.
+        on_gpus: false,
+        ..Program::DEFAULT
     },
     Program {
         name: "indirect_instances",

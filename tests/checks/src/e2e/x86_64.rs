@@ -27,6 +27,9 @@ pub enum MapSetup {
     /// `OMPTARGET_INDIRECT_VTABLES=0`: functions paired, vtables not (the negative control of
     /// virtual calls on host-built objects).
     NoVtables,
+    /// `OMPTARGET_INDIRECT_SLOT_COPIES=0`: vtables paired with their images' copies only, whatever
+    /// their slots name (the negative control of classes over another image's).
+    NoSlotCopies,
 }
 
 /// Runs an x86_64 build with the map installed as `setup` says. Returns (exit code, stdout and
@@ -128,6 +131,9 @@ fn command(
         }
         MapSetup::NoVtables => {
             c.env("OMPTARGET_INDIRECT_VTABLES", "0");
+        }
+        MapSetup::NoSlotCopies => {
+            c.env("OMPTARGET_INDIRECT_SLOT_COPIES", "0");
         }
     }
     c
@@ -253,6 +259,22 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
             "; without the vtables in the map: {failed} checks fail, and the strict device stops it at the {stopped} \
              (negative controls)"
         ));
+    }
+    if program.slots_in_another_image {
+        for device in [Device::Loose, Device::Strict] {
+            let (code, output) = run_with(toolchain, &exe, &[], MapSetup::NoSlotCopies, false, device)?;
+            let line = output.lines().find(|l| l.contains("is not compiled for the device"));
+            ensure!(
+                code != 0 && line.is_some(),
+                "negative control: with OMPTARGET_INDIRECT_SLOT_COPIES=0, {} ({device:?} device) exited with \
+                 {code}, expected the program image's weak trap to stop it:\n{output}",
+                exe.display()
+            );
+        }
+        detail.push_str(
+            "; with OMPTARGET_INDIRECT_SLOT_COPIES=0 the program image's weak trap stops it, loose and strict \
+             (negative controls)",
+        );
     }
     if program.needs_map && installs {
         let failed = expect_failure(toolchain, &exe, MapSetup::None, "with OMPTARGET_INDIRECT_MAP=0")?;
