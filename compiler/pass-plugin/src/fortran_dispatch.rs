@@ -45,12 +45,20 @@ use crate::translation::Pass;
 /// (`weak_odr`, hidden, no comdat: NVPTX has none), so that every unit's code and the host's
 /// pairing see the same address. Returns how many it changed.
 ///
+/// flang gives the tables a descriptor points to (its name, components, bindings, default
+/// values) internal linkage in a comdat of their own name. In every unit that uses a module
+/// compiled apart, the linker keeps one unit's group of each name and discards the others; a
+/// descriptor outside every comdat would then point into a discarded group (ld: "defined in
+/// discarded section"). So what a shared descriptor reaches leaves its comdat too: each unit
+/// keeps its own private copy, which only its copy of the descriptor (one of them wins) points
+/// to.
+///
 /// # Safety
 /// `module` must be a valid device module that no one else accesses during the call.
 pub unsafe fn share_type_descriptors(module: LLVMModuleRef) -> usize {
     // SAFETY: reads and linkage changes of the module's globals, none added or removed.
     unsafe {
-        let mut shared = 0;
+        let mut shared = Vec::new();
         let mut global = LLVMGetFirstGlobal(module);
         while !global.is_null() {
             let private = matches!(
@@ -64,11 +72,62 @@ pub unsafe fn share_type_descriptors(module: LLVMModuleRef) -> usize {
                 LLVMSetLinkage(global, LLVMLinkage::LLVMWeakODRLinkage);
                 LLVMSetVisibility(global, LLVMVisibility::LLVMHiddenVisibility);
                 crate::llvm::comdat::LLVMSetComdat(global, core::ptr::null_mut());
-                shared += 1;
+                shared.push(global);
             }
             global = LLVMGetNextGlobal(global);
         }
-        shared
+        let count = shared.len();
+        let mut seen = std::collections::HashSet::new();
+        while let Some(global) = shared.pop() {
+            let init = LLVMGetInitializer(global);
+            if init.is_null() {
+                continue;
+            }
+            for reached in globals_in_constant(init) {
+                if !seen.insert(reached) {
+                    continue;
+                }
+                let private = matches!(
+                    LLVMGetLinkage(reached),
+                    LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+                );
+                if private && LLVMIsDeclaration(reached) == 0 {
+                    crate::llvm::comdat::LLVMSetComdat(reached, core::ptr::null_mut());
+                    shared.push(reached);
+                }
+            }
+        }
+        count
+    }
+}
+
+/// The global variables `constant` refers to, through its operands (aggregates, casts, address
+/// arithmetic).
+///
+/// # Safety
+/// `constant` must be a valid constant.
+unsafe fn globals_in_constant(constant: LLVMValueRef) -> Vec<LLVMValueRef> {
+    // SAFETY: operand queries on valid constants.
+    unsafe {
+        let mut found = Vec::new();
+        let mut pending = vec![constant];
+        let mut visited = std::collections::HashSet::new();
+        while let Some(value) = pending.pop() {
+            if !visited.insert(value) {
+                continue;
+            }
+            if !LLVMIsAGlobalVariable(value).is_null() {
+                found.push(value);
+                continue;
+            }
+            if LLVMIsAConstant(value).is_null() || !LLVMIsAGlobalValue(value).is_null() {
+                continue;
+            }
+            for i in 0..LLVMGetNumOperands(value).max(0) as u32 {
+                pending.push(LLVMGetOperand(value, i));
+            }
+        }
+        found
     }
 }
 

@@ -181,7 +181,8 @@ pub fn deinit_device<B: Backend>(cell: &PluginCell<B>, device: i32) -> i32 {
     })
 }
 
-/// `__tgt_target_table *__tgt_rtl_load_binary(int32_t, __tgt_device_image *)`: null on error.
+/// `__tgt_target_table *__tgt_rtl_load_binary(int32_t, __tgt_device_image *)`: null on error;
+/// for an image the device has loaded already (the same `image_start`), its table again.
 ///
 /// # Safety
 /// `image` must be null or a valid `__tgt_device_image` whose image and entry ranges are

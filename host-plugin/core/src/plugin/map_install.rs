@@ -69,9 +69,13 @@ impl<B: Backend> Plugin<B> {
         // out-of-line functions, which only the library's image has. So a key two images pair
         // keeps the address of the image its own host object registered (a shared library's
         // host vtable pairs with that library's image), else the earlier image's.
+        // (The loaded objects from dl_iterate_phdr, which takes only the loader's list lock, not
+        // the lock a dlopen holds while its constructors register with libomptarget.)
+        let objects = HostObjects::now();
         let mut first: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
         let mut pairs: Vec<FptrMapEntry> = Vec::new();
         for image in &state.images {
+            let registered_by = objects.object_of(image.key as u64);
             for pair in &image.indirect {
                 match first.get(&pair.host_ptr) {
                     None => {
@@ -79,7 +83,9 @@ impl<B: Backend> Plugin<B> {
                         pairs.push(*pair);
                     }
                     Some(&at)
-                        if pairs[at].tgt_ptr != pair.tgt_ptr && same_object(pair.host_ptr, image.key) =>
+                        if pairs[at].tgt_ptr != pair.tgt_ptr
+                            && registered_by.is_some()
+                            && objects.object_of(pair.host_ptr) == registered_by =>
                     {
                         pairs[at] = *pair;
                     }
@@ -87,7 +93,7 @@ impl<B: Backend> Plugin<B> {
                 }
             }
         }
-        let copies = self.retargeted_vtables(device, state, &mut pairs);
+        let copies = self.retargeted_vtables(device, state, &objects, &mut pairs);
         let table = match FptrTable::from_pairs(pairs) {
             Ok(table) => table,
             Err(err) => {
@@ -106,11 +112,11 @@ impl<B: Backend> Plugin<B> {
         &self,
         device: i32,
         state: &DeviceState<B>,
+        objects: &HostObjects,
         pairs: &mut [FptrMapEntry],
     ) -> Option<(u64, usize)> {
         let chosen: std::collections::HashMap<u64, u64> =
             pairs.iter().map(|p| (p.host_ptr, p.tgt_ptr)).collect();
-        let objects = HostObjects::now();
         let mut vtables = Vec::new();
         let mut functions = Vec::new();
         for image in &state.images {
@@ -134,7 +140,7 @@ impl<B: Backend> Plugin<B> {
                 bytes.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default())).collect(),
             )
         };
-        let retargeted = vtable_slots::retarget(&vtables, &functions, &objects, read);
+        let retargeted = vtable_slots::retarget(&vtables, &functions, objects, read);
         if retargeted.is_empty() {
             return None;
         }
@@ -410,17 +416,4 @@ impl<B: Backend> Plugin<B> {
         }
         Ok(())
     }
-}
-
-/// Whether the host addresses `a` and `b` lie in the same loaded object (executable or shared
-/// library): `b` is where an image's bytes are, in the object that registered it.
-fn same_object(a: u64, b: usize) -> bool {
-    let base = |address: usize| {
-        // SAFETY: `Dl_info` is plain C data, valid all zero.
-        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid out-pointer; dladdr only reads the loader's tables.
-        (unsafe { libc::dladdr(address as *const std::ffi::c_void, &mut info) } != 0)
-            .then_some(info.dli_fbase)
-    };
-    base(a as usize).is_some_and(|object| base(b) == Some(object))
 }
