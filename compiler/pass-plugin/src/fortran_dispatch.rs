@@ -50,8 +50,14 @@ use crate::translation::Pass;
 /// compiled apart, the linker keeps one unit's group of each name and discards the others; a
 /// descriptor outside every comdat would then point into a discarded group (ld: "defined in
 /// discarded section"). So what a shared descriptor reaches leaves its comdat too: each unit
-/// keeps its own private copy, which only its copy of the descriptor (one of them wins) points
-/// to.
+/// keeps its own private copy, which only its copy of the descriptor points to.
+///
+/// Which copy the image keeps matters: a unit that only uses the module (its driver) has the
+/// module's procedures as declarations, and flang leaves their addresses in the binding table
+/// `undef`. Where the target has comdats (x86_64, AMDGPU), a complete copy is a strong
+/// definition in a comdat of its own name, which wins over the incomplete (weak) copies whatever
+/// the link order; the complete copies' groups are one. NVPTX has no comdats: there every copy
+/// is `weak_odr`, and the first the link meets wins (`docs/fortran.md`).
 ///
 /// # Safety
 /// `module` must be a valid device module that no one else accesses during the call.
@@ -69,12 +75,23 @@ pub unsafe fn share_type_descriptors(module: LLVMModuleRef) -> usize {
                 && LLVMIsDeclaration(global) == 0
                 && value_name_bytes(global).is_some_and(|name| is_fortran_type_descriptor(&name))
             {
-                LLVMSetLinkage(global, LLVMLinkage::LLVMWeakODRLinkage);
-                LLVMSetVisibility(global, LLVMVisibility::LLVMHiddenVisibility);
-                crate::llvm::comdat::LLVMSetComdat(global, core::ptr::null_mut());
                 shared.push(global);
             }
             global = LLVMGetNextGlobal(global);
+        }
+        let comdats = !std::ffi::CStr::from_ptr(LLVMGetTarget(module)).to_bytes().starts_with(b"nvptx");
+        for &descriptor in &shared {
+            let complete = !reaches_undef(descriptor);
+            LLVMSetVisibility(descriptor, LLVMVisibility::LLVMHiddenVisibility);
+            if comdats && complete {
+                LLVMSetLinkage(descriptor, LLVMLinkage::LLVMExternalLinkage);
+                let group =
+                    crate::llvm::comdat::LLVMGetOrInsertComdat(module, LLVMGetValueName2(descriptor, &mut 0));
+                crate::llvm::comdat::LLVMSetComdat(descriptor, group);
+            } else {
+                LLVMSetLinkage(descriptor, LLVMLinkage::LLVMWeakODRLinkage);
+                crate::llvm::comdat::LLVMSetComdat(descriptor, core::ptr::null_mut());
+            }
         }
         let count = shared.len();
         let mut seen = std::collections::HashSet::new();
@@ -98,6 +115,46 @@ pub unsafe fn share_type_descriptors(module: LLVMModuleRef) -> usize {
             }
         }
         count
+    }
+}
+
+/// Whether a binding table of `descriptor` (flang's `_Q...EXvX<type>`, an internal global its
+/// initializer names) holds a procedure address flang left `undef` (one it did not resolve in
+/// this unit). (Other tables have `undef` padding.)
+///
+/// # Safety
+/// `descriptor` must be a valid global variable with an initializer.
+unsafe fn reaches_undef(descriptor: LLVMValueRef) -> bool {
+    // SAFETY: operand, type and name queries on valid constants and globals.
+    unsafe {
+        let init = LLVMGetInitializer(descriptor);
+        if init.is_null() {
+            return false;
+        }
+        for table in globals_in_constant(init) {
+            let is_bindings = value_name_bytes(table).is_some_and(|n| n.windows(4).any(|w| w == b"EXvX"));
+            let init = LLVMGetInitializer(table);
+            if !is_bindings || init.is_null() {
+                continue;
+            }
+            let mut values = vec![init];
+            while let Some(value) = values.pop() {
+                if LLVMIsUndef(value) != 0 {
+                    // A procedure's address (flang's c_funptr, a pointer or an address), not padding.
+                    if !matches!(LLVMGetTypeKind(LLVMTypeOf(value)), LLVMTypeKind::LLVMArrayTypeKind) {
+                        return true;
+                    }
+                    continue;
+                }
+                if LLVMIsAConstant(value).is_null() || !LLVMIsAGlobalValue(value).is_null() {
+                    continue;
+                }
+                for i in 0..LLVMGetNumOperands(value).max(0) as u32 {
+                    values.push(LLVMGetOperand(value, i));
+                }
+            }
+        }
+        false
     }
 }
 

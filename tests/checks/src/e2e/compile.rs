@@ -124,6 +124,10 @@ pub fn build_as(
         toolchain.link_args()
     };
     link_args.extend(toolchain.device_link_args(target));
+    // The libraries first: a Fortran program's units use their modules.
+    let library_members = program.library.iter().map(compile).collect::<Result<Vec<_>>>()?;
+    let shared_members =
+        program.shared_library.iter().map(|u| compile_as(u, true)).collect::<Result<Vec<_>>>()?;
     let objects = program.units.iter().map(compile).collect::<Result<Vec<_>>>()?;
     let mut link = Command::new(toolchain.compiler(program.units[0].source));
     link.args(flags_for(program.units[0].source)).args(&objects);
@@ -133,19 +137,18 @@ pub fn build_as(
     if !program.library.is_empty() {
         let archive = out.join(format!("lib{}.a", program.name));
         let _ = std::fs::remove_file(&archive);
-        let members = program.library.iter().map(compile).collect::<Result<Vec<_>>>()?;
-        cmd::output(Command::new(&toolchain.tools().llvm_ar).arg("rcs").arg(&archive).args(&members))?;
+        cmd::output(
+            Command::new(&toolchain.tools().llvm_ar).arg("rcs").arg(&archive).args(&library_members),
+        )?;
         link.arg("-L").arg(&out).arg(format!("-l{}", program.name));
     }
     if !program.shared_library.is_empty() {
         let name = format!("{}_shared", program.name);
-        let members =
-            program.shared_library.iter().map(|u| compile_as(u, true)).collect::<Result<Vec<_>>>()?;
         cmd::output(
             Command::new(toolchain.compiler(program.shared_library[0].source))
                 .args(flags_for(program.shared_library[0].source))
                 .arg("-shared")
-                .args(&members)
+                .args(&shared_members)
                 .args(&link_args)
                 .arg("-o")
                 .args(shared_library_of(program, &exe)),

@@ -306,6 +306,18 @@ pub const CONCURRENCY_UNORDERED: Program = Program {
 const SPLIT_DLOPEN: &[&str] =
     &["-DPROGRAM_NAME=\"split_dlopen\"", "-DSPLIT_DLOPEN=\"libsplit_dlopen_shared.so\""];
 
+/// What the programs of `fortran_modules.F90` share: the driver of a module library compiled
+/// apart (`fortran_modules_lib.F90`), each program putting the two together another way.
+const FORTRAN_MODULES: Program =
+    Program { unmodified: true, without_naming: &["-DWITHOUT_NAMING"], ..Program::DEFAULT };
+
+/// [`FORTRAN_MODULES`] with the library's type-bound procedures (flang 23).
+const FORTRAN_MODULES_BOUND: Program =
+    Program { host_vtables: true, type_bound_calls: true, ..FORTRAN_MODULES };
+
+const FORTRAN_LIBRARY: Unit = unit("fortran_modules_lib.F90");
+const FORTRAN_LIBRARY_BOUND: Unit = Unit { source: "fortran_modules_lib.F90", flags: &["-DTYPE_BOUND"] };
+
 /// Every program, in the order of the end-to-end issue's list.
 pub const PROGRAMS: &[Program] = &[
     Program {
@@ -660,5 +672,62 @@ pub const PROGRAMS: &[Program] = &[
         host_vtables: true,
         type_bound_calls: true,
         ..Program::DEFAULT
+    },
+    Program {
+        name: "fortran_modules",
+        about: "Fortran modules compiled apart (flang 21, 22 and 23): a module library's file and its driver's, a \
+                procedure-pointer component the driver points at the library's procedures, called in the \
+                library's own target region and in the driver's",
+        units: &[FORTRAN_LIBRARY, Unit { source: "fortran_modules.F90", flags: &["-DPROGRAM_NAME=\"fortran_modules\""] }],
+        ..FORTRAN_MODULES
+    },
+    Program {
+        name: "fortran_modules_archive",
+        about: "Fortran modules compiled apart: the module library in a static archive",
+        units: &[Unit { source: "fortran_modules.F90", flags: &["-DPROGRAM_NAME=\"fortran_modules_archive\""] }],
+        library: &[FORTRAN_LIBRARY],
+        ..FORTRAN_MODULES
+    },
+    Program {
+        name: "fortran_modules_shared",
+        about: "Fortran modules compiled apart: the module library a shared library with its own device image",
+        units: &[Unit { source: "fortran_modules.F90", flags: &["-DPROGRAM_NAME=\"fortran_modules_shared\""] }],
+        shared_library: &[FORTRAN_LIBRARY],
+        // The driver's code calls the library image's procedures: the x86_64 device's images are
+        // one process, a GPU's code cannot call another image's (`docs/virtual.md`).
+        on_gpus: false,
+        ..FORTRAN_MODULES
+    },
+    Program {
+        name: "fortran_modules_bound",
+        about: "Fortran modules compiled apart (flang 23): the module library's type-bound procedures too, on a \
+                polymorphic object the driver allocated, in the driver's region and the library's",
+        units: &[
+            FORTRAN_LIBRARY_BOUND,
+            Unit { source: "fortran_modules.F90", flags: &["-DTYPE_BOUND", "-DPROGRAM_NAME=\"fortran_modules_bound\""] },
+        ],
+        ..FORTRAN_MODULES_BOUND
+    },
+    Program {
+        name: "fortran_modules_bound_archive",
+        about: "Fortran modules compiled apart (flang 23), type-bound procedures: the library in a static archive",
+        units: &[Unit {
+            source: "fortran_modules.F90",
+            flags: &["-DTYPE_BOUND", "-DPROGRAM_NAME=\"fortran_modules_bound_archive\""],
+        }],
+        library: &[FORTRAN_LIBRARY_BOUND],
+        ..FORTRAN_MODULES_BOUND
+    },
+    Program {
+        name: "fortran_modules_bound_shared",
+        about: "Fortran modules compiled apart (flang 23), type-bound procedures: the library a shared library \
+                with its own device image",
+        units: &[Unit {
+            source: "fortran_modules.F90",
+            flags: &["-DTYPE_BOUND", "-DPROGRAM_NAME=\"fortran_modules_bound_shared\""],
+        }],
+        shared_library: &[FORTRAN_LIBRARY_BOUND],
+        on_gpus: false,
+        ..FORTRAN_MODULES_BOUND
     },
 ];
