@@ -556,14 +556,56 @@ define float @kernel(ptr %box, ptr %array) {
 }
 "#;
 
+/// [`FORTRAN_DISPATCH`] as a unit that only uses the module sees it: the binding's procedure
+/// unresolved (`undef`), the binding table in a comdat of its own as flang puts it.
+fn fortran_dispatch_of_a_user(triple: &str) -> String {
+    FORTRAN_DISPATCH
+        .replace("i64 ptrtoint (ptr @_QMshapesPsquare_area to i64)", "i64 undef")
+        .replace(
+            "@_QMshapesEXvXsquare = internal constant [1 x %binding]",
+            "$_QMshapesEXvXsquare = comdat any\n@_QMshapesEXvXsquare = internal constant [1 x %binding]",
+        )
+        .replace(
+            "zeroinitializer }]\n@_QMshapesEXdtXsquare",
+            "zeroinitializer }], comdat\n@_QMshapesEXdtXsquare",
+        )
+        + &format!("target triple = \"{triple}\"\n")
+}
+
+#[test]
+fn a_type_descriptor_with_unresolved_bindings_gives_way_and_keeps_its_tables_out_of_comdats() {
+    for triple in ["x86_64-unknown-linux-gnu", "nvptx64-nvidia-cuda"] {
+        let source = fortran_dispatch_of_a_user(triple);
+        assert!(source.contains("i64 undef") && source.contains("}], comdat"), "{source}");
+        let module = Module::parse(&format!("{source}{DEVICE_FLAG}"));
+        module.rewrite(Phase::PipelineStart);
+        let text = module.text();
+        // Weak: a unit whose bindings are resolved wins at the link, whatever the order.
+        assert!(text.contains("@_QMshapesEXdtXsquare = weak_odr hidden constant"), "{triple}:\n{text}");
+        // Its binding table left flang's comdat: a copy the link discards no descriptor points to.
+        let bindings = text.lines().find(|l| l.starts_with("@_QMshapesEXvXsquare = ")).unwrap_or_default();
+        assert!(!bindings.contains("comdat"), "{triple}: {bindings}");
+    }
+    // NVPTX has no comdats: a complete copy is weak_odr there too.
+    let complete = format!("{FORTRAN_DISPATCH}target triple = \"nvptx64-nvidia-cuda\"\n{DEVICE_FLAG}");
+    let module = Module::parse(&complete);
+    module.rewrite(Phase::PipelineStart);
+    let text = module.text();
+    assert!(text.contains("@_QMshapesEXdtXsquare = weak_odr hidden constant"), "{text}");
+    assert!(!text.contains("$_QMshapesEXdtXsquare = comdat"), "{text}");
+}
+
 #[test]
 fn fortran_type_descriptors_are_shared_paired_and_translated_and_type_inquiries_routed() {
     let module = Module::parse(&format!("{FORTRAN_DISPATCH}{DEVICE_FLAG}"));
     let summary = module.rewrite(Phase::PipelineStart);
     let text = module.text();
-    // One definition per image, without the comdat NVPTX lacks; the binding tables stay private.
+    // One definition per image: its bindings resolved, a strong one in a comdat of its own (no
+    // triple: a target with comdats); the binding tables stay private.
     assert_eq!(summary.shared_type_descriptors, 1);
-    assert!(text.contains("@_QMshapesEXdtXsquare = weak_odr hidden constant"), "{text}");
+    let descriptor = text.lines().find(|l| l.starts_with("@_QMshapesEXdtXsquare = ")).unwrap_or_default();
+    assert!(descriptor.starts_with("@_QMshapesEXdtXsquare = hidden constant"), "{text}");
+    assert!(descriptor.ends_with(", comdat"), "{descriptor}");
     assert!(text.contains("@_QMshapesEXvXhelper = internal constant"), "{text}");
     // Its two words are exported as a vtable's are.
     assert_eq!(summary.vtable_words, 2);
