@@ -82,14 +82,6 @@ pub trait Backend: Sized + Send + Sync + 'static {
     /// Short name used in diagnostics, e.g. `x86_64`.
     const NAME: &'static str;
 
-    /// Whether device code of one loaded image may call a function of another image loaded on the
-    /// same device, as an ordinary indirect call ([`crate::vtable_slots`]): where images are
-    /// shared objects of this process (host offload). Not on GPUs: a function of another CUDA
-    /// module runs with the calling kernel's constant banks, register count and shared memory
-    /// layout, and an AMDGPU kernel's register and stack budget is computed within its own code
-    /// object (`docs/virtual.md`, "Slots across images").
-    const CALLS_ACROSS_IMAGES: bool = false;
-
     /// The `OMP_REQ_*` requirements (`#pragma omp requires`) this backend's devices meet: by
     /// default `dynamic_allocators` alone (the DeviceRTL allocates on the device). An image of a
     /// program that requires more is refused at load, with its requirements named.

@@ -174,30 +174,18 @@ pub struct HostObjects {
     /// `(start, end, object)` of every readable loaded segment, sorted by start; `object` is the
     /// object's position in [`loaded_objects`]'s order (the executable is 0).
     segments: Vec<(u64, u64, usize)>,
-    /// `(start, end)` of the readable loaded segments of the x86_64 device images in the process.
-    device_images: Vec<(u64, u64)>,
 }
 
 impl HostObjects {
     /// The objects loaded now.
     pub fn now() -> HostObjects {
-        let (images, objects): (Vec<_>, Vec<_>) =
-            every_loaded_object().into_iter().partition(|(_, image)| *image);
-        let mut segments: Vec<(u64, u64, usize)> = objects
+        let mut segments: Vec<(u64, u64, usize)> = loaded_objects()
             .iter()
             .enumerate()
-            .flat_map(|(object, (o, _))| o.segments.iter().map(move |&(from, to)| (from, to, object)))
+            .flat_map(|(object, o)| o.segments.iter().map(move |&(from, to)| (from, to, object)))
             .collect();
         segments.sort_unstable();
-        let device_images = images.iter().flat_map(|(o, _)| o.segments.iter().copied()).collect();
-        HostObjects { segments, device_images }
-    }
-
-    /// Whether `address` lies in an x86_64 device image loaded into this process: device memory
-    /// that is this process's own, whose code may call another image's as one library calls
-    /// another.
-    pub fn in_device_image(&self, address: u64) -> bool {
-        self.device_images.iter().any(|&(from, to)| from <= address && address < to)
+        HostObjects { segments }
     }
 
     /// The object (its position among the loaded objects) whose loaded segments hold `address`.
@@ -223,15 +211,9 @@ impl HostObjects {
 /// Every loaded object of the process but the vDSO and device images; the executable as
 /// `/proc/self/exe`.
 fn loaded_objects() -> Vec<LoadedObject> {
-    every_loaded_object().into_iter().filter(|(_, image)| !image).map(|(object, _)| object).collect()
-}
-
-/// Every loaded object of the process but the vDSO, each with whether it is a device image
-/// (loaded from memory by an x86_64 plugin); the executable first, as `/proc/self/exe`.
-fn every_loaded_object() -> Vec<(LoadedObject, bool)> {
     unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
         // SAFETY: dl_iterate_phdr passes a valid info and the vector given below.
-        let (info, found) = unsafe { (&*info, &mut *(data as *mut Vec<(LoadedObject, bool)>)) };
+        let (info, found) = unsafe { (&*info, &mut *(data as *mut Vec<LoadedObject>)) };
         // SAFETY: a non-null dlpi_name is a NUL-terminated string of the loader's.
         let name = if info.dlpi_name.is_null() {
             String::new()
@@ -240,7 +222,10 @@ fn every_loaded_object() -> Vec<(LoadedObject, bool)> {
             unsafe { CStr::from_ptr(info.dlpi_name) }.to_string_lossy().into_owned()
         };
         let path = if found.is_empty() { "/proc/self/exe".to_string() } else { name };
-        if !path.is_empty() && !path.starts_with("linux-vdso") {
+        if !path.is_empty()
+            && !path.starts_with("linux-vdso")
+            && !omptarget_indirect_abi::is_device_image_path(&path)
+        {
             let headers: &[libc::Elf64_Phdr] = if info.dlpi_phdr.is_null() {
                 &[]
             } else {
@@ -253,15 +238,14 @@ fn every_loaded_object() -> Vec<(LoadedObject, bool)> {
                 .filter(|h| h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_R != 0)
                 .map(|h| (base.wrapping_add(h.p_vaddr), base.wrapping_add(h.p_vaddr).wrapping_add(h.p_memsz)))
                 .collect();
-            let image = omptarget_indirect_abi::is_device_image_path(&path);
-            found.push((LoadedObject { path, base, segments }, image));
+            found.push(LoadedObject { path, base, segments });
         }
         0
     }
-    let mut found: Vec<(LoadedObject, bool)> = Vec::new();
+    let mut found: Vec<LoadedObject> = Vec::new();
     // SAFETY: `each` matches the callback type and only reads what the loader hands it; the first
     // object it is given is the executable.
-    unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Vec<(LoadedObject, bool)> as *mut c_void) };
+    unsafe { libc::dl_iterate_phdr(Some(each), &mut found as *mut Vec<LoadedObject> as *mut c_void) };
     found
 }
 

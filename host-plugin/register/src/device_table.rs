@@ -378,16 +378,6 @@ fn retarget_vtables(
     if retargeted.is_empty() {
         return String::new();
     }
-    // Only the x86_64 device's code may call another image's (`plugin_core::Backend::
-    // CALLS_ACROSS_IMAGES`): its images are objects of this process.
-    if !retargeted.iter().all(|r| vtables[r.vtable].words.iter().all(|&(_, d)| objects.in_device_image(d))) {
-        let slots: usize = retargeted.iter().map(|r| r.slots).sum();
-        return format!(
-            "; {slots} slot(s) of {} vtable(s) name another image's functions, which this device's code cannot \
-             call: those virtual calls stop at their image's weak trap",
-            retargeted.len()
-        );
-    }
     let size = vtable_slots::copies_size(&retargeted);
     // SAFETY: an allocation on a valid device (freed in `free_all`).
     let base = unsafe { (api.target_alloc)(size, device) } as u64;

@@ -304,9 +304,6 @@ impl Backend for HostOffload {
     type Image = Library;
     type Kernel = Kernel;
     const NAME: &'static str = "x86_64";
-    // The images are shared objects of this process: a call between them is a call between two
-    // loaded libraries.
-    const CALLS_ACROSS_IMAGES: bool = true;
     /// Device memory is the host process's memory: host pointers are device pointers
     /// (`unified_address`) and host data is device data (`unified_shared_memory`). Reverse
     /// offload is not implemented (nor by LLVM's runtimes).

@@ -144,18 +144,6 @@ impl<B: Backend> Plugin<B> {
         if retargeted.is_empty() {
             return None;
         }
-        if !B::CALLS_ACROSS_IMAGES {
-            let slots: usize = retargeted.iter().map(|r| r.slots).sum();
-            diagnostics::info(
-                B::NAME,
-                format_args!(
-                    "device {device}: {slots} slot(s) of {} vtable(s) name another image's functions, which this \
-                     device's code cannot call: those virtual calls stop at their image's weak trap",
-                    retargeted.len()
-                ),
-            );
-            return None;
-        }
         let size = vtable_slots::copies_size(&retargeted);
         let made = self.backend.alloc(device, size, AllocKind::Device).and_then(|base| {
             let (bytes, replacements) = vtable_slots::lay_out(&vtables, &retargeted, base);

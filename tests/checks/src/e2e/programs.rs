@@ -571,9 +571,6 @@ pub const PROGRAMS: &[Program] = &[
         shared_library: &[unit("split_lib.cpp")],
         trap_argument: None,
         slots_in_another_image: true,
-        // A GPU's code cannot call another image's functions (`docs/virtual.md`, "Slots across
-        // images"): there these calls stop at the weak trap.
-        on_gpus: false,
         ..SPLIT
     },
     Program {
@@ -588,8 +585,6 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         frontend: FrontendControl::StrictStop,
         slots_in_another_image: true,
-        // As split_derived's.
-        on_gpus: false,
         ..Program::DEFAULT
     },
     Program {
@@ -693,8 +688,7 @@ pub const PROGRAMS: &[Program] = &[
         about: "Fortran modules compiled apart: the module library a shared library with its own device image",
         units: &[Unit { source: "fortran_modules.F90", flags: &["-DPROGRAM_NAME=\"fortran_modules_shared\""] }],
         shared_library: &[FORTRAN_LIBRARY],
-        // The driver's code calls the library image's procedures: the x86_64 device's images are
-        // one process, a GPU's code cannot call another image's (`docs/virtual.md`).
+        // flang's shared libraries with GPU images are untried.
         on_gpus: false,
         ..FORTRAN_MODULES
     },
@@ -727,6 +721,7 @@ pub const PROGRAMS: &[Program] = &[
             flags: &["-DTYPE_BOUND", "-DPROGRAM_NAME=\"fortran_modules_bound_shared\""],
         }],
         shared_library: &[FORTRAN_LIBRARY_BOUND],
+        // As fortran_modules_shared's.
         on_gpus: false,
         ..FORTRAN_MODULES_BOUND
     },
