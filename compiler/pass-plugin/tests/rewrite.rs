@@ -559,17 +559,17 @@ define float @kernel(ptr %box, ptr %array) {
 /// [`FORTRAN_DISPATCH`] as a unit that only uses the module sees it: the binding's procedure
 /// unresolved (`undef`), the binding table in a comdat of its own as flang puts it.
 fn fortran_dispatch_of_a_user(triple: &str) -> String {
-    FORTRAN_DISPATCH
-        .replace("i64 ptrtoint (ptr @_QMshapesPsquare_area to i64)", "i64 undef")
-        .replace(
-            "@_QMshapesEXvXsquare = internal constant [1 x %binding]",
-            "$_QMshapesEXvXsquare = comdat any\n@_QMshapesEXvXsquare = internal constant [1 x %binding]",
-        )
-        .replace(
-            "zeroinitializer }]\n@_QMshapesEXdtXsquare",
-            "zeroinitializer }], comdat\n@_QMshapesEXdtXsquare",
-        )
-        + &format!("target triple = \"{triple}\"\n")
+    format!("target triple = \"{triple}\"\n")
+        + &FORTRAN_DISPATCH
+            .replace("i64 ptrtoint (ptr @_QMshapesPsquare_area to i64)", "i64 undef")
+            .replace(
+                "@_QMshapesEXvXsquare = internal constant [1 x %binding]",
+                "$_QMshapesEXvXsquare = comdat any\n@_QMshapesEXvXsquare = internal constant [1 x %binding]",
+            )
+            .replace(
+                "zeroinitializer }]\n@_QMshapesEXdtXsquare",
+                "zeroinitializer }], comdat\n@_QMshapesEXdtXsquare",
+            )
 }
 
 #[test]
@@ -587,7 +587,7 @@ fn a_type_descriptor_with_unresolved_bindings_gives_way_and_keeps_its_tables_out
         assert!(!bindings.contains("comdat"), "{triple}: {bindings}");
     }
     // NVPTX has no comdats: a complete copy is weak_odr there too.
-    let complete = format!("{FORTRAN_DISPATCH}target triple = \"nvptx64-nvidia-cuda\"\n{DEVICE_FLAG}");
+    let complete = format!("target triple = \"nvptx64-nvidia-cuda\"\n{FORTRAN_DISPATCH}{DEVICE_FLAG}");
     let module = Module::parse(&complete);
     module.rewrite(Phase::PipelineStart);
     let text = module.text();
