@@ -131,30 +131,17 @@ unsafe fn reaches_undef(descriptor: LLVMValueRef) -> bool {
         if init.is_null() {
             return false;
         }
-        for table in globals_in_constant(init) {
+        globals_in_constant(init).into_iter().any(|table| {
             let is_bindings = value_name_bytes(table).is_some_and(|n| n.windows(4).any(|w| w == b"EXvX"));
             let init = LLVMGetInitializer(table);
-            if !is_bindings || init.is_null() {
-                continue;
-            }
-            let mut values = vec![init];
-            while let Some(value) = values.pop() {
-                if LLVMIsUndef(value) != 0 {
-                    // A procedure's address (flang's c_funptr, a pointer or an address), not padding.
-                    if !matches!(LLVMGetTypeKind(LLVMTypeOf(value)), LLVMTypeKind::LLVMArrayTypeKind) {
-                        return true;
-                    }
-                    continue;
-                }
-                if LLVMIsAConstant(value).is_null() || !LLVMIsAGlobalValue(value).is_null() {
-                    continue;
-                }
-                for i in 0..LLVMGetNumOperands(value).max(0) as u32 {
-                    values.push(LLVMGetOperand(value, i));
-                }
-            }
-        }
-        false
+            // A procedure's address (flang's c_funptr, a pointer or an address), not padding.
+            is_bindings
+                && !init.is_null()
+                && constant_leaves(init).into_iter().any(|leaf| {
+                    LLVMIsUndef(leaf) != 0
+                        && !matches!(LLVMGetTypeKind(LLVMTypeOf(leaf)), LLVMTypeKind::LLVMArrayTypeKind)
+                })
+        })
     }
 }
 
@@ -164,6 +151,19 @@ unsafe fn reaches_undef(descriptor: LLVMValueRef) -> bool {
 /// # Safety
 /// `constant` must be a valid constant.
 unsafe fn globals_in_constant(constant: LLVMValueRef) -> Vec<LLVMValueRef> {
+    // SAFETY: a kind query on the valid values constant_leaves returns.
+    unsafe {
+        constant_leaves(constant).into_iter().filter(|v| !LLVMIsAGlobalVariable(*v).is_null()).collect()
+    }
+}
+
+/// What `constant` is built of, each once: the global variables it refers to and the `undef`s
+/// it holds, through its operands (aggregates, casts, address arithmetic), not into the globals'
+/// own initializers.
+///
+/// # Safety
+/// `constant` must be a valid constant.
+unsafe fn constant_leaves(constant: LLVMValueRef) -> Vec<LLVMValueRef> {
     // SAFETY: operand queries on valid constants.
     unsafe {
         let mut found = Vec::new();
@@ -173,7 +173,7 @@ unsafe fn globals_in_constant(constant: LLVMValueRef) -> Vec<LLVMValueRef> {
             if !visited.insert(value) {
                 continue;
             }
-            if !LLVMIsAGlobalVariable(value).is_null() {
+            if !LLVMIsAGlobalVariable(value).is_null() || LLVMIsUndef(value) != 0 {
                 found.push(value);
                 continue;
             }
