@@ -193,6 +193,19 @@ pub fn lay_out(
     (bytes, pairs)
 }
 
+/// How many slots of `retargeted` differ from their images'.
+pub fn slots_changed(retargeted: &[Retargeted]) -> usize {
+    retargeted.iter().map(|r| r.slots).sum()
+}
+
+/// Device memory read back as the little-endian words a vtable is made of.
+pub fn words_of(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks_exact(8)
+        .map(|w| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]))
+        .collect()
+}
+
 /// The bytes [`lay_out`] will need for `retargeted`.
 pub fn copies_size(retargeted: &[Retargeted]) -> usize {
     retargeted.iter().map(|r| 8 * r.contents.len()).sum()

@@ -180,7 +180,7 @@ impl OpenMp {
                 bytes.len()
             ));
         }
-        Ok(bytes.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default())).collect())
+        Ok(vtable_slots::words_of(&bytes))
     }
 
     /// The device address libomptarget maps the host address `host` to on `device`, if any.
@@ -393,7 +393,7 @@ fn retarget_vtables(
         return format!("; {} vtable(s) keep their images' slots: {why}", retargeted.len());
     }
     vtable_slots::replace_pairs(pairs, &replacements);
-    let slots: usize = retargeted.iter().map(|r| r.slots).sum();
+    let slots = vtable_slots::slots_changed(&retargeted);
     format!(
         "; {} vtable(s) copied with {slots} slot(s) naming another image's functions ({size} B)",
         retargeted.len()

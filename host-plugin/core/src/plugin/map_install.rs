@@ -136,9 +136,7 @@ impl<B: Backend> Plugin<B> {
         let read = |at: u64, words: usize| {
             let mut bytes = vec![0u8; 8 * words];
             self.backend.read(device, &mut bytes, at).ok()?;
-            Some(
-                bytes.chunks_exact(8).map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default())).collect(),
-            )
+            Some(vtable_slots::words_of(&bytes))
         };
         let retargeted = vtable_slots::retarget(&vtables, &functions, objects, read);
         if retargeted.is_empty() {
@@ -158,7 +156,7 @@ impl<B: Backend> Plugin<B> {
         match made {
             Ok((base, replacements)) => {
                 vtable_slots::replace_pairs(pairs, &replacements);
-                let slots: usize = retargeted.iter().map(|r| r.slots).sum();
+                let slots = vtable_slots::slots_changed(&retargeted);
                 diagnostics::info(
                     B::NAME,
                     format_args!(
