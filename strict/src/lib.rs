@@ -15,12 +15,17 @@
 //!   kernel up with `dlsym`, which this library interposes to hand back a trampoline
 //!   ([`trampoline`]) around the kernel.
 //!
+//! Host threads' `write` and `fwrite` from the host program's memory are given a heap copy
+//! ([`host_io`]): during a window the system call would fail with `EFAULT`, which a GPU never
+//! does to a host thread.
+//!
 //! Nothing else changes: no region is slower outside kernels, and a program built for the x86_64
 //! device needs no rebuild (one built only for a GPU needs `-fopenmp-targets=x86_64-pc-linux-gnu`).
 
 #![feature(naked_functions)]
 
 pub mod fault;
+pub mod host_io;
 pub mod objects;
 mod requirements;
 pub mod trampoline;

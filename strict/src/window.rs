@@ -113,11 +113,55 @@ pub fn enter() {
             }
         };
         PROTECTED.store(snapshot as *const Protected as *mut Protected, Ordering::Release);
-        RUNNING.store(1, Ordering::Release);
+        // Sequentially consistent with `unprotected_call`'s look at it: either a host thread's
+        // system call sees this window and keeps off its memory, or the wait sees the call.
+        RUNNING.store(1, Ordering::SeqCst);
+        wait_for_host_calls();
         protect(snapshot, true);
     } else {
         RUNNING.fetch_add(1, Ordering::AcqRel);
     }
+}
+
+/// Host threads' system calls in progress that [`unprotected_call`] let run on memory a window
+/// protects: a window opening waits for them.
+static HOST_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// The longest a window's opening waits for [`HOST_CALLS`]: a call that blocks longer (a write
+/// to a full pipe that only the kernel's own thread drains) must not hold the kernel forever;
+/// it then fails with `EFAULT` as it would without the wait.
+const HOST_CALLS_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn wait_for_host_calls() {
+    let started = std::time::Instant::now();
+    while HOST_CALLS.load(Ordering::SeqCst) > 0 && started.elapsed() < HOST_CALLS_WAIT {
+        // SAFETY: sched_yield takes no arguments.
+        unsafe { libc::sched_yield() };
+    }
+}
+
+/// Runs `call`, a host thread's system call given `len` bytes at `buffer`, unless a window
+/// open now protects them: then returns `None`, and the caller copies them (the copy waits for
+/// the window to close, as any host read) and calls with the copy. No window opens while
+/// `call` runs (a system call given protected memory fails with `EFAULT`, where a host thread
+/// of a GPU program never does).
+pub fn unprotected_call<R>(buffer: usize, len: usize, call: impl FnOnce() -> R) -> Option<R> {
+    HOST_CALLS.fetch_add(1, Ordering::SeqCst);
+    let protected_now = RUNNING.load(Ordering::SeqCst) > 0
+        && protected().is_some_and(|snapshot| {
+            let end = buffer.saturating_add(len);
+            let guarded =
+                |s: &&objects::Segment| !(snapshot.unified_shared_memory && s.prot & libc::PROT_EXEC == 0);
+            snapshot
+                .objects
+                .iter()
+                .flat_map(|o| &o.segments)
+                .filter(guarded)
+                .any(|s| buffer < s.end && end > s.start)
+        });
+    let result = (!protected_now).then(call);
+    HOST_CALLS.fetch_sub(1, Ordering::SeqCst);
+    result
 }
 
 /// A kernel finished: the last one opens the host program again.
