@@ -9,6 +9,10 @@
 ! teams loop, a `class(...)` pointer re-pointed between regions, three levels of extension
 ! (shape, square, cube, tesseract), deferred bindings, a function and a subroutine binding.
 !
+! `./fortran_type_bound unbound`: a binding of `hexagon`, whose procedures are not `declare
+! target`, called on the device: the pass plugin's stub says which and traps (the test runner
+! expects its line), where the call jumped to nothing and died with a segmentation fault.
+!
 ! flang 23.1.4 maps a polymorphic object with its declared type's size, and divides by that size
 ! in its default mapper: the data the device reads lives in the abstract base type, which has a
 ! component (docs/fortran.md).
@@ -56,7 +60,25 @@ module shapes
     procedure :: grow => tesseract_grow
   end type
 
+  ! Bound to procedures the device does not have (no `declare target`).
+  type, extends(shape) :: hexagon
+  contains
+    procedure :: area => hexagon_area
+    procedure :: grow => hexagon_grow
+  end type
+
 contains
+  real function hexagon_area(self)
+    class(hexagon), intent(in) :: self
+    hexagon_area = 2.598 * self%side ** 2
+  end function
+
+  subroutine hexagon_grow(self, by)
+    class(hexagon), intent(inout) :: self
+    real, intent(in) :: by
+    self%side = self%side + by
+  end subroutine
+
   real function square_area(self)
     !$omp declare target
     class(square), intent(in) :: self
@@ -108,6 +130,18 @@ program fortran_type_bound
   real :: a, b, areas(n)
   integer :: kind_seen, i, expected(counted)
   logical :: same, extends, extended_by
+  character(len=16) :: mode
+
+  call get_command_argument(1, mode)
+  if (mode == 'unbound') then
+    allocate(s, source=hexagon(1.0))
+    a = 0
+    !$omp target map(to: s) map(from: a)
+    a = s%area()
+    !$omp end target
+    print '(a, f0.3)', 'the unbound binding returned ', a
+    stop 1
+  end if
 
   ! One object of each extension, built on the host by allocate(..., source=...).
   allocate(s, source=cube(2.0))

@@ -118,6 +118,186 @@ pub unsafe fn share_type_descriptors(module: LLVMModuleRef) -> usize {
     }
 }
 
+/// The stub of an unbound binding is named this prefix, the type's name, a dot and the binding's.
+pub const UNBOUND_PREFIX: &str = "__omptarget_indirect_unbound.";
+
+impl Pass<'_> {
+    /// Fills every procedure address flang left `undef` in a binding table of the module
+    /// (`_Q...EXvX<type>`: the procedure bound is not on the device in this unit, not `declare
+    /// target` or defined by another file) with the address of a stub that says which binding of
+    /// which type device code called and traps (on the x86_64 device it writes `omptarget-indirect:
+    /// type-bound procedure ...` first). A type-bound call through such a slot jumped to address 0
+    /// or to garbage, and the program died with a segmentation fault and no message. Where
+    /// another unit's copy is complete, it still wins at the link ([`share_type_descriptors`]
+    /// decided by these `undef`s, so this runs after it). Returns how many slots it filled.
+    pub(crate) unsafe fn stub_unbound_bindings(&mut self) -> usize {
+        // SAFETY: reads of the module's globals and constants; new constants and functions of its
+        // context; an initializer replaced by one of the same type.
+        unsafe {
+            let prints = self.on_x86_64();
+            let mut filled = 0;
+            let mut global = LLVMGetFirstGlobal(self.module);
+            while !global.is_null() {
+                let next = LLVMGetNextGlobal(global);
+                let name = value_name_bytes(global).unwrap_or_default();
+                let init = LLVMGetInitializer(global);
+                let type_name = name.windows(4).position(|w| w == b"EXvX").map(|at| &name[at + 4..]);
+                if let (Some(type_name), false) =
+                    (type_name, init.is_null() || LLVMIsAConstantArray(init).is_null())
+                {
+                    let type_name = String::from_utf8_lossy(type_name).into_owned();
+                    let count = LLVMGetNumOperands(init).max(0) as u32;
+                    let mut elements: Vec<LLVMValueRef> =
+                        (0..count).map(|i| LLVMGetOperand(init, i)).collect();
+                    let mut changed = false;
+                    for (slot, element) in elements.iter_mut().enumerate() {
+                        let Some(address) = unbound_address(*element) else { continue };
+                        let binding = binding_name(*element).unwrap_or_else(|| format!("#{}", slot + 1));
+                        let stub = self.unbound_stub(&type_name, &binding, prints);
+                        let value = address_as(stub, LLVMTypeOf(address));
+                        let mut fields: Vec<LLVMValueRef> = (0..LLVMGetNumOperands(*element).max(0) as u32)
+                            .map(|i| LLVMGetOperand(*element, i))
+                            .collect();
+                        fields[0] = value;
+                        *element = LLVMConstNamedStruct(
+                            LLVMTypeOf(*element),
+                            fields.as_mut_ptr(),
+                            fields.len() as u32,
+                        );
+                        filled += 1;
+                        changed = true;
+                        self.remarks.emit(Kind::Missed, global, c"UnboundBinding", || {
+                            format!(
+                                "type-bound procedure `{binding}` of type `{type_name}` has no device procedure in this \
+                                 unit: a stub that reports the call and traps stands in for it (make the procedure \
+                                 bound to it `!$omp declare target`)"
+                            )
+                        });
+                    }
+                    if changed {
+                        let element_type = LLVMGetElementType(LLVMTypeOf(init));
+                        let table =
+                            LLVMConstArray2(element_type, elements.as_mut_ptr(), elements.len() as u64);
+                        LLVMSetInitializer(global, table);
+                    }
+                }
+                global = next;
+            }
+            filled
+        }
+    }
+
+    /// The stub for binding `binding` of type `type_name`: one per binding and module, internal.
+    unsafe fn unbound_stub(&self, type_name: &str, binding: &str, prints: bool) -> LLVMValueRef {
+        // SAFETY: a new function of the module's context, given a body once.
+        unsafe {
+            let name =
+                std::ffi::CString::new(format!("{UNBOUND_PREFIX}{type_name}.{binding}")).unwrap_or_default();
+            let known = LLVMGetNamedFunction(self.module, name.as_ptr());
+            if !known.is_null() && LLVMIsDeclaration(known) == 0 {
+                return known;
+            }
+            // The passed object, as flang passes it first; the stub never returns.
+            let mut params = [LLVMPointerTypeInContext(self.context, 0)];
+            let void = LLVMVoidTypeInContext(self.context);
+            let stub = LLVMAddFunction(
+                self.module,
+                name.as_ptr(),
+                LLVMFunctionType(void, params.as_mut_ptr(), 1, 0),
+            );
+            LLVMSetLinkage(stub, LLVMLinkage::LLVMInternalLinkage);
+            let message = format!(
+                "omptarget-indirect: type-bound procedure `{binding}` of type `{type_name}` is not compiled for the \
+                 device (the procedure bound to it is not `!$omp declare target`), but device code called it\n"
+            );
+            self.build_trap_body(stub, prints.then_some(message.as_str()));
+            stub
+        }
+    }
+}
+
+/// The procedure address of a binding (flang's `{address, name}`), if flang left it `undef`.
+///
+/// # Safety
+/// `binding` must be a valid constant.
+unsafe fn unbound_address(binding: LLVMValueRef) -> Option<LLVMValueRef> {
+    // SAFETY: kind and operand queries on valid constants.
+    unsafe {
+        if LLVMIsAConstantStruct(binding).is_null() || LLVMGetNumOperands(binding) < 1 {
+            return None;
+        }
+        let address = LLVMGetOperand(binding, 0);
+        (LLVMIsUndef(address) != 0 && holds_an_address(LLVMTypeOf(address))).then_some(address)
+    }
+}
+
+/// Whether a constant of type `ty` can hold a function's address: a pointer, an integer, or
+/// flang's `c_funptr` (a structure of one of those).
+///
+/// # Safety
+/// `ty` must be a valid type.
+unsafe fn holds_an_address(ty: LLVMTypeRef) -> bool {
+    // SAFETY: type queries.
+    unsafe {
+        match LLVMGetTypeKind(ty) {
+            LLVMTypeKind::LLVMIntegerTypeKind | LLVMTypeKind::LLVMPointerTypeKind => true,
+            LLVMTypeKind::LLVMStructTypeKind => {
+                LLVMCountStructElementTypes(ty) == 1 && holds_an_address(LLVMStructGetTypeAtIndex(ty, 0))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// `function`'s address as a constant of type `ty`, one [`holds_an_address`] accepts.
+///
+/// # Safety
+/// `function` must be a valid function, `ty` a type of its context that can hold an address.
+unsafe fn address_as(function: LLVMValueRef, ty: LLVMTypeRef) -> LLVMValueRef {
+    // SAFETY: type queries and new constants of the function's context.
+    unsafe {
+        match LLVMGetTypeKind(ty) {
+            LLVMTypeKind::LLVMIntegerTypeKind => LLVMConstPtrToInt(function, ty),
+            LLVMTypeKind::LLVMStructTypeKind => {
+                let mut field = [address_as(function, LLVMStructGetTypeAtIndex(ty, 0))];
+                LLVMConstNamedStruct(ty, field.as_mut_ptr(), 1)
+            }
+            _ => LLVMConstPointerCast(function, ty),
+        }
+    }
+}
+
+/// The name of a binding (flang's `{address, name}`, the name a character descriptor of a
+/// constant string), if the constant says it.
+///
+/// # Safety
+/// `binding` must be a valid constant.
+unsafe fn binding_name(binding: LLVMValueRef) -> Option<String> {
+    // SAFETY: kind, operand and initializer queries on valid constants and globals.
+    unsafe {
+        if LLVMGetNumOperands(binding) < 2 {
+            return None;
+        }
+        let descriptor = LLVMGetOperand(binding, 1);
+        if LLVMIsAConstantStruct(descriptor).is_null() || LLVMGetNumOperands(descriptor) < 1 {
+            return None;
+        }
+        let text = LLVMGetOperand(descriptor, 0);
+        if LLVMIsAGlobalVariable(text).is_null() {
+            return None;
+        }
+        let init = LLVMGetInitializer(text);
+        if init.is_null() || LLVMIsConstantString(init) == 0 {
+            return None;
+        }
+        let mut len = 0usize;
+        let bytes = LLVMGetAsString(init, &mut len);
+        let bytes = std::slice::from_raw_parts(bytes.cast::<u8>(), len);
+        let name = String::from_utf8_lossy(bytes).trim_end_matches(['\0', ' ']).to_string();
+        (!name.is_empty()).then_some(name)
+    }
+}
+
 /// Whether a binding table of `descriptor` (flang's `_Q...EXvX<type>`, an internal global its
 /// initializer names) holds a procedure address flang left `undef` (one it did not resolve in
 /// this unit). (Other tables have `undef` padding.)

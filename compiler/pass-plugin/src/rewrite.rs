@@ -98,6 +98,7 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
             pass.summary.adapted_kernels = crate::flang_kernels::adapt_to_argument_array(module);
             pass.summary.indirect_entries = crate::indirect_entries::name_device_globals(module);
             pass.summary.shared_type_descriptors = crate::fortran_dispatch::share_type_descriptors(module);
+            pass.summary.unbound_bindings = pass.stub_unbound_bindings();
             pass.export_vtable_words();
             pass.route_dynamic_casts();
             pass.route_type_inquiries();

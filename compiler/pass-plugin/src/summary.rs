@@ -78,6 +78,9 @@ pub struct Summary {
     /// Device module: Fortran type descriptors made one definition per image
     /// ([`crate::fortran_dispatch`]).
     pub shared_type_descriptors: usize,
+    /// Device module: binding-table slots flang left `undef`, now a stub that reports the call
+    /// and traps ([`crate::fortran_dispatch`]).
+    pub unbound_bindings: usize,
     /// Calls of flang's `same_type_as` and `extends_type_of` now calling the device library's
     /// ([`crate::fortran_dispatch`]).
     pub type_inquiries: usize,
@@ -104,6 +107,7 @@ impl Summary {
             || self.guarded > 0
             || self.adapted_kernels > 0
             || self.shared_type_descriptors > 0
+            || self.unbound_bindings > 0
             || self.type_inquiries > 0
     }
 }

@@ -596,6 +596,51 @@ fn a_type_descriptor_with_unresolved_bindings_gives_way_and_keeps_its_tables_out
 }
 
 #[test]
+fn an_unbound_binding_becomes_a_stub_that_names_it_and_traps() {
+    // The binding's name as flang gives it: a character descriptor of a constant string.
+    let named = |source: String| {
+        source
+            .replace(
+                "@_QMshapesPsquare_area = external global i8",
+                "@_QMshapesPsquare_area = external global i8\n@_QMshapesEXnXarea = internal constant [4 x i8] c\"area\"",
+            )
+            .replace(
+                "{ ptr, i64, i32, i8, i8, i8, i8 } zeroinitializer }]",
+                "{ ptr, i64, i32, i8, i8, i8, i8 } { ptr @_QMshapesEXnXarea, i64 4, i32 0, i8 0, i8 0, i8 0, i8 0 } }]",
+            )
+    };
+    for (triple, prints) in [("x86_64-unknown-linux-gnu", true), ("nvptx64-nvidia-cuda", false)] {
+        let source = named(fortran_dispatch_of_a_user(triple));
+        assert!(source.contains("i64 undef") && source.contains("c\"area\""), "{source}");
+        let module = Module::parse(&format!("{source}{DEVICE_FLAG}"));
+        let summary = module.rewrite(Phase::PipelineStart);
+        let text = module.text();
+        assert_eq!(summary.unbound_bindings, 1, "{triple}:\n{text}");
+        // The descriptor still gives way to a complete copy: it was incomplete before the stub.
+        assert!(text.contains("@_QMshapesEXdtXsquare = weak_odr hidden constant"), "{triple}:\n{text}");
+        let bindings = text.lines().find(|l| l.starts_with("@_QMshapesEXvXsquare = ")).unwrap_or_default();
+        assert!(
+            bindings.contains("i64 ptrtoint (ptr @__omptarget_indirect_unbound.square.area to i64)"),
+            "{triple}: {bindings}"
+        );
+        assert!(!bindings.contains("undef"), "{triple}: {bindings}");
+        assert!(
+            text.contains("define internal void @__omptarget_indirect_unbound.square.area(ptr"),
+            "{triple}:\n{text}"
+        );
+        let message = "type-bound procedure `area` of type `square` is not compiled for the device";
+        assert_eq!(text.contains(message), prints, "{triple}:\n{text}");
+        assert!(text.contains("call void @llvm.trap()"), "{triple}:\n{text}");
+        // A second run finds nothing left to fill.
+        assert_eq!(module.rewrite(Phase::PipelineStart).unbound_bindings, 0);
+    }
+    // A complete table keeps its procedure.
+    let module = Module::parse(&format!("{FORTRAN_DISPATCH}{DEVICE_FLAG}"));
+    assert_eq!(module.rewrite(Phase::PipelineStart).unbound_bindings, 0);
+    assert!(!module.text().contains("__omptarget_indirect_unbound."));
+}
+
+#[test]
 fn fortran_type_descriptors_are_shared_paired_and_translated_and_type_inquiries_routed() {
     let module = Module::parse(&format!("{FORTRAN_DISPATCH}{DEVICE_FLAG}"));
     let summary = module.rewrite(Phase::PipelineStart);

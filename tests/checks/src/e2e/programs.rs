@@ -40,8 +40,8 @@ pub struct Program {
     /// Needs the frontend plugin (inline indirect functions, vtables of classes only the host
     /// constructs): what a build without it must do (the negative control).
     pub frontend: FrontendControl,
-    /// An argument that makes device code call a virtual function the device does not compile:
-    /// the run must stop with the stub's line naming it.
+    /// An argument that makes device code call a virtual function (or a Fortran binding's
+    /// procedure) the device does not compile: the run must stop with the stub's line naming it.
     pub trap_argument: Option<&'static str>,
     /// Whether it must fail with the map disabled (the negative control): programs whose
     /// pointers all reach the device untranslated.
@@ -666,6 +666,7 @@ pub const PROGRAMS: &[Program] = &[
         unmodified: true,
         host_vtables: true,
         type_bound_calls: true,
+        trap_argument: Some("unbound"),
         ..Program::DEFAULT
     },
     Program {

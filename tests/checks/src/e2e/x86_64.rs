@@ -444,7 +444,10 @@ fn frontend_controls(workspace: &Path, toolchain: &Toolchain, program: &Program)
             "{} {argument} on the strict device exited with {code}, expected the trap stub's line:\n{output}",
             exe.display()
         );
-        let named = line.unwrap_or_default().split_whitespace().nth(1).unwrap_or_default();
+        // `<mangled name>` for a C++ function, `type-bound procedure `b` of type `t`` for Fortran.
+        let line = line.unwrap_or_default();
+        let named = line.split_once(": ").map_or(line, |(_, rest)| rest);
+        let named = named.split(" is not compiled").next().unwrap_or_default();
         detail.push_str(&format!("; `{argument}` stops at the stub of {named} (exit {code})"));
     }
     let what = "built without the frontend plugin";
