@@ -30,6 +30,7 @@ pub mod dynamic_casts;
 pub mod flang_kernels;
 pub mod fortran;
 pub mod fortran_dispatch;
+pub mod fortran_maps;
 pub mod host_only;
 pub mod host_vtables;
 pub mod image_anchor;

@@ -60,6 +60,7 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
                 Phase::PipelineStart => {
                     summary.fortran_entries = crate::fortran::add_indirect_entries(module);
                     summary.indirect_entries = crate::indirect_entries::name_host_entries(module);
+                    summary.polymorphic_maps = crate::fortran_maps::map_dynamic_sizes(module);
                 }
                 // After the optimizer: only the vtables the object file will define, and the
                 // image anchor the records are found through.

@@ -81,6 +81,9 @@ pub struct Summary {
     /// Device module: binding-table slots flang left `undef`, now a stub that reports the call
     /// and traps ([`crate::fortran_dispatch`]).
     pub unbound_bindings: usize,
+    /// Host module: map entries of polymorphic objects now of their dynamic type's size
+    /// ([`crate::fortran_maps`]).
+    pub polymorphic_maps: usize,
     /// Calls of flang's `same_type_as` and `extends_type_of` now calling the device library's
     /// ([`crate::fortran_dispatch`]).
     pub type_inquiries: usize,
@@ -108,6 +111,7 @@ impl Summary {
             || self.adapted_kernels > 0
             || self.shared_type_descriptors > 0
             || self.unbound_bindings > 0
+            || self.polymorphic_maps > 0
             || self.type_inquiries > 0
     }
 }

@@ -5,6 +5,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The pass plugin's switch of polymorphic map sizes (its `fortran_maps::SWITCH`), read in the
+/// compiler's environment.
+pub const POLYMORPHIC_MAPS_SWITCH: &str = "OMPTARGET_INDIRECT_POLYMORPHIC_MAPS";
+
 use anyhow::{ensure, Result};
 
 use super::programs::{Build, Program, Unit};
@@ -103,6 +107,9 @@ pub fn build_as(
         let mut compiler = Command::new(toolchain.compiler(u.source));
         if let (true, Some(path)) = (is_fortran(u.source), toolchain.fortran_path(target)) {
             compiler.env("PATH", path);
+        }
+        if how == Build::WithoutPolymorphicMaps {
+            compiler.env(POLYMORPHIC_MAPS_SWITCH, "0");
         }
         cmd::output(
             compiler

@@ -84,6 +84,11 @@ pub struct Program {
     ///
     /// [`Release::flang_type_bound_calls`]: crate::llvm::Release::flang_type_bound_calls
     pub type_bound_calls: bool,
+    /// Maps polymorphic objects whose extensions have components of their own, which only the
+    /// pass plugin in host compiles maps (their dynamic type's size): built without that
+    /// ([`Build::WithoutPolymorphicMaps`]), the program must fail its checks, and run with this
+    /// argument (an abstract type without components) it must die in flang's default mapper.
+    pub extension_components: Option<&'static str>,
 }
 
 impl Program {
@@ -112,6 +117,7 @@ impl Program {
         needs_host_pass: false,
         slots_in_another_image: false,
         type_bound_calls: false,
+        extension_components: None,
     };
 
     /// Whether it runs with `llvm`'s toolchain: every program does, Fortran ones with the
@@ -198,6 +204,10 @@ pub enum Build {
     /// `-O2` with both plugins, the pass plugin in device compiles only: host compiles record no
     /// vtables and keep clang's entry names (the negative control of [`Program::needs_host_pass`]).
     WithoutHostPass,
+    /// `-O2` with both plugins, the pass plugin's polymorphic map sizes off in host compiles
+    /// (`OMPTARGET_INDIRECT_POLYMORPHIC_MAPS=0`): the negative control of
+    /// [`Program::extension_components`].
+    WithoutPolymorphicMaps,
 }
 
 impl Build {
@@ -207,7 +217,8 @@ impl Build {
             | Build::WithoutPassPlugin
             | Build::WithoutNaming
             | Build::WithoutFrontendPlugin
-            | Build::WithoutHostPass => &["-O2"],
+            | Build::WithoutHostPass
+            | Build::WithoutPolymorphicMaps => &["-O2"],
             Build::O0 => &["-O0"],
             Build::OffloadLto => &["-O2", "-foffload-lto"],
         }
@@ -223,6 +234,7 @@ impl Build {
             Build::WithoutNaming => "without-naming",
             Build::WithoutFrontendPlugin => "without-frontend-plugin",
             Build::WithoutHostPass => "without-host-pass",
+            Build::WithoutPolymorphicMaps => "without-polymorphic-maps",
         }
     }
 }
@@ -667,6 +679,19 @@ pub const PROGRAMS: &[Program] = &[
         host_vtables: true,
         type_bound_calls: true,
         trap_argument: Some("unbound"),
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "fortran_extensions",
+        about: "Fortran extensions with components of their own, mapped through class(...) objects the host built \
+                (flang 23): map(to:) and map(tofrom:) of a circle and of a sphere (an extension of an extension), a \
+                class pointer re-pointed between regions, target enter/exit data, an implicit map, an abstract type \
+                without components",
+        units: &[unit("fortran_extensions.F90")],
+        unmodified: true,
+        host_vtables: true,
+        type_bound_calls: true,
+        extension_components: Some("empty"),
         ..Program::DEFAULT
     },
     Program {

@@ -242,6 +242,9 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
             "; {what}: {failed} checks fail, and the strict device stops it at the {stopped} (negative controls)"
         ));
     }
+    if let Some(argument) = program.extension_components {
+        detail.push_str(&extension_components(workspace, toolchain, program, argument)?);
+    }
     if !program.without_naming.is_empty() {
         let control = build_as(workspace, toolchain, &target, program, Build::WithoutNaming)?;
         let what = "compiled without naming its procedures";
@@ -413,6 +416,41 @@ pub fn expect_gpu_linkable(toolchain: &Toolchain, exe: &Path, x86_64_only: &[&st
         image.display()
     );
     Ok(())
+}
+
+/// [`Program::extension_components`]: the program run with `argument` passes, loose and strict;
+/// built without the polymorphic map sizes, its checks fail and with `argument` it dies.
+fn extension_components(
+    workspace: &Path,
+    toolchain: &Toolchain,
+    program: &Program,
+    argument: &str,
+) -> Result<String> {
+    let target = OffloadTarget::x86_64();
+    let exe = build(workspace, toolchain, &target, program)?;
+    let passed = |text: &str| {
+        text.lines().any(|l| l.starts_with(&format!("{}: ", program.name)) && l.ends_with(" 0 failed"))
+    };
+    for device in [Device::Loose, Device::Strict] {
+        let (code, text) = run_with(toolchain, &exe, &[argument], MapSetup::Indexed, false, device)?;
+        ensure!(
+            code == 0 && passed(&text),
+            "{} {argument} ({device:?} device) exited with {code}:\n{text}",
+            exe.display()
+        );
+    }
+    let what = "built with OMPTARGET_INDIRECT_POLYMORPHIC_MAPS=0 (flang's declared-type sizes)";
+    let control = build_as(workspace, toolchain, &target, program, Build::WithoutPolymorphicMaps)?;
+    let failed = expect_failure(toolchain, &control, MapSetup::Indexed, what)?;
+    let (code, text) = run_with(toolchain, &control, &[argument], MapSetup::Indexed, false, Device::Loose)?;
+    ensure!(
+        code != 0 && !passed(&text),
+        "negative control: {what}, {} {argument} exited with {code}; it must die in flang's mapper:\n{text}",
+        control.display()
+    );
+    Ok(format!(
+        "; `{argument}` (an abstract type without components) passes, loose and strict; {what}: {failed} checks fail, and `{argument}` dies (exit {code}) (negative controls)"
+    ))
 }
 
 /// Runs a negative control, which must fail its checks (exit 1, FAIL lines); returns how many

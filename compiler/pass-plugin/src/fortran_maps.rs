@@ -1,0 +1,274 @@
+//! Polymorphic Fortran objects mapped with their dynamic type's size (flang's host modules).
+//!
+//! flang 23 maps a `class(shape)` object with its *declared* type's size and through the
+//! declared type's default mapper, which divides that size by the declared type's: an
+//! extension's own components (`circle%r`) never reach the device, and an abstract type without
+//! components (size 0) stops the host program with `SIGFPE` in the mapper. The object's
+//! descriptor knows the real size: its `elem_len` (the second word), which the runtime sets to
+//! the dynamic type's size when it allocates or points the object.
+//!
+//! So, in host modules, for each map entry of an offload call (`__tgt_target_kernel`,
+//! `__tgt_target_data_{begin,end,update}[_nowait]_mapper`) that maps the data of a scalar
+//! polymorphic descriptor (its pointer entry the base address loaded from a descriptor with a
+//! type-descriptor addendum) with a constant size through a default mapper:
+//!
+//! - the size becomes the descriptor's `elem_len`, read where flang stores the size (`0` still
+//!   for an unallocated object, as flang's `select` had it);
+//! - the mapper is dropped, when all it does is map the declared type's own components in place
+//!   (no pointer loads: no allocatable or pointer component to follow): libomptarget then maps
+//!   the object's bytes, all of them. An entry whose mapper follows components is left as flang
+//!   made it.
+//!
+//! A flang that maps the dynamic size already (a size that is not a constant) is left alone, so
+//! the fix is never applied twice. Descriptors passed as dummy arguments (their type unknown
+//! behind an opaque pointer) and arrays of polymorphic objects are not covered
+//! (`docs/fortran.md`).
+
+use std::collections::HashMap;
+
+use crate::ir::{instructions, value_name_bytes};
+use crate::llvm::core::*;
+use crate::llvm::prelude::*;
+use crate::llvm::LLVMTypeKind;
+
+/// `OMPTARGET_INDIRECT_POLYMORPHIC_MAPS=0` in the compiler's environment leaves flang's map
+/// sizes as they are (the negative control).
+pub const SWITCH: &str = "OMPTARGET_INDIRECT_POLYMORPHIC_MAPS";
+
+/// `__tgt_kernel_arguments`' fields holding the pointers, sizes and mappers arrays.
+const KERNEL_ARGUMENT_FIELDS: [u64; 3] = [3, 4, 7];
+/// The operands of `__tgt_target_data_*_mapper` that are those arrays.
+const DATA_MAPPER_OPERANDS: [u32; 3] = [4, 5, 8];
+
+/// Gives the map entries of scalar polymorphic objects their dynamic type's size (module
+/// documentation). Returns how many entries it changed.
+///
+/// # Safety
+/// `module` must be a valid host module that no one else accesses during the call.
+pub unsafe fn map_dynamic_sizes(module: LLVMModuleRef) -> usize {
+    // SAFETY: instructions of the module's functions, collected per function before any change;
+    // the changes replace store operands and add loads before those stores.
+    unsafe {
+        if std::env::var_os(SWITCH).is_some_and(|value| value == "0") {
+            return 0;
+        }
+        let mut changed = 0;
+        let mut function = LLVMGetFirstFunction(module);
+        while !function.is_null() {
+            if LLVMIsDeclaration(function) == 0 {
+                changed += in_function(function);
+            }
+            function = LLVMGetNextFunction(function);
+        }
+        changed
+    }
+}
+
+/// The stores of `function` into the arrays' elements: (array, index) -> the stores.
+type Stores = HashMap<(LLVMValueRef, u64), Vec<LLVMValueRef>>;
+
+unsafe fn in_function(function: LLVMValueRef) -> usize {
+    // SAFETY: reads of the function's instructions; changes as `map_dynamic_sizes` says.
+    unsafe {
+        let mut stores: Stores = HashMap::new();
+        let mut offloads = Vec::new();
+        for inst in instructions(function) {
+            if !LLVMIsAStoreInst(inst).is_null() {
+                if let Some(slot) = array_element(LLVMGetOperand(inst, 1)) {
+                    stores.entry(slot).or_default().push(inst);
+                }
+            } else if !LLVMIsACallInst(inst).is_null() {
+                if let Some(arrays) = offload_arrays(inst, &stores) {
+                    offloads.push(arrays);
+                }
+            }
+        }
+        let mut changed = 0;
+        for [pointers, sizes, mappers] in offloads {
+            for (&(array, index), mapper_stores) in &stores {
+                if array != mappers {
+                    continue;
+                }
+                let (Some(pointer), Some(size)) =
+                    (only(&stores, pointers, index), only(&stores, sizes, index))
+                else {
+                    continue;
+                };
+                let [mapper_store] = mapper_stores[..] else { continue };
+                if fix_entry(pointer, size, mapper_store) {
+                    changed += 1;
+                }
+            }
+        }
+        changed
+    }
+}
+
+/// The one store into element `index` of `array`, if there is exactly one.
+fn only(stores: &Stores, array: LLVMValueRef, index: u64) -> Option<LLVMValueRef> {
+    match stores.get(&(array, index)).map(Vec::as_slice) {
+        Some([store]) => Some(*store),
+        _ => None,
+    }
+}
+
+/// Changes the entry whose pointer, size and mapper these stores write, if it maps a scalar
+/// polymorphic object with a constant size through a default mapper that only maps the declared
+/// type's components in place.
+unsafe fn fix_entry(pointer: LLVMValueRef, size: LLVMValueRef, mapper_store: LLVMValueRef) -> bool {
+    // SAFETY: operand and type queries on valid instructions; new instructions before `size`.
+    unsafe {
+        let mapper = LLVMGetOperand(mapper_store, 0);
+        let is_default_mapper = !LLVMIsAFunction(mapper).is_null()
+            && value_name_bytes(mapper).is_some_and(|n| n.ends_with(b"_omp_default_mapper"));
+        if !is_default_mapper || !maps_in_place(mapper) {
+            return false;
+        }
+        let base = LLVMGetOperand(pointer, 0);
+        if LLVMIsALoadInst(base).is_null() {
+            return false;
+        }
+        let descriptor = LLVMGetOperand(base, 0);
+        let Some(descriptor_type) = polymorphic_scalar_descriptor(descriptor) else { return false };
+        let static_size = LLVMGetOperand(size, 0);
+        let select = !LLVMIsASelectInst(static_size).is_null();
+        let constant = if select { LLVMGetOperand(static_size, 2) } else { static_size };
+        if LLVMIsAConstantInt(constant).is_null() {
+            return false;
+        }
+        let context = LLVMGetTypeContext(LLVMTypeOf(constant));
+        let builder = LLVMCreateBuilderInContext(context);
+        LLVMPositionBuilderBefore(builder, size);
+        let i32 = LLVMInt32TypeInContext(context);
+        let mut indices = [LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 1, 0)];
+        let field = LLVMBuildInBoundsGEP2(
+            builder,
+            descriptor_type,
+            descriptor,
+            indices.as_mut_ptr(),
+            2,
+            c"".as_ptr(),
+        );
+        let elem_len = LLVMBuildLoad2(builder, LLVMTypeOf(constant), field, c"elem_len".as_ptr());
+        let dynamic = if select {
+            LLVMBuildSelect(
+                builder,
+                LLVMGetOperand(static_size, 0),
+                LLVMGetOperand(static_size, 1),
+                elem_len,
+                c"".as_ptr(),
+            )
+        } else {
+            elem_len
+        };
+        LLVMDisposeBuilder(builder);
+        LLVMSetOperand(size, 0, dynamic);
+        LLVMSetOperand(mapper_store, 0, LLVMConstNull(LLVMTypeOf(mapper)));
+        true
+    }
+}
+
+/// Whether the default mapper `mapper` only maps data in place: it loads no pointer (it follows
+/// no allocatable or pointer component) and calls only the mapper API.
+unsafe fn maps_in_place(mapper: LLVMValueRef) -> bool {
+    // SAFETY: reads of a defined function's instructions.
+    unsafe {
+        if LLVMIsDeclaration(mapper) != 0 {
+            return false;
+        }
+        instructions(mapper).all(|inst| {
+            if !LLVMIsALoadInst(inst).is_null() {
+                return LLVMGetTypeKind(LLVMTypeOf(inst)) != LLVMTypeKind::LLVMPointerTypeKind;
+            }
+            if LLVMIsACallInst(inst).is_null() {
+                return true;
+            }
+            let callee = LLVMGetCalledValue(inst);
+            value_name_bytes(callee)
+                .is_some_and(|n| n == b"__tgt_push_mapper_component" || n == b"__tgt_mapper_num_components")
+        })
+    }
+}
+
+/// The type of the descriptor `value` is, if it is a global or local variable holding a scalar
+/// polymorphic descriptor: flang's `{ptr, i64, i32, i8, i8, i8, i8, ptr, [1 x i64]}` (base
+/// address, `elem_len`, version, rank 0, type, attribute, extra, then the addendum: the type
+/// descriptor and one word).
+unsafe fn polymorphic_scalar_descriptor(value: LLVMValueRef) -> Option<LLVMTypeRef> {
+    // SAFETY: type queries on a valid value.
+    unsafe {
+        let ty = if !LLVMIsAGlobalVariable(value).is_null() {
+            LLVMGlobalGetValueType(value)
+        } else if !LLVMIsAAllocaInst(value).is_null() {
+            LLVMGetAllocatedType(value)
+        } else {
+            return None;
+        };
+        if LLVMGetTypeKind(ty) != LLVMTypeKind::LLVMStructTypeKind || LLVMCountStructElementTypes(ty) != 9 {
+            return None;
+        }
+        let kind = |i| LLVMGetTypeKind(LLVMStructGetTypeAtIndex(ty, i));
+        let int_width = |i| LLVMGetIntTypeWidth(LLVMStructGetTypeAtIndex(ty, i));
+        let header = kind(0) == LLVMTypeKind::LLVMPointerTypeKind
+            && kind(1) == LLVMTypeKind::LLVMIntegerTypeKind
+            && int_width(1) == 64
+            && (3..7).all(|i| kind(i) == LLVMTypeKind::LLVMIntegerTypeKind && int_width(i) == 8);
+        let addendum =
+            kind(7) == LLVMTypeKind::LLVMPointerTypeKind && kind(8) == LLVMTypeKind::LLVMArrayTypeKind;
+        (header && addendum).then_some(ty)
+    }
+}
+
+/// The (array, index) a store to `address` writes: `getelementptr [N x T], ptr %array, 0, i`
+/// with constant indices, or the array itself (index 0), the array an `alloca`.
+unsafe fn array_element(address: LLVMValueRef) -> Option<(LLVMValueRef, u64)> {
+    // SAFETY: operand queries on valid values.
+    unsafe {
+        if !LLVMIsAAllocaInst(address).is_null() {
+            return Some((address, 0));
+        }
+        if LLVMIsAGetElementPtrInst(address).is_null() || LLVMGetNumOperands(address) != 3 {
+            return None;
+        }
+        let array = LLVMGetOperand(address, 0);
+        let (first, index) = (LLVMGetOperand(address, 1), LLVMGetOperand(address, 2));
+        if LLVMIsAAllocaInst(array).is_null()
+            || LLVMIsAConstantInt(first).is_null()
+            || LLVMIsAConstantInt(index).is_null()
+        {
+            return None;
+        }
+        (LLVMConstIntGetZExtValue(first) == 0).then(|| (array, LLVMConstIntGetZExtValue(index)))
+    }
+}
+
+/// The pointers, sizes and mappers arrays (their `alloca`s) an offload call maps with, if
+/// `call` is one: `__tgt_target_kernel` takes them in its arguments structure (stored before the
+/// call), `__tgt_target_data_*_mapper` as operands.
+unsafe fn offload_arrays(call: LLVMValueRef, stores: &Stores) -> Option<[LLVMValueRef; 3]> {
+    // SAFETY: operand queries on a valid call and the stores before it.
+    unsafe {
+        let name = value_name_bytes(LLVMGetCalledValue(call))?;
+        let array_of =
+            |value: LLVMValueRef| array_element(value).and_then(|(array, i)| (i == 0).then_some(array));
+        if name == b"__tgt_target_kernel" && LLVMGetNumArgOperands(call) == 6 {
+            let arguments = LLVMGetOperand(call, 5);
+            let field = |k: u64| -> Option<LLVMValueRef> {
+                let [store] = stores.get(&(arguments, k))?.as_slice() else { return None };
+                array_of(LLVMGetOperand(*store, 0))
+            };
+            let [p, s, m] = KERNEL_ARGUMENT_FIELDS;
+            return Some([field(p)?, field(s)?, field(m)?]);
+        }
+        let data_mapper = name.starts_with(b"__tgt_target_data_") && name.ends_with(b"_mapper");
+        if data_mapper && LLVMGetNumArgOperands(call) >= 9 {
+            let [p, s, m] = DATA_MAPPER_OPERANDS;
+            return Some([
+                array_of(LLVMGetOperand(call, p))?,
+                array_of(LLVMGetOperand(call, s))?,
+                array_of(LLVMGetOperand(call, m))?,
+            ]);
+        }
+        None
+    }
+}

@@ -1,0 +1,172 @@
+! Extensions with components of their own, mapped through a polymorphic object the host built:
+! the device must read (and write back) the extension's components, which flang 23.1.4 leaves
+! out (it maps a `class(...)` object with its declared type's size); the pass plugin in the host
+! compile maps the dynamic type's size (docs/fortran.md).
+!
+! Shapes: `map(to:)` and `map(tofrom:)` of a `class(shape), allocatable` holding a `circle` and a
+! `sphere` (an extension of an extension), a `class(shape), pointer` re-pointed between regions,
+! `target enter/exit data`, an implicit map, read by `select type` and by a type-bound function.
+!
+! `./fortran_extensions empty`: a `class(figure)` of an abstract type without components, holding
+! a `ring`: flang's default mapper divides by the declared size, 0, and the host program died with
+! SIGFPE at the map.
+
+#define COUNTED_NAMES [character(len=6) :: 'circle', 'sphere']
+#include "fortran_counters.inc"
+
+module geometry
+  use counters, only: count
+  implicit none
+
+  type :: shape
+    integer :: id = 0
+  contains
+    procedure :: size_of => shape_size
+  end type
+
+  type, extends(shape) :: circle
+    real :: r = 0
+  contains
+    procedure :: size_of => circle_size
+  end type
+
+  type, extends(circle) :: sphere
+    real :: depth = 0
+  contains
+    procedure :: size_of => sphere_size
+  end type
+
+  type, abstract :: figure
+  end type
+
+  type, extends(figure) :: ring
+    real :: inner = 0, outer = 0
+  end type
+
+contains
+  real function shape_size(self)
+    !$omp declare target
+    class(shape), intent(in) :: self
+    shape_size = -1
+  end function
+
+  real function circle_size(self)
+    !$omp declare target
+    class(circle), intent(in) :: self
+    call count(1)
+    circle_size = self%r
+  end function
+
+  real function sphere_size(self)
+    !$omp declare target
+    class(sphere), intent(in) :: self
+    call count(2)
+    sphere_size = self%r + self%depth
+  end function
+end module
+
+program fortran_extensions
+  use counters
+  use geometry
+  implicit none
+  integer :: checks = 0, failures = 0
+  class(shape), allocatable :: s, t
+  class(shape), pointer :: p => null()
+  class(figure), allocatable :: f
+  type(circle), target :: small
+  type(sphere), target :: ball
+  real :: got, via_binding, width
+  character(len=16) :: mode
+
+  call get_command_argument(1, mode)
+  if (mode == 'empty') then
+    allocate(f, source=ring(1.5, 4.0))
+    width = 0
+    !$omp target map(to: f) map(from: width)
+    select type (f)
+    type is (ring)
+      width = f%outer - f%inner
+    end select
+    !$omp end target
+    call check(width == 2.5, 'an abstract type without components holding a ring: width * 10', nint(10 * width))
+    print '(a, ": ", i0, " checks, ", i0, " failed")', 'fortran_extensions', checks, failures
+    if (failures /= 0) stop 1
+    stop
+  end if
+
+  ! map(to:): the extension's component read by select type and by a binding.
+  allocate(s, source=circle(7, 2.5))
+  got = 0
+  via_binding = 0
+  !$omp target map(to: s) map(from: got, via_binding)
+  select type (s)
+  type is (circle)
+    got = s%r
+  end select
+  via_binding = s%size_of()
+  !$omp end target
+  call check(got == 2.5, 'map(to:) of a circle: r * 10', nint(10 * got))
+  call check(via_binding == 2.5, 'map(to:) of a circle, its binding: r * 10', nint(10 * via_binding))
+  call expect_calls('map(to:) of a circle', [1, 0])
+
+  ! map(tofrom:) of an extension of an extension: written on the device, seen on the host.
+  allocate(t, source=sphere(8, 1.0, 0.5))
+  !$omp target map(tofrom: t)
+  select type (t)
+  type is (sphere)
+    t%r = t%r + 10
+    t%depth = t%depth * 4
+  end select
+  !$omp end target
+  select type (t)
+  type is (sphere)
+    call check(t%r == 11.0, 'map(tofrom:) of a sphere: r', nint(t%r))
+    call check(t%depth == 2.0, 'map(tofrom:) of a sphere: depth', nint(t%depth))
+  class default
+    call check(.false., 'map(tofrom:) of a sphere: its type changed', 0)
+  end select
+
+  ! target enter/exit data, then a region that finds the object present.
+  !$omp target enter data map(to: t)
+  got = 0
+  !$omp target map(from: got)
+  got = t%size_of()
+  !$omp end target
+  !$omp target exit data map(delete: t)
+  call check(got == 13.0, 'target enter data of a sphere, its binding: r + depth', nint(got))
+  call expect_calls('target enter data', [0, 1])
+
+  ! A class(shape) pointer re-pointed between regions at objects of two extensions.
+  small%r = 3.0
+  ball%r = 4.0
+  ball%depth = 2.0
+  p => small
+  got = 0
+  !$omp target map(to: p) map(from: got)
+  got = p%size_of()
+  !$omp end target
+  call check(got == 3.0, 'pointer at a circle: r', nint(got))
+  p => ball
+  got = 0
+  !$omp target map(to: p) map(from: got)
+  got = p%size_of()
+  !$omp end target
+  call check(got == 6.0, 'pointer re-pointed at a sphere: r + depth', nint(got))
+  call expect_calls('re-pointed pointer', [1, 1])
+
+  ! An implicit map (no clause for s).
+  got = 0
+  !$omp target map(from: got)
+  select type (s)
+  type is (circle)
+    got = s%r * 2
+  end select
+  !$omp end target
+  call check(got == 5.0, 'implicit map of a circle: 2 r', nint(got))
+
+  print '(a, ": ", i0, " checks, ", i0, " failed")', 'fortran_extensions', checks, failures
+  if (failures /= 0) stop 1
+
+contains
+#include "fortran_checks.inc"
+end program
