@@ -1095,3 +1095,82 @@ fn on_the_x86_64_device_loop_translations_are_cached_but_not_guarded() {
     assert_eq!((summary.cached, summary.guarded), (1, 0), "{}", module.text());
     assert!(!module.text().contains("@__omptarget_indirect_first_key"), "{}", module.text());
 }
+
+/// A host module as flang 23 emits a `map(to: s)` of a `class(shape), allocatable :: s` (the
+/// data entry's size `shape`'s, 4 bytes, through `shape`'s default mapper); MAPPER_LOAD is what
+/// the mapper loads (a pointer when it follows an allocatable component).
+fn polymorphic_map(size: &str, mapper_load: &str) -> String {
+    format!(
+        r#"
+%kernel_arguments = type {{ i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, [3 x i32], [3 x i32], i32 }}
+@_QFEs = internal global {{ ptr, i64, i32, i8, i8, i8, i8, ptr, [1 x i64] }} zeroinitializer
+@field = internal global ptr null
+declare i32 @__tgt_target_kernel(ptr, i64, i32, i32, ptr, ptr)
+declare void @__tgt_push_mapper_component(ptr, ptr, ptr, i64, i64, ptr)
+define internal void @.omp_mapper._QQMgeoshape_omp_default_mapper(ptr %h, ptr %base, ptr %begin, i64 %size, i64 %type, ptr %name) {{
+  %count = udiv exact i64 %size, 4
+  %loaded = load {mapper_load}, ptr @field
+  call void @__tgt_push_mapper_component(ptr %h, ptr %base, ptr %begin, i64 %count, i64 %type, ptr %name)
+  ret void
+}}
+define void @main() {{
+  %pointers = alloca [2 x ptr]
+  %sizes = alloca [2 x i64]
+  %mappers = alloca [2 x ptr]
+  %args = alloca %kernel_arguments
+  %data = load ptr, ptr @_QFEs
+  %none = icmp eq ptr %data, null
+  %size = {size}
+  %p1 = getelementptr inbounds [2 x ptr], ptr %pointers, i32 0, i32 1
+  store ptr %data, ptr %p1
+  %s1 = getelementptr inbounds [2 x i64], ptr %sizes, i32 0, i32 1
+  store i64 %size, ptr %s1
+  %m1 = getelementptr inbounds [2 x ptr], ptr %mappers, i64 0, i64 1
+  store ptr @.omp_mapper._QQMgeoshape_omp_default_mapper, ptr %m1
+  %pointers0 = getelementptr inbounds [2 x ptr], ptr %pointers, i32 0, i32 0
+  %sizes0 = getelementptr inbounds [2 x i64], ptr %sizes, i32 0, i32 0
+  %a3 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 3
+  store ptr %pointers0, ptr %a3
+  %a4 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 4
+  store ptr %sizes0, ptr %a4
+  %a7 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 7
+  store ptr %mappers, ptr %a7
+  %r = call i32 @__tgt_target_kernel(ptr null, i64 -1, i32 -1, i32 0, ptr null, ptr %args)
+  ret void
+}}
+"#
+    )
+}
+
+#[test]
+fn a_polymorphic_scalar_is_mapped_with_its_dynamic_types_size() {
+    let module = Module::parse(&polymorphic_map("select i1 %none, i64 0, i64 4", "i64"));
+    let summary = module.rewrite(Phase::PipelineStart);
+    let text = module.text();
+    assert_eq!(summary.polymorphic_maps, 1, "{text}");
+    // The size is the descriptor's elem_len, 0 still for an unallocated object.
+    assert!(text.contains("%elem_len = load i64, ptr getelementptr inbounds"), "{text}");
+    assert!(module.line_in("main", "store i64 ").contains("ptr %s1"), "{text}");
+    assert!(text.contains("select i1 %none, i64 0, i64 %elem_len"), "{text}");
+    // The mapper, which only mapped in place, is dropped: libomptarget maps every byte.
+    assert!(text.contains("store ptr null, ptr %m1"), "{text}");
+    // A second run finds the size no longer constant.
+    assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 0);
+
+    // A mapper that follows a pointer (an allocatable component) is kept, and so is the size.
+    let module = Module::parse(&polymorphic_map("select i1 %none, i64 0, i64 4", "ptr"));
+    assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 0);
+    assert!(module.text().contains("store ptr @.omp_mapper._QQMgeoshape_omp_default_mapper, ptr %m1"));
+
+    // A size flang already computes (a flang that maps the dynamic size) is left alone.
+    let dynamic = polymorphic_map("load i64, ptr getelementptr (i8, ptr @_QFEs, i64 8)", "i64");
+    let module = Module::parse(&dynamic);
+    assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 0);
+
+    // With the switch off at compile time nothing changes.
+    std::env::set_var("OMPTARGET_INDIRECT_POLYMORPHIC_MAPS", "0");
+    let module = Module::parse(&polymorphic_map("select i1 %none, i64 0, i64 4", "i64"));
+    let changed = module.rewrite(Phase::PipelineStart).polymorphic_maps;
+    std::env::remove_var("OMPTARGET_INDIRECT_POLYMORPHIC_MAPS");
+    assert_eq!(changed, 0);
+}
