@@ -5,7 +5,8 @@
 !
 ! Shapes: `map(to:)` and `map(tofrom:)` of a `class(shape), allocatable` holding a `circle` and a
 ! `sphere` (an extension of an extension), a `class(shape), pointer` re-pointed between regions,
-! `target enter/exit data`, an implicit map, read by `select type` and by a type-bound function.
+! `target enter/exit data`, a module routine's region over its `class(shape)` dummy argument, an
+! implicit map, read by `select type` and by a type-bound function.
 !
 ! `./fortran_extensions empty`: a `class(figure)` of an abstract type without components, holding
 ! a `ring`: flang's default mapper divides by the declared size, 0, and the host program died with
@@ -44,6 +45,20 @@ module geometry
   end type
 
 contains
+  ! A library routine's own region over the object its caller built (a dummy argument).
+  subroutine stretch(s, by)
+    class(shape), intent(inout) :: s
+    real, intent(in) :: by
+    !$omp target map(tofrom: s)
+    select type (s)
+    type is (circle)
+      s%r = s%r * by
+    type is (sphere)
+      s%depth = s%depth * by
+    end select
+    !$omp end target
+  end subroutine
+
   real function shape_size(self)
     !$omp declare target
     class(shape), intent(in) :: self
@@ -154,6 +169,18 @@ program fortran_extensions
   call check(got == 6.0, 'pointer re-pointed at a sphere: r + depth', nint(got))
   call expect_calls('re-pointed pointer', [1, 1])
 
+  ! A routine's region over its dummy argument.
+  call stretch(s, 2.0)
+  select type (s)
+  type is (circle)
+    call check(s%r == 5.0, 'a dummy argument (circle) mapped tofrom by a routine: r', nint(s%r))
+  end select
+  call stretch(t, 3.0)
+  select type (t)
+  type is (sphere)
+    call check(t%depth == 6.0, 'a dummy argument (sphere) mapped tofrom by a routine: depth', nint(t%depth))
+  end select
+
   ! An implicit map (no clause for s).
   got = 0
   !$omp target map(from: got)
@@ -162,7 +189,7 @@ program fortran_extensions
     got = s%r * 2
   end select
   !$omp end target
-  call check(got == 5.0, 'implicit map of a circle: 2 r', nint(got))
+  call check(got == 10.0, 'implicit map of a circle: 2 r', nint(got))
 
   print '(a, ": ", i0, " checks, ", i0, " failed")', 'fortran_extensions', checks, failures
   if (failures /= 0) stop 1

@@ -10,7 +10,8 @@
 //! So, in host modules, for each map entry of an offload call (`__tgt_target_kernel`,
 //! `__tgt_target_data_{begin,end,update}[_nowait]_mapper`) that maps the data of a scalar
 //! polymorphic descriptor (its pointer entry the base address loaded from a descriptor with a
-//! type-descriptor addendum) with a constant size through a default mapper:
+//! type-descriptor addendum: a variable's, or the local copy flang makes of a dummy argument's)
+//! with a constant size, through a default mapper or none:
 //!
 //! - the size becomes the descriptor's `elem_len`, read where flang stores the size (`0` still
 //!   for an unallocated object, as flang's `select` had it);
@@ -20,9 +21,8 @@
 //!   made it.
 //!
 //! A flang that maps the dynamic size already (a size that is not a constant) is left alone, so
-//! the fix is never applied twice. Descriptors passed as dummy arguments (their type unknown
-//! behind an opaque pointer) and arrays of polymorphic objects are not covered
-//! (`docs/fortran.md`).
+//! the fix is never applied twice. Arrays of polymorphic objects and polymorphic components are
+//! not covered (`docs/fortran.md`).
 
 use std::collections::HashMap;
 
@@ -84,17 +84,23 @@ unsafe fn in_function(function: LLVMValueRef) -> usize {
             }
         }
         let mut changed = 0;
-        for [pointers, sizes, mappers] in offloads {
-            for (&(array, index), mapper_stores) in &stores {
-                if array != mappers {
-                    continue;
-                }
+        for (pointers, sizes, mappers) in offloads {
+            let entries: Vec<u64> =
+                stores.keys().filter(|&&(array, _)| array == pointers).map(|&(_, index)| index).collect();
+            for index in entries {
                 let (Some(pointer), Some(size)) =
                     (only(&stores, pointers, index), only(&stores, sizes, index))
                 else {
                     continue;
                 };
-                let [mapper_store] = mapper_stores[..] else { continue };
+                // No mappers array: no entry has a mapper.
+                let mapper_store = match mappers {
+                    Some(mappers) => match only(&stores, mappers, index) {
+                        Some(store) => Some(store),
+                        None => continue,
+                    },
+                    None => None,
+                };
                 if fix_entry(pointer, size, mapper_store) {
                     changed += 1;
                 }
@@ -115,21 +121,25 @@ fn only(stores: &Stores, array: LLVMValueRef, index: u64) -> Option<LLVMValueRef
 /// Changes the entry whose pointer, size and mapper these stores write, if it maps a scalar
 /// polymorphic object with a constant size through a default mapper that only maps the declared
 /// type's components in place.
-unsafe fn fix_entry(pointer: LLVMValueRef, size: LLVMValueRef, mapper_store: LLVMValueRef) -> bool {
+unsafe fn fix_entry(pointer: LLVMValueRef, size: LLVMValueRef, mapper_store: Option<LLVMValueRef>) -> bool {
     // SAFETY: operand and type queries on valid instructions; new instructions before `size`.
     unsafe {
-        let mapper = LLVMGetOperand(mapper_store, 0);
-        let is_default_mapper = !LLVMIsAFunction(mapper).is_null()
-            && value_name_bytes(mapper).is_some_and(|n| n.ends_with(b"_omp_default_mapper"));
-        if !is_default_mapper || !maps_in_place(mapper) {
-            return false;
+        // The entry's mapper, to be dropped: none, or a default mapper that maps in place.
+        let mapper = mapper_store.map(|store| LLVMGetOperand(store, 0)).filter(|m| LLVMIsNull(*m) == 0);
+        if let Some(mapper) = mapper {
+            let is_default_mapper = !LLVMIsAFunction(mapper).is_null()
+                && value_name_bytes(mapper).is_some_and(|n| n.ends_with(b"_omp_default_mapper"));
+            if !(is_default_mapper && maps_in_place(mapper)) {
+                return false;
+            }
         }
         let base = LLVMGetOperand(pointer, 0);
         if LLVMIsALoadInst(base).is_null() {
             return false;
         }
-        let descriptor = LLVMGetOperand(base, 0);
-        let Some(descriptor_type) = polymorphic_scalar_descriptor(descriptor) else { return false };
+        let Some((descriptor, descriptor_type)) = descriptor_of(LLVMGetOperand(base, 0)) else {
+            return false;
+        };
         let static_size = LLVMGetOperand(size, 0);
         let select = !LLVMIsASelectInst(static_size).is_null();
         let constant = if select { LLVMGetOperand(static_size, 2) } else { static_size };
@@ -163,7 +173,9 @@ unsafe fn fix_entry(pointer: LLVMValueRef, size: LLVMValueRef, mapper_store: LLV
         };
         LLVMDisposeBuilder(builder);
         LLVMSetOperand(size, 0, dynamic);
-        LLVMSetOperand(mapper_store, 0, LLVMConstNull(LLVMTypeOf(mapper)));
+        if let (Some(store), Some(mapper)) = (mapper_store, mapper) {
+            LLVMSetOperand(store, 0, LLVMConstNull(LLVMTypeOf(mapper)));
+        }
         true
     }
 }
@@ -190,22 +202,46 @@ unsafe fn maps_in_place(mapper: LLVMValueRef) -> bool {
     }
 }
 
-/// The type of the descriptor `value` is, if it is a global or local variable holding a scalar
-/// polymorphic descriptor: flang's `{ptr, i64, i32, i8, i8, i8, i8, ptr, [1 x i64]}` (base
-/// address, `elem_len`, version, rank 0, type, attribute, extra, then the addendum: the type
-/// descriptor and one word).
-unsafe fn polymorphic_scalar_descriptor(value: LLVMValueRef) -> Option<LLVMTypeRef> {
-    // SAFETY: type queries on a valid value.
+/// The descriptor whose base address a load from `address` reads, and its type, if it is a
+/// scalar polymorphic descriptor ([`is_polymorphic_scalar_descriptor`]): a global or local
+/// variable of that type, or its first field (`getelementptr <type>, ptr %d, 0, 0`) where `%d` is
+/// a variable or an argument (flang copies a `class(...)` dummy argument's descriptor into a
+/// local one). Those are defined wherever the size is stored.
+unsafe fn descriptor_of(address: LLVMValueRef) -> Option<(LLVMValueRef, LLVMTypeRef)> {
+    // SAFETY: type and operand queries on valid values.
     unsafe {
-        let ty = if !LLVMIsAGlobalVariable(value).is_null() {
-            LLVMGlobalGetValueType(value)
-        } else if !LLVMIsAAllocaInst(value).is_null() {
-            LLVMGetAllocatedType(value)
+        let (descriptor, ty) = if !LLVMIsAGlobalVariable(address).is_null() {
+            (address, LLVMGlobalGetValueType(address))
+        } else if !LLVMIsAAllocaInst(address).is_null() {
+            (address, LLVMGetAllocatedType(address))
+        } else if !LLVMIsAGetElementPtrInst(address).is_null() && LLVMGetNumOperands(address) == 3 {
+            let zero = |i| {
+                let index = LLVMGetOperand(address, i);
+                !LLVMIsAConstantInt(index).is_null() && LLVMConstIntGetZExtValue(index) == 0
+            };
+            let descriptor = LLVMGetOperand(address, 0);
+            let defined_everywhere = !LLVMIsAAllocaInst(descriptor).is_null()
+                || !LLVMIsAGlobalVariable(descriptor).is_null()
+                || !LLVMIsAArgument(descriptor).is_null();
+            if !(zero(1) && zero(2) && defined_everywhere) {
+                return None;
+            }
+            (descriptor, LLVMGetGEPSourceElementType(address))
         } else {
             return None;
         };
+        is_polymorphic_scalar_descriptor(ty).then_some((descriptor, ty))
+    }
+}
+
+/// Whether `ty` is flang's scalar polymorphic descriptor `{ptr, i64, i32, i8, i8, i8, i8, ptr,
+/// [1 x i64]}` (base address, `elem_len`, version, rank 0, type, attribute, extra, then the
+/// addendum: the type descriptor and one word).
+unsafe fn is_polymorphic_scalar_descriptor(ty: LLVMTypeRef) -> bool {
+    // SAFETY: type queries on a valid type.
+    unsafe {
         if LLVMGetTypeKind(ty) != LLVMTypeKind::LLVMStructTypeKind || LLVMCountStructElementTypes(ty) != 9 {
-            return None;
+            return false;
         }
         let kind = |i| LLVMGetTypeKind(LLVMStructGetTypeAtIndex(ty, i));
         let int_width = |i| LLVMGetIntTypeWidth(LLVMStructGetTypeAtIndex(ty, i));
@@ -213,9 +249,7 @@ unsafe fn polymorphic_scalar_descriptor(value: LLVMValueRef) -> Option<LLVMTypeR
             && kind(1) == LLVMTypeKind::LLVMIntegerTypeKind
             && int_width(1) == 64
             && (3..7).all(|i| kind(i) == LLVMTypeKind::LLVMIntegerTypeKind && int_width(i) == 8);
-        let addendum =
-            kind(7) == LLVMTypeKind::LLVMPointerTypeKind && kind(8) == LLVMTypeKind::LLVMArrayTypeKind;
-        (header && addendum).then_some(ty)
+        header && kind(7) == LLVMTypeKind::LLVMPointerTypeKind && kind(8) == LLVMTypeKind::LLVMArrayTypeKind
     }
 }
 
@@ -242,33 +276,42 @@ unsafe fn array_element(address: LLVMValueRef) -> Option<(LLVMValueRef, u64)> {
     }
 }
 
-/// The pointers, sizes and mappers arrays (their `alloca`s) an offload call maps with, if
-/// `call` is one: `__tgt_target_kernel` takes them in its arguments structure (stored before the
-/// call), `__tgt_target_data_*_mapper` as operands.
-unsafe fn offload_arrays(call: LLVMValueRef, stores: &Stores) -> Option<[LLVMValueRef; 3]> {
+/// The pointers and sizes arrays (their `alloca`s) an offload call maps with, and its mappers
+/// array (none when the call passes null: no entry has a mapper), if `call` is one:
+/// `__tgt_target_kernel` takes them in its arguments structure (stored before the call),
+/// `__tgt_target_data_*_mapper` as operands.
+unsafe fn offload_arrays(
+    call: LLVMValueRef,
+    stores: &Stores,
+) -> Option<(LLVMValueRef, LLVMValueRef, Option<LLVMValueRef>)> {
     // SAFETY: operand queries on a valid call and the stores before it.
     unsafe {
         let name = value_name_bytes(LLVMGetCalledValue(call))?;
         let array_of =
             |value: LLVMValueRef| array_element(value).and_then(|(array, i)| (i == 0).then_some(array));
-        if name == b"__tgt_target_kernel" && LLVMGetNumArgOperands(call) == 6 {
+        let mappers_of = |value: LLVMValueRef| -> Option<Option<LLVMValueRef>> {
+            if LLVMIsNull(value) != 0 {
+                Some(None)
+            } else {
+                array_of(value).map(Some)
+            }
+        };
+        let [p, s, m] = if name == b"__tgt_target_kernel" && LLVMGetNumArgOperands(call) == 6 {
             let arguments = LLVMGetOperand(call, 5);
             let field = |k: u64| -> Option<LLVMValueRef> {
                 let [store] = stores.get(&(arguments, k))?.as_slice() else { return None };
-                array_of(LLVMGetOperand(*store, 0))
+                Some(LLVMGetOperand(*store, 0))
             };
             let [p, s, m] = KERNEL_ARGUMENT_FIELDS;
-            return Some([field(p)?, field(s)?, field(m)?]);
-        }
-        let data_mapper = name.starts_with(b"__tgt_target_data_") && name.ends_with(b"_mapper");
-        if data_mapper && LLVMGetNumArgOperands(call) >= 9 {
-            let [p, s, m] = DATA_MAPPER_OPERANDS;
-            return Some([
-                array_of(LLVMGetOperand(call, p))?,
-                array_of(LLVMGetOperand(call, s))?,
-                array_of(LLVMGetOperand(call, m))?,
-            ]);
-        }
-        None
+            [field(p)?, field(s)?, field(m)?]
+        } else if name.starts_with(b"__tgt_target_data_")
+            && name.ends_with(b"_mapper")
+            && LLVMGetNumArgOperands(call) >= 9
+        {
+            DATA_MAPPER_OPERANDS.map(|i| LLVMGetOperand(call, i))
+        } else {
+            return None;
+        };
+        Some((array_of(p)?, array_of(s)?, mappers_of(m)?))
     }
 }

@@ -1174,3 +1174,41 @@ fn a_polymorphic_scalar_is_mapped_with_its_dynamic_types_size() {
     std::env::remove_var("OMPTARGET_INDIRECT_POLYMORPHIC_MAPS");
     assert_eq!(changed, 0);
 }
+
+#[test]
+fn a_polymorphic_dummy_argument_is_mapped_with_its_dynamic_types_size() {
+    // flang copies a `class(shape)` dummy's descriptor into a local one and loads the base
+    // address through its first field; an entry without mapper, and no mappers array at all.
+    let source = r#"
+%kernel_arguments = type { i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, [3 x i32], [3 x i32], i32 }
+%box = type { ptr, i64, i32, i8, i8, i8, i8, ptr, [1 x i64] }
+declare i32 @__tgt_target_kernel(ptr, i64, i32, i32, ptr, ptr)
+declare void @llvm.memcpy.p0.p0.i32(ptr, ptr, i32, i1)
+define void @grow(ptr %dummy) {
+  %pointers = alloca [1 x ptr]
+  %sizes = alloca [1 x i64]
+  %args = alloca %kernel_arguments
+  %copy = alloca %box
+  call void @llvm.memcpy.p0.p0.i32(ptr %copy, ptr %dummy, i32 40, i1 false)
+  %first = getelementptr %box, ptr %copy, i32 0, i32 0
+  %data = load ptr, ptr %first
+  %none = icmp eq ptr %data, null
+  %size = select i1 %none, i64 0, i64 4
+  store ptr %data, ptr %pointers
+  store i64 %size, ptr %sizes
+  %a3 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 3
+  store ptr %pointers, ptr %a3
+  %a4 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 4
+  store ptr %sizes, ptr %a4
+  %a7 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 7
+  store ptr null, ptr %a7
+  %r = call i32 @__tgt_target_kernel(ptr null, i64 -1, i32 -1, i32 0, ptr null, ptr %args)
+  ret void
+}
+"#;
+    let module = Module::parse(source);
+    assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 1, "{}", module.text());
+    let text = module.text();
+    assert!(text.contains("getelementptr inbounds %box, ptr %copy, i32 0, i32 1"), "{text}");
+    assert!(text.contains("select i1 %none, i64 0, i64 %elem_len"), "{text}");
+}

@@ -685,8 +685,8 @@ pub const PROGRAMS: &[Program] = &[
         name: "fortran_extensions",
         about: "Fortran extensions with components of their own, mapped through class(...) objects the host built \
                 (flang 23): map(to:) and map(tofrom:) of a circle and of a sphere (an extension of an extension), a \
-                class pointer re-pointed between regions, target enter/exit data, an implicit map, an abstract type \
-                without components",
+                class pointer re-pointed between regions, target enter/exit data, a routine's region over its dummy \
+                argument, an implicit map, an abstract type without components",
         units: &[unit("fortran_extensions.F90")],
         unmodified: true,
         host_vtables: true,
