@@ -35,10 +35,14 @@ use crate::llvm::LLVMTypeKind;
 /// sizes as they are (the negative control).
 pub const SWITCH: &str = "OMPTARGET_INDIRECT_POLYMORPHIC_MAPS";
 
-/// `__tgt_kernel_arguments`' fields holding the pointers, sizes and mappers arrays.
-const KERNEL_ARGUMENT_FIELDS: [u64; 3] = [3, 4, 7];
+/// `__tgt_kernel_arguments`' fields holding the pointers, sizes, map types and mappers arrays.
+const KERNEL_ARGUMENT_FIELDS: [u64; 4] = [3, 4, 5, 7];
 /// The operands of `__tgt_target_data_*_mapper` that are those arrays.
-const DATA_MAPPER_OPERANDS: [u32; 3] = [4, 5, 8];
+const DATA_MAPPER_OPERANDS: [u32; 4] = [4, 5, 6, 8];
+
+/// libomptarget's map-type bit of an entry that attaches a pointer to data mapped by another
+/// entry (its size is the pointer's, not the data's): left alone.
+const MAP_ATTACH: u64 = 0x4000;
 
 /// Gives the map entries of scalar polymorphic objects their dynamic type's size (module
 /// documentation). Returns how many entries it changed.
@@ -84,7 +88,7 @@ unsafe fn in_function(function: LLVMValueRef) -> usize {
             }
         }
         let mut changed = 0;
-        for (pointers, sizes, mappers) in offloads {
+        for Offload { pointers, sizes, map_types, mappers } in offloads {
             let entries: Vec<u64> =
                 stores.keys().filter(|&&(array, _)| array == pointers).map(|&(_, index)| index).collect();
             for index in entries {
@@ -93,6 +97,9 @@ unsafe fn in_function(function: LLVMValueRef) -> usize {
                 else {
                     continue;
                 };
+                if map_type(map_types, index).is_none_or(|t| t & MAP_ATTACH != 0) {
+                    continue;
+                }
                 // No mappers array: no entry has a mapper.
                 let mapper_store = match mappers {
                     Some(mappers) => match only(&stores, mappers, index) {
@@ -276,34 +283,32 @@ unsafe fn array_element(address: LLVMValueRef) -> Option<(LLVMValueRef, u64)> {
     }
 }
 
-/// The pointers and sizes arrays (their `alloca`s) an offload call maps with, and its mappers
-/// array (none when the call passes null: no entry has a mapper), if `call` is one:
-/// `__tgt_target_kernel` takes them in its arguments structure (stored before the call),
-/// `__tgt_target_data_*_mapper` as operands.
-unsafe fn offload_arrays(
-    call: LLVMValueRef,
-    stores: &Stores,
-) -> Option<(LLVMValueRef, LLVMValueRef, Option<LLVMValueRef>)> {
+/// What an offload call maps with: its pointers and sizes arrays (their `alloca`s), its map
+/// types (a constant array), and its mappers array (none when the call passes null: no entry has
+/// a mapper).
+struct Offload {
+    pointers: LLVMValueRef,
+    sizes: LLVMValueRef,
+    map_types: LLVMValueRef,
+    mappers: Option<LLVMValueRef>,
+}
+
+/// What `call` maps with, if it is an offload call: `__tgt_target_kernel` takes the arrays in
+/// its arguments structure (stored before the call), `__tgt_target_data_*_mapper` as operands.
+unsafe fn offload_arrays(call: LLVMValueRef, stores: &Stores) -> Option<Offload> {
     // SAFETY: operand queries on a valid call and the stores before it.
     unsafe {
         let name = value_name_bytes(LLVMGetCalledValue(call))?;
         let array_of =
             |value: LLVMValueRef| array_element(value).and_then(|(array, i)| (i == 0).then_some(array));
-        let mappers_of = |value: LLVMValueRef| -> Option<Option<LLVMValueRef>> {
-            if LLVMIsNull(value) != 0 {
-                Some(None)
-            } else {
-                array_of(value).map(Some)
-            }
-        };
-        let [p, s, m] = if name == b"__tgt_target_kernel" && LLVMGetNumArgOperands(call) == 6 {
+        let [p, s, t, m] = if name == b"__tgt_target_kernel" && LLVMGetNumArgOperands(call) == 6 {
             let arguments = LLVMGetOperand(call, 5);
             let field = |k: u64| -> Option<LLVMValueRef> {
                 let [store] = stores.get(&(arguments, k))?.as_slice() else { return None };
                 Some(LLVMGetOperand(*store, 0))
             };
-            let [p, s, m] = KERNEL_ARGUMENT_FIELDS;
-            [field(p)?, field(s)?, field(m)?]
+            let [p, s, t, m] = KERNEL_ARGUMENT_FIELDS;
+            [field(p)?, field(s)?, field(t)?, field(m)?]
         } else if name.starts_with(b"__tgt_target_data_")
             && name.ends_with(b"_mapper")
             && LLVMGetNumArgOperands(call) >= 9
@@ -312,6 +317,31 @@ unsafe fn offload_arrays(
         } else {
             return None;
         };
-        Some((array_of(p)?, array_of(s)?, mappers_of(m)?))
+        if LLVMIsAGlobalVariable(t).is_null() || LLVMIsGlobalConstant(t) == 0 {
+            return None;
+        }
+        let map_types = LLVMGetInitializer(t);
+        let mappers = if LLVMIsNull(m) != 0 { None } else { Some(array_of(m)?) };
+        (!map_types.is_null()).then_some(Offload {
+            pointers: array_of(p)?,
+            sizes: array_of(s)?,
+            map_types,
+            mappers,
+        })
+    }
+}
+
+/// The map type of entry `index` in the constant array `map_types`, if it says.
+unsafe fn map_type(map_types: LLVMValueRef, index: u64) -> Option<u64> {
+    // SAFETY: queries on a valid constant.
+    unsafe {
+        if LLVMIsAConstantDataArray(map_types).is_null()
+            || index >= LLVMGetArrayLength2(LLVMTypeOf(map_types))
+        {
+            return None;
+        }
+        let element = LLVMGetAggregateElement(map_types, index as u32);
+        (!element.is_null() && !LLVMIsAConstantInt(element).is_null())
+            .then(|| LLVMConstIntGetZExtValue(element))
     }
 }

@@ -1098,13 +1098,15 @@ fn on_the_x86_64_device_loop_translations_are_cached_but_not_guarded() {
 
 /// A host module as flang 23 emits a `map(to: s)` of a `class(shape), allocatable :: s` (the
 /// data entry's size `shape`'s, 4 bytes, through `shape`'s default mapper); MAPPER_LOAD is what
-/// the mapper loads (a pointer when it follows an allocatable component).
-fn polymorphic_map(size: &str, mapper_load: &str) -> String {
+/// the mapper loads (a pointer when it follows an allocatable component); MAP_TYPE the entry's
+/// (1: to; 0x4000: an attachment).
+fn polymorphic_map(size: &str, mapper_load: &str, map_type: u64) -> String {
     format!(
         r#"
 %kernel_arguments = type {{ i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, [3 x i32], [3 x i32], i32 }}
 @_QFEs = internal global {{ ptr, i64, i32, i8, i8, i8, i8, ptr, [1 x i64] }} zeroinitializer
 @field = internal global ptr null
+@maptypes = private unnamed_addr constant [2 x i64] [i64 32, i64 {map_type}]
 declare i32 @__tgt_target_kernel(ptr, i64, i32, i32, ptr, ptr)
 declare void @__tgt_push_mapper_component(ptr, ptr, ptr, i64, i64, ptr)
 define internal void @.omp_mapper._QQMgeoshape_omp_default_mapper(ptr %h, ptr %base, ptr %begin, i64 %size, i64 %type, ptr %name) {{
@@ -1133,6 +1135,8 @@ define void @main() {{
   store ptr %pointers0, ptr %a3
   %a4 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 4
   store ptr %sizes0, ptr %a4
+  %a5 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 5
+  store ptr @maptypes, ptr %a5
   %a7 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 7
   store ptr %mappers, ptr %a7
   %r = call i32 @__tgt_target_kernel(ptr null, i64 -1, i32 -1, i32 0, ptr null, ptr %args)
@@ -1144,7 +1148,7 @@ define void @main() {{
 
 #[test]
 fn a_polymorphic_scalar_is_mapped_with_its_dynamic_types_size() {
-    let module = Module::parse(&polymorphic_map("select i1 %none, i64 0, i64 4", "i64"));
+    let module = Module::parse(&polymorphic_map("select i1 %none, i64 0, i64 4", "i64", 1));
     let summary = module.rewrite(Phase::PipelineStart);
     let text = module.text();
     assert_eq!(summary.polymorphic_maps, 1, "{text}");
@@ -1158,18 +1162,22 @@ fn a_polymorphic_scalar_is_mapped_with_its_dynamic_types_size() {
     assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 0);
 
     // A mapper that follows a pointer (an allocatable component) is kept, and so is the size.
-    let module = Module::parse(&polymorphic_map("select i1 %none, i64 0, i64 4", "ptr"));
+    let module = Module::parse(&polymorphic_map("select i1 %none, i64 0, i64 4", "ptr", 1));
     assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 0);
     assert!(module.text().contains("store ptr @.omp_mapper._QQMgeoshape_omp_default_mapper, ptr %m1"));
 
     // A size flang already computes (a flang that maps the dynamic size) is left alone.
-    let dynamic = polymorphic_map("load i64, ptr getelementptr (i8, ptr @_QFEs, i64 8)", "i64");
+    let dynamic = polymorphic_map("load i64, ptr getelementptr (i8, ptr @_QFEs, i64 8)", "i64", 1);
     let module = Module::parse(&dynamic);
+    assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 0);
+
+    // An attachment entry (its size the descriptor's) is left alone.
+    let module = Module::parse(&polymorphic_map("select i1 %none, i64 0, i64 4", "i64", 0x4000));
     assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 0);
 
     // With the switch off at compile time nothing changes.
     std::env::set_var("OMPTARGET_INDIRECT_POLYMORPHIC_MAPS", "0");
-    let module = Module::parse(&polymorphic_map("select i1 %none, i64 0, i64 4", "i64"));
+    let module = Module::parse(&polymorphic_map("select i1 %none, i64 0, i64 4", "i64", 1));
     let changed = module.rewrite(Phase::PipelineStart).polymorphic_maps;
     std::env::remove_var("OMPTARGET_INDIRECT_POLYMORPHIC_MAPS");
     assert_eq!(changed, 0);
@@ -1182,6 +1190,7 @@ fn a_polymorphic_dummy_argument_is_mapped_with_its_dynamic_types_size() {
     let source = r#"
 %kernel_arguments = type { i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, [3 x i32], [3 x i32], i32 }
 %box = type { ptr, i64, i32, i8, i8, i8, i8, ptr, [1 x i64] }
+@maptypes = private unnamed_addr constant [1 x i64] [i64 3]
 declare i32 @__tgt_target_kernel(ptr, i64, i32, i32, ptr, ptr)
 declare void @llvm.memcpy.p0.p0.i32(ptr, ptr, i32, i1)
 define void @grow(ptr %dummy) {
@@ -1200,6 +1209,8 @@ define void @grow(ptr %dummy) {
   store ptr %pointers, ptr %a3
   %a4 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 4
   store ptr %sizes, ptr %a4
+  %a5 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 5
+  store ptr @maptypes, ptr %a5
   %a7 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 7
   store ptr null, ptr %a7
   %r = call i32 @__tgt_target_kernel(ptr null, i64 -1, i32 -1, i32 0, ptr null, ptr %args)
