@@ -7,7 +7,9 @@
 !
 ! Shapes: `allocate(s, source=...)` of an abstract type's extension, a polymorphic array in a
 ! teams loop, a `class(...)` pointer re-pointed between regions, three levels of extension
-! (shape, square, cube, tesseract), deferred bindings, a function and a subroutine binding.
+! (shape, square, cube, tesseract), deferred bindings, a function and a subroutine binding; on a
+! `gauge`'s extension a binding calling another, a `non_overridable` one, one whose passed object
+! is not first (`pass(self)`) and a generic binding.
 !
 ! `./fortran_type_bound unbound`: a binding of `hexagon`, whose procedures are not `declare
 ! target`, called on the device: the pass plugin's stub says which and traps (the test runner
@@ -60,6 +62,25 @@ module shapes
     procedure :: grow => tesseract_grow
   end type
 
+  ! Binding forms: one binding calling another, `non_overridable`, the passed object not first
+  ! (`pass(self)`), a generic binding of two specifics.
+  type :: gauge
+    real :: v = 1
+  contains
+    procedure :: reading => gauge_reading
+    procedure :: twice => gauge_twice
+    procedure, non_overridable :: offset => gauge_offset
+    procedure, pass(self) :: scaled => gauge_scaled
+    procedure :: plus_real => gauge_plus_real
+    procedure :: plus_int => gauge_plus_int
+    generic :: plus => plus_real, plus_int
+  end type
+
+  type, extends(gauge) :: fine_gauge
+  contains
+    procedure :: reading => fine_reading
+  end type
+
   ! Bound to procedures the device does not have (no `declare target`).
   type, extends(shape) :: hexagon
   contains
@@ -68,6 +89,51 @@ module shapes
   end type
 
 contains
+  real function gauge_reading(self)
+    !$omp declare target
+    class(gauge), intent(in) :: self
+    gauge_reading = self%v
+  end function
+
+  real function fine_reading(self)
+    !$omp declare target
+    class(fine_gauge), intent(in) :: self
+    fine_reading = self%v * 10
+  end function
+
+  real function gauge_twice(self)
+    !$omp declare target
+    class(gauge), intent(in) :: self
+    gauge_twice = 2 * self%reading()
+  end function
+
+  real function gauge_offset(self)
+    !$omp declare target
+    class(gauge), intent(in) :: self
+    gauge_offset = self%v + 100
+  end function
+
+  real function gauge_scaled(by, self)
+    !$omp declare target
+    real, intent(in) :: by
+    class(gauge), intent(in) :: self
+    gauge_scaled = by * self%reading()
+  end function
+
+  real function gauge_plus_real(self, x)
+    !$omp declare target
+    class(gauge), intent(in) :: self
+    real, intent(in) :: x
+    gauge_plus_real = self%reading() + x
+  end function
+
+  real function gauge_plus_int(self, n)
+    !$omp declare target
+    class(gauge), intent(in) :: self
+    integer, intent(in) :: n
+    gauge_plus_int = self%reading() + 1000 * n
+  end function
+
   real function hexagon_area(self)
     class(hexagon), intent(in) :: self
     hexagon_area = 2.598 * self%side ** 2
@@ -125,6 +191,8 @@ program fortran_type_bound
   integer :: checks = 0, failures = 0
   class(shape), allocatable :: s, t, many(:)
   class(shape), pointer :: p => null()
+  class(gauge), allocatable :: g
+  real :: forms(5)
   type(square), target :: plain
   type(tesseract), target :: big
   real :: a, b, areas(n)
@@ -221,6 +289,22 @@ program fortran_type_bound
   call check(a == 24.0, 'pointer re-pointed at a tesseract: area', nint(a))
   !$omp target exit data map(release: plain, big)
   call expect_calls('re-pointed pointer', [1, 0, 1])
+
+  ! Binding forms on an extension's object, against the host's answers.
+  allocate(g, source=fine_gauge(4.0))
+  forms = 0
+  !$omp target map(to: g) map(from: forms)
+  forms(1) = g%twice()
+  forms(2) = g%offset()
+  forms(3) = g%scaled(0.5)
+  forms(4) = g%plus(0.25)
+  forms(5) = g%plus(2)
+  !$omp end target
+  call check(forms(1) == g%twice(), 'a binding calling a binding: 10 * result', nint(10 * forms(1)))
+  call check(forms(2) == g%offset(), 'a non_overridable binding: result', nint(forms(2)))
+  call check(forms(3) == g%scaled(0.5), 'pass(self) not first: result', nint(forms(3)))
+  call check(forms(4) == g%plus(0.25), 'a generic binding, real specific: 100 * result', nint(100 * forms(4)))
+  call check(forms(5) == g%plus(2), 'a generic binding, integer specific: result', nint(forms(5)))
 
   print '(a, ": ", i0, " checks, ", i0, " failed")', 'fortran_type_bound', checks, failures
   if (failures /= 0) stop 1
