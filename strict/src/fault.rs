@@ -110,21 +110,153 @@ pub fn describe(access: Access, addr: usize, from: usize, protected: &window::Pr
 /// is reported.
 const HOST_THREAD_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// What the dynamic loader knows of code address `pc`: the path of the object holding it, and
-/// the symbol before it with its address, if any.
+/// What the loaded objects say of code address `pc`: the path of the object holding it, and the
+/// dynamic symbol covering it (or the nearest before it) with its address, if any.
+///
+/// Found with `dl_iterate_phdr` and the object's own dynamic symbol table in memory, not with
+/// `dladdr`: `dladdr` takes the loader's lock, which a `dlopen` holds while it runs the new
+/// object's constructors, and a constructor that meets the protection waits for the window to
+/// close, which the kernel reporting here never lets happen (the report and the `dlopen` then
+/// waited for each other for ever). `dl_iterate_phdr` takes only the lock of the list of
+/// objects, held for the moment an object is added. An address in the host program (closed off
+/// now) is named from the window's snapshot instead.
 fn loaded_at(pc: usize) -> Option<(String, Option<(String, usize)>)> {
-    // SAFETY: `Dl_info` is plain C data (pointers and integers), valid all zero.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr only reads the loader's tables; `info` is a valid out-pointer.
-    if pc == 0 || unsafe { libc::dladdr(pc as *const c_void, &mut info) } == 0 {
+    if pc == 0 {
         return None;
     }
-    let text = |p: *const libc::c_char| {
-        // SAFETY: non-null strings dladdr returns are the loader's NUL-terminated names.
-        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-    };
-    let symbol = text(info.dli_sname).map(|name| (name, info.dli_saddr as usize));
-    Some((text(info.dli_fname).unwrap_or_default(), symbol))
+    if let Some(protected) = window::protected() {
+        if let Some(object) = objects::object_at(&protected.objects, pc) {
+            let symbol = objects::symbol_at(&protected.objects, pc).map(|(s, _)| (s.name.clone(), s.start));
+            return Some((object.path.clone(), symbol));
+        }
+    }
+    struct Search {
+        pc: usize,
+        found: Option<(String, Option<(String, usize)>)>,
+    }
+    unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _: usize, data: *mut c_void) -> c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info for a loaded object, whose program headers
+        // and mapped segments are readable, and `data` is the Search below.
+        unsafe {
+            let search = &mut *(data as *mut Search);
+            let info = &*info;
+            // A protected object's program headers are in its closed first segment: reading
+            // them here would fault in the handler (its addresses were looked up above).
+            let closed = window::protected()
+                .is_some_and(|p| objects::object_at(&p.objects, info.dlpi_phdr as usize).is_some());
+            if closed {
+                return 0;
+            }
+            let base = info.dlpi_addr as usize;
+            let headers = std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);
+            let holds = headers.iter().any(|h| {
+                let start = base + h.p_vaddr as usize;
+                h.p_type == libc::PT_LOAD && search.pc >= start && search.pc < start + h.p_memsz as usize
+            });
+            if !holds {
+                return 0;
+            }
+            let name = if info.dlpi_name.is_null() {
+                ""
+            } else {
+                CStr::from_ptr(info.dlpi_name).to_str().unwrap_or("")
+            };
+            let path = if name.is_empty() {
+                std::fs::read_link("/proc/self/exe").map(|p| p.display().to_string()).unwrap_or_default()
+            } else {
+                name.to_string()
+            };
+            search.found = Some((path, dynamic_symbol(base, headers, search.pc)));
+            1
+        }
+    }
+    let mut search = Search { pc, found: None };
+    // SAFETY: the callback reads only what dl_iterate_phdr hands it and writes the Search.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&mut search as *mut Search).cast()) };
+    search.found
+}
+
+/// `Elf64_Dyn`.
+#[repr(C)]
+struct Dynamic {
+    tag: i64,
+    value: u64,
+}
+
+/// The dynamic symbol of the object loaded at `base` (with program headers `headers`) that
+/// covers `pc`, or the nearest function before it.
+///
+/// # Safety
+/// `base` and `headers` must be a loaded object's (from `dl_iterate_phdr`).
+unsafe fn dynamic_symbol(base: usize, headers: &[libc::Elf64_Phdr], pc: usize) -> Option<(String, usize)> {
+    const DT_NULL: i64 = 0;
+    const DT_HASH: i64 = 4;
+    const DT_STRTAB: i64 = 5;
+    const DT_SYMTAB: i64 = 6;
+    const DT_GNU_HASH: i64 = 0x6fff_fef5;
+    // SAFETY: the object's dynamic section, symbol and string tables and hash tables are mapped
+    // where its dynamic section says (the loader made its addresses absolute, or they are
+    // offsets from `base`: both are handled).
+    unsafe {
+        let dynamic = headers.iter().find(|h| h.p_type == libc::PT_DYNAMIC)?;
+        let at = |value: u64| if (value as usize) < base { base + value as usize } else { value as usize };
+        let mut entry = (base + dynamic.p_vaddr as usize) as *const Dynamic;
+        let (mut symbols, mut strings, mut hash, mut gnu_hash) = (0, 0, 0, 0);
+        while (*entry).tag != DT_NULL {
+            match (*entry).tag {
+                DT_SYMTAB => symbols = at((*entry).value),
+                DT_STRTAB => strings = at((*entry).value),
+                DT_HASH => hash = at((*entry).value),
+                DT_GNU_HASH => gnu_hash = at((*entry).value),
+                _ => {}
+            }
+            entry = entry.add(1);
+        }
+        if symbols == 0 || strings == 0 {
+            return None;
+        }
+        let count = if hash != 0 {
+            *(hash as *const u32).add(1) as usize
+        } else if gnu_hash != 0 {
+            gnu_hash_symbol_count(gnu_hash)
+        } else {
+            return None;
+        };
+        let table = std::slice::from_raw_parts(symbols as *const libc::Elf64_Sym, count);
+        let best = table
+            .iter()
+            .filter(|s| s.st_value != 0 && s.st_name != 0 && s.st_shndx != 0)
+            .filter(|s| base + (s.st_value as usize) <= pc)
+            .filter(|s| {
+                s.st_size == 0 || pc < base + (s.st_value + s.st_size) as usize || s.st_info & 0xf == 2
+            })
+            .max_by_key(|s| s.st_value)?;
+        let name = CStr::from_ptr((strings + best.st_name as usize) as *const libc::c_char);
+        Some((name.to_string_lossy().into_owned(), base + best.st_value as usize))
+    }
+}
+
+/// How many symbols a `DT_GNU_HASH` table at `table` covers: one past the last chain's end.
+///
+/// # Safety
+/// `table` must be a loaded object's GNU hash table.
+unsafe fn gnu_hash_symbol_count(table: usize) -> usize {
+    // SAFETY: the table's header, bloom filter, buckets and chains, as its header sizes them.
+    unsafe {
+        let words = table as *const u32;
+        let (buckets, first, bloom) = (*words as usize, *words.add(1) as usize, *words.add(2) as usize);
+        let bucket_table = words.add(4 + bloom * 2);
+        let chains = bucket_table.add(buckets);
+        let last = (0..buckets).map(|i| *bucket_table.add(i) as usize).max().unwrap_or(0);
+        if last < first {
+            return first;
+        }
+        let mut index = last;
+        while *chains.add(index - first) & 1 == 0 {
+            index += 1;
+        }
+        index + 1
+    }
 }
 
 /// The path of the loaded object holding `pc`.

@@ -32,6 +32,53 @@ pub enum MapSetup {
     NoSlotCopies,
 }
 
+/// The longest one run of an end-to-end program may take: they take seconds; one that takes
+/// this long hangs, and the step fails instead of the suite waiting for ever.
+const RUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Runs `c` (the program `exe`), its output in files beside it; kills it after `limit`. Returns
+/// (exit code, -1 for a signal; stdout then stderr).
+fn output_within(
+    mut c: std::process::Command,
+    exe: &Path,
+    limit: std::time::Duration,
+) -> Result<(i32, String)> {
+    let (out_path, err_path) = (exe.with_extension("run-stdout"), exe.with_extension("run-stderr"));
+    let out =
+        std::fs::File::create(&out_path).with_context(|| format!("cannot create {}", out_path.display()))?;
+    let err =
+        std::fs::File::create(&err_path).with_context(|| format!("cannot create {}", err_path.display()))?;
+    let mut child = c
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .with_context(|| format!("cannot run {}", exe.display()))?;
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let shown = String::from_utf8_lossy(&std::fs::read(&err_path).unwrap_or_default()).into_owned();
+            bail!(
+                "{} still ran after {} s: killed (it hangs); its stderr:\n{shown}",
+                exe.display(),
+                limit.as_secs()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let read = |path: &Path| String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
+    let mut text = read(&out_path);
+    text.push_str(&read(&err_path));
+    let _ = std::fs::remove_file(&out_path);
+    let _ = std::fs::remove_file(&err_path);
+    Ok((status.code().unwrap_or(-1), text))
+}
+
 /// Runs an x86_64 build with the map installed as `setup` says. Returns (exit code, stdout and
 /// stderr). With LLVM 22 it also proves, from the dynamic loader's trace (`LD_DEBUG=libs`), that
 /// the run used libomptarget 22 and loaded no library of the project's dist tree: the stock
@@ -73,10 +120,7 @@ fn run_command(toolchain: &Toolchain, exe: &Path, mut c: std::process::Command) 
         std::fs::create_dir_all(&trace)?;
         c.env("LD_DEBUG", "libs").env("LD_DEBUG_OUTPUT", trace.join("trace"));
     }
-    let out = c.output().with_context(|| format!("cannot run {}", exe.display()))?;
-    let code = out.status.code().unwrap_or(-1);
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    let (code, text) = output_within(c, exe, RUN_LIMIT)?;
     if stock {
         let loaded = initialised_objects(&trace)?;
         let ours = toolchain.dist().lib_dir();
