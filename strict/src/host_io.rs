@@ -69,8 +69,30 @@ unsafe fn heap_copy(buffer: *const c_void, len: usize) -> Vec<u8> {
     unsafe { std::slice::from_raw_parts(buffer.cast::<u8>(), len) }.to_vec()
 }
 
+/// Runs `direct` (a host thread's call given `len` bytes at `buffer`), or, where an open window
+/// protects them ([`window::unprotected_call`]), `from_copy` with a heap copy of them; calls
+/// from device code, of no bytes, or with [`SWITCH`]`=0` run `direct`.
+///
+/// # Safety
+/// `buffer` is valid for reads of `len` bytes.
+unsafe fn through_open_memory<R>(
+    buffer: *const c_void,
+    len: usize,
+    direct: impl FnOnce() -> R,
+    from_copy: impl FnOnce(*const c_void) -> R,
+) -> R {
+    if len == 0 || OFF.load(Ordering::Relaxed) || window::this_thread_runs_a_kernel() {
+        return direct();
+    }
+    window::unprotected_call(buffer as usize, len, direct).unwrap_or_else(|| {
+        // SAFETY: readable for `len` bytes (this function's contract).
+        let copy = unsafe { heap_copy(buffer, len) };
+        from_copy(copy.as_ptr().cast())
+    })
+}
+
 /// The interposed `write`: as the C library's, from a heap copy where an open window protects
-/// the buffer ([`window::unprotected_call`]).
+/// the buffer ([`through_open_memory`]).
 ///
 /// # Safety
 /// As `write(2)`.
@@ -78,21 +100,13 @@ unsafe fn heap_copy(buffer: *const c_void, len: usize) -> Vec<u8> {
 pub unsafe extern "C" fn write(fd: c_int, buffer: *const c_void, len: usize) -> isize {
     // SAFETY: the address is the C library's write, of type `Write`.
     let real = unsafe { std::mem::transmute::<usize, Write>(next(&REAL_WRITE, c"write")) };
-    // SAFETY: the caller's arguments, valid as write(2) requires (this function's contract).
-    let direct = || unsafe { real(fd, buffer, len) };
-    if len == 0 || OFF.load(Ordering::Relaxed) || window::this_thread_runs_a_kernel() {
-        return direct();
-    }
-    window::unprotected_call(buffer as usize, len, direct).unwrap_or_else(|| {
-        // SAFETY: write(2) requires `buffer` readable for `len` bytes.
-        let copy = unsafe { heap_copy(buffer, len) };
-        // SAFETY: the copy holds `len` bytes.
-        unsafe { real(fd, copy.as_ptr().cast(), len) }
-    })
+    // SAFETY: the caller's arguments, or a copy of its `len` bytes, valid as write(2) requires
+    // (this function's contract), and `buffer` readable for `len` bytes.
+    unsafe { through_open_memory(buffer, len, || real(fd, buffer, len), |copy| real(fd, copy, len)) }
 }
 
 /// The interposed `fwrite`: as the C library's, from a heap copy where an open window protects
-/// the buffer ([`window::unprotected_call`]).
+/// the buffer ([`through_open_memory`]).
 ///
 /// # Safety
 /// As `fwrite(3)`.
@@ -105,16 +119,15 @@ pub unsafe extern "C" fn fwrite(
 ) -> usize {
     // SAFETY: the address is the C library's fwrite, of type `Fwrite`.
     let real = unsafe { std::mem::transmute::<usize, Fwrite>(next(&REAL_FWRITE, c"fwrite")) };
-    // SAFETY: the caller's arguments, valid as fwrite(3) requires (this function's contract).
-    let direct = || unsafe { real(buffer, size, count, stream) };
     let len = size.saturating_mul(count);
-    if len == 0 || OFF.load(Ordering::Relaxed) || window::this_thread_runs_a_kernel() {
-        return direct();
+    // SAFETY: the caller's arguments, or a copy of its `size * count` bytes, valid as fwrite(3)
+    // requires (this function's contract), and `buffer` readable for them.
+    unsafe {
+        through_open_memory(
+            buffer,
+            len,
+            || real(buffer, size, count, stream),
+            |copy| real(copy, size, count, stream),
+        )
     }
-    window::unprotected_call(buffer as usize, len, direct).unwrap_or_else(|| {
-        // SAFETY: fwrite(3) requires `buffer` readable for `size * count` bytes.
-        let copy = unsafe { heap_copy(buffer, len) };
-        // SAFETY: the copy holds `size * count` bytes; the stream is the caller's.
-        unsafe { real(copy.as_ptr().cast(), size, count, stream) }
-    })
 }

@@ -22,6 +22,14 @@ pub struct Protected {
     pub loader: Vec<(usize, usize)>,
 }
 
+impl Protected {
+    /// Whether a window closes `segment` off: every segment, or only code under
+    /// `unified_shared_memory`.
+    fn guards(&self, segment: &objects::Segment) -> bool {
+        !(self.unified_shared_memory && segment.prot & libc::PROT_EXEC == 0)
+    }
+}
+
 struct Window {
     /// The snapshot in force, and the loader's load count when it was taken.
     protected: Option<(&'static Protected, u64)>,
@@ -150,14 +158,11 @@ pub fn unprotected_call<R>(buffer: usize, len: usize, call: impl FnOnce() -> R) 
     let protected_now = RUNNING.load(Ordering::SeqCst) > 0
         && protected().is_some_and(|snapshot| {
             let end = buffer.saturating_add(len);
-            let guarded =
-                |s: &&objects::Segment| !(snapshot.unified_shared_memory && s.prot & libc::PROT_EXEC == 0);
             snapshot
                 .objects
                 .iter()
                 .flat_map(|o| &o.segments)
-                .filter(guarded)
-                .any(|s| buffer < s.end && end > s.start)
+                .any(|s| snapshot.guards(s) && buffer < s.end && end > s.start)
         });
     let result = (!protected_now).then(call);
     HOST_CALLS.fetch_sub(1, Ordering::SeqCst);
@@ -188,10 +193,7 @@ pub fn leave() {
 fn protect(snapshot: &Protected, on: bool) {
     for object in &snapshot.objects {
         let mut run: Option<(usize, usize, libc::c_int)> = None;
-        let guarded = object
-            .segments
-            .iter()
-            .filter(|s| !(snapshot.unified_shared_memory && s.prot & libc::PROT_EXEC == 0));
+        let guarded = object.segments.iter().filter(|s| snapshot.guards(s));
         for s in guarded {
             let prot = if on { libc::PROT_NONE } else { s.prot };
             run = match run {
