@@ -273,7 +273,7 @@ unsafe fn address_as(function: LLVMValueRef, ty: LLVMTypeRef) -> LLVMValueRef {
 /// # Safety
 /// `binding` must be a valid constant.
 unsafe fn binding_name(binding: LLVMValueRef) -> Option<String> {
-    // SAFETY: kind, operand and initializer queries on valid constants and globals.
+    // SAFETY: kind and operand queries on valid constants.
     unsafe {
         if LLVMGetNumOperands(binding) < 2 {
             return None;
@@ -282,18 +282,8 @@ unsafe fn binding_name(binding: LLVMValueRef) -> Option<String> {
         if LLVMIsAConstantStruct(descriptor).is_null() || LLVMGetNumOperands(descriptor) < 1 {
             return None;
         }
-        let text = LLVMGetOperand(descriptor, 0);
-        if LLVMIsAGlobalVariable(text).is_null() {
-            return None;
-        }
-        let init = LLVMGetInitializer(text);
-        if init.is_null() || LLVMIsConstantString(init) == 0 {
-            return None;
-        }
-        let mut len = 0usize;
-        let bytes = LLVMGetAsString(init, &mut len);
-        let bytes = std::slice::from_raw_parts(bytes.cast::<u8>(), len);
-        let name = String::from_utf8_lossy(bytes).trim_end_matches(['\0', ' ']).to_string();
+        let bytes = crate::offload_entries::string_of(LLVMGetOperand(descriptor, 0))?;
+        let name = String::from_utf8_lossy(&bytes).trim_end_matches(['\0', ' ']).to_string();
         (!name.is_empty()).then_some(name)
     }
 }
@@ -406,7 +396,7 @@ pub unsafe fn is_type_descriptor_load(inst: LLVMValueRef) -> bool {
 /// The index of the type-descriptor field of `ty` if it is flang's descriptor type with an
 /// addendum: the header `{ptr, i64, i32, i8, i8, i8, i8}`, the dimensions of an array's
 /// (`[rank x [3 x i64]]`), then the type descriptor's pointer.
-unsafe fn addendum_field(ty: LLVMTypeRef) -> Option<u32> {
+pub(crate) unsafe fn addendum_field(ty: LLVMTypeRef) -> Option<u32> {
     // SAFETY: type queries on a valid type.
     unsafe {
         if LLVMGetTypeKind(ty) != LLVMTypeKind::LLVMStructTypeKind {

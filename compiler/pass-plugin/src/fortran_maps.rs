@@ -26,6 +26,7 @@
 
 use std::collections::HashMap;
 
+use crate::fortran_dispatch::addendum_field;
 use crate::ir::{instructions, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
@@ -243,20 +244,13 @@ unsafe fn descriptor_of(address: LLVMValueRef) -> Option<(LLVMValueRef, LLVMType
 
 /// Whether `ty` is flang's scalar polymorphic descriptor `{ptr, i64, i32, i8, i8, i8, i8, ptr,
 /// [1 x i64]}` (base address, `elem_len`, version, rank 0, type, attribute, extra, then the
-/// addendum: the type descriptor and one word).
+/// addendum: the type descriptor, no dimensions before it, and one word).
 unsafe fn is_polymorphic_scalar_descriptor(ty: LLVMTypeRef) -> bool {
     // SAFETY: type queries on a valid type.
     unsafe {
-        if LLVMGetTypeKind(ty) != LLVMTypeKind::LLVMStructTypeKind || LLVMCountStructElementTypes(ty) != 9 {
-            return false;
-        }
-        let kind = |i| LLVMGetTypeKind(LLVMStructGetTypeAtIndex(ty, i));
-        let int_width = |i| LLVMGetIntTypeWidth(LLVMStructGetTypeAtIndex(ty, i));
-        let header = kind(0) == LLVMTypeKind::LLVMPointerTypeKind
-            && kind(1) == LLVMTypeKind::LLVMIntegerTypeKind
-            && int_width(1) == 64
-            && (3..7).all(|i| kind(i) == LLVMTypeKind::LLVMIntegerTypeKind && int_width(i) == 8);
-        header && kind(7) == LLVMTypeKind::LLVMPointerTypeKind && kind(8) == LLVMTypeKind::LLVMArrayTypeKind
+        addendum_field(ty) == Some(7)
+            && LLVMCountStructElementTypes(ty) == 9
+            && LLVMGetTypeKind(LLVMStructGetTypeAtIndex(ty, 8)) == LLVMTypeKind::LLVMArrayTypeKind
     }
 }
 
