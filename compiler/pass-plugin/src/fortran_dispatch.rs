@@ -34,6 +34,7 @@ use omptarget_indirect_abi::c_names::{
 };
 use omptarget_indirect_abi::is_fortran_type_descriptor;
 
+use crate::binding_copies::Uncopied;
 use crate::ir::{direct_calls, set_callee, stand_in_for, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
@@ -130,7 +131,7 @@ impl Pass<'_> {
     /// or to garbage, and the program died with a segmentation fault and no message. Where
     /// another unit's copy is complete, it still wins at the link ([`share_type_descriptors`]
     /// decided by these `undef`s, so this runs after it). Returns how many slots it filled.
-    pub(crate) unsafe fn stub_unbound_bindings(&mut self) -> usize {
+    pub(crate) unsafe fn stub_unbound_bindings(&mut self, uncopied: &Uncopied) -> usize {
         // SAFETY: reads of the module's globals and constants; new constants and functions of its
         // context; an initializer replaced by one of the same type.
         unsafe {
@@ -153,7 +154,8 @@ impl Pass<'_> {
                     for (slot, element) in elements.iter_mut().enumerate() {
                         let Some(address) = unbound_address(*element) else { continue };
                         let binding = binding_name(*element).unwrap_or_else(|| format!("#{}", slot + 1));
-                        let stub = self.unbound_stub(&type_name, &binding, prints);
+                        let why = uncopied.get(&(type_name.clone(), binding.clone())).map(String::as_str);
+                        let stub = self.unbound_stub(&type_name, &binding, why, prints);
                         let value = address_as(stub, LLVMTypeOf(address));
                         let mut fields: Vec<LLVMValueRef> = (0..LLVMGetNumOperands(*element).max(0) as u32)
                             .map(|i| LLVMGetOperand(*element, i))
@@ -169,8 +171,8 @@ impl Pass<'_> {
                         self.remarks.emit(Kind::Missed, global, c"UnboundBinding", || {
                             format!(
                                 "type-bound procedure `{binding}` of type `{type_name}` has no device procedure in this \
-                                 unit: a stub that reports the call and traps stands in for it (make the procedure \
-                                 bound to it `!$omp declare target`)"
+                                 unit: a stub that reports the call and traps stands in for it ({})",
+                                unbound_fix(why)
                             )
                         });
                     }
@@ -188,7 +190,13 @@ impl Pass<'_> {
     }
 
     /// The stub for binding `binding` of type `type_name`: one per binding and module, internal.
-    unsafe fn unbound_stub(&self, type_name: &str, binding: &str, prints: bool) -> LLVMValueRef {
+    unsafe fn unbound_stub(
+        &self,
+        type_name: &str,
+        binding: &str,
+        why: Option<&str>,
+        prints: bool,
+    ) -> LLVMValueRef {
         // SAFETY: a new function of the module's context, given a body once.
         unsafe {
             let name =
@@ -208,10 +216,25 @@ impl Pass<'_> {
             LLVMSetLinkage(stub, LLVMLinkage::LLVMInternalLinkage);
             let message = format!(
                 "omptarget-indirect: type-bound procedure `{binding}` of type `{type_name}` is not compiled for the \
-                 device (the procedure bound to it is not `!$omp declare target`), but device code called it\n"
+                 device ({}), but device code called it\n",
+                unbound_fix(why)
             );
             self.build_trap_body(stub, prints.then_some(message.as_str()));
             stub
+        }
+    }
+}
+
+/// What an unbound binding's messages say of its cause and fix: why its procedure was not
+/// copied from the host compile ([`crate::binding_copies`]), or that no host IR of this unit
+/// defines it.
+fn unbound_fix(why: Option<&str>) -> String {
+    match why {
+        Some(why) => format!("{why}, so it has no device copy"),
+        None => {
+            "its procedure is not `!$omp declare target` and no host IR of this file defines it: compile the \
+                 file that does with the configuration file, or make the procedure `!$omp declare target`"
+                .to_string()
         }
     }
 }
@@ -220,7 +243,7 @@ impl Pass<'_> {
 ///
 /// # Safety
 /// `binding` must be a valid constant.
-unsafe fn unbound_address(binding: LLVMValueRef) -> Option<LLVMValueRef> {
+pub(crate) unsafe fn unbound_address(binding: LLVMValueRef) -> Option<LLVMValueRef> {
     // SAFETY: kind and operand queries on valid constants.
     unsafe {
         if LLVMIsAConstantStruct(binding).is_null() || LLVMGetNumOperands(binding) < 1 {
@@ -253,7 +276,7 @@ unsafe fn holds_an_address(ty: LLVMTypeRef) -> bool {
 ///
 /// # Safety
 /// `function` must be a valid function, `ty` a type of its context that can hold an address.
-unsafe fn address_as(function: LLVMValueRef, ty: LLVMTypeRef) -> LLVMValueRef {
+pub(crate) unsafe fn address_as(function: LLVMValueRef, ty: LLVMTypeRef) -> LLVMValueRef {
     // SAFETY: type queries and new constants of the function's context.
     unsafe {
         match LLVMGetTypeKind(ty) {
@@ -272,7 +295,7 @@ unsafe fn address_as(function: LLVMValueRef, ty: LLVMTypeRef) -> LLVMValueRef {
 ///
 /// # Safety
 /// `binding` must be a valid constant.
-unsafe fn binding_name(binding: LLVMValueRef) -> Option<String> {
+pub(crate) unsafe fn binding_name(binding: LLVMValueRef) -> Option<String> {
     // SAFETY: kind and operand queries on valid constants.
     unsafe {
         if LLVMGetNumOperands(binding) < 2 {

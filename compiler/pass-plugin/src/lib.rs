@@ -25,6 +25,7 @@ pub mod ir;
 pub mod summary;
 pub mod translation;
 // Each step of the rewrite.
+pub mod binding_copies;
 pub mod device_link_fixes;
 pub mod dynamic_casts;
 pub mod flang_kernels;
@@ -47,7 +48,7 @@ use core::ffi::{c_char, c_void};
 
 use llvm::prelude::{LLVMModuleRef, LLVMValueRef};
 
-pub use rewrite::rewrite_module;
+pub use rewrite::{rewrite_module, rewrite_module_with_host_ir};
 pub use summary::{Phase, Summary};
 
 /// `PassPluginLibraryInfo` of `llvm/Passes/PassPlugin.h` (LLVM 19) or `llvm/Plugins/PassPlugin.h`

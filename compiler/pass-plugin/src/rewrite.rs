@@ -35,6 +35,8 @@
 //!   (`memory(read)` would not: the indirect call it precedes may write memory, so LICM could
 //!   not move the translation across it.)
 
+use std::path::Path;
+
 use crate::device_addresses::device_global_of;
 use crate::device_addresses::is_known_callee;
 use crate::ir::{direct_calls, instructions, value_name, value_name_bytes};
@@ -46,11 +48,27 @@ use crate::summary::{Phase, Summary};
 use crate::translation::{pure_attributes, Key, Pass, TranslationFunction};
 pub use crate::translation::{LLVM_LOOKUP, TRANSLATE};
 
-/// Rewrites `module` as the module documentation says and reports what it did.
+/// Rewrites `module` as the module documentation says and reports what it did; a device
+/// compile's host IR is the file its command line names ([`crate::binding_copies::host_ir_path`]).
 ///
 /// # Safety
 /// `module` must be a valid module that no one else accesses during the call.
 pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
+    let host_ir = crate::binding_copies::host_ir_path(std::env::args_os());
+    // SAFETY: as the caller promises.
+    unsafe { rewrite_module_with_host_ir(module, phase, host_ir.as_deref()) }
+}
+
+/// [`rewrite_module`] with the host compile's IR at `host_ir` (or none), where device copies of
+/// Fortran bindings come from ([`crate::binding_copies`]).
+///
+/// # Safety
+/// `module` must be a valid module that no one else accesses during the call.
+pub unsafe fn rewrite_module_with_host_ir(
+    module: LLVMModuleRef,
+    phase: Phase,
+    host_ir: Option<&Path>,
+) -> Summary {
     // SAFETY: every raw call below takes handles obtained from `module` (valid by precondition)
     // during this call, and collects instructions before changing any.
     unsafe {
@@ -61,6 +79,7 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
                     summary.fortran_entries = crate::fortran::add_indirect_entries(module);
                     summary.indirect_entries = crate::indirect_entries::name_host_entries(module);
                     summary.polymorphic_maps = crate::fortran_maps::map_dynamic_sizes(module);
+                    summary.recorded_binding_tables = crate::binding_copies::record_host_bindings(module);
                 }
                 // After the optimizer: only the vtables the object file will define, and the
                 // image anchor the records are found through.
@@ -98,8 +117,9 @@ pub unsafe fn rewrite_module(module: LLVMModuleRef, phase: Phase) -> Summary {
             pass.summary.image_anchor = crate::image_anchor::define_in_device(module);
             pass.summary.adapted_kernels = crate::flang_kernels::adapt_to_argument_array(module);
             pass.summary.indirect_entries = crate::indirect_entries::name_device_globals(module);
+            let uncopied = pass.copy_bindings_from_host(host_ir);
             pass.summary.shared_type_descriptors = crate::fortran_dispatch::share_type_descriptors(module);
-            pass.summary.unbound_bindings = pass.stub_unbound_bindings();
+            pass.summary.unbound_bindings = pass.stub_unbound_bindings(&uncopied);
             pass.export_vtable_words();
             pass.route_dynamic_casts();
             pass.route_type_inquiries();

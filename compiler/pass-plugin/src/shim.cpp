@@ -1,17 +1,23 @@
 // The part of the pass plugin that LLVM's C API cannot express: registering a module pass with
-// the new pass manager, emitting optimization remarks, and the loop cache of translations (loop
-// info, block splitting, promotion to registers). The rewrite itself is Rust
-// (`omptarget_indirect_rewrite_module`, src/rewrite.rs). Every difference between the LLVM
+// the new pass manager, emitting optimization remarks, the loop cache of translations (loop
+// info, block splitting, promotion to registers), and cloning host functions into a device
+// module. The rewrite itself is Rust (`omptarget_indirect_rewrite_module`, src/rewrite.rs). Every difference between the LLVM
 // versions the plugin is built for is in this file, behind LLVM_VERSION_MAJOR, except the Rust
 // mirror of PassPluginLibraryInfo (src/lib.rs, one field per API version) and the C API crate
 // (src/llvm.rs).
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Config/llvm-config.h"
-#include "llvm/IR/Dominators.h"
-#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DebugInfo.h"
 #include "llvm/IR/DiagnosticHandler.h"
 #include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InlineAsm.h"
+#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instruction.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/MDBuilder.h"
@@ -20,7 +26,9 @@
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/PromoteMemToReg.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
 #if LLVM_VERSION_MAJOR >= 22
 #include "llvm/Plugins/PassPlugin.h"
 #else
@@ -316,6 +324,153 @@ unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueR
         break;
       }
   return Count;
+}
+
+// Device copies of host procedures (src/binding_copies.rs has the policy): defines in `device`
+// the functions of `host` (a module of the same context) named in `functions`, their bodies
+// cloned, and copies into it, internal, the constant variables of `host` named in `constants`.
+// Every other global value the bodies and the constants' initializers use must be in `device`
+// by name (used there, through an address-space cast where the device keeps globals in another
+// one) or be an intrinsic (declared there); otherwise, or where `device` defines a function of
+// those names already or declares it with another type, nothing changes and it returns false.
+// The copies carry the device's target attributes, keep no debug information, and their stack
+// slots are in the device's alloca address space. `host` loses its debug information.
+bool omptarget_indirect_copy_functions(LLVMModuleRef device, LLVMModuleRef host, const char *const *functions,
+                                       size_t function_count, const char *const *constants,
+                                       size_t constant_count) {
+  Module &Device = *unwrap(device);
+  Module &Host = *unwrap(host);
+  const DataLayout &DL = Device.getDataLayout();
+  SmallVector<Function *, 8> Sources;
+  SmallVector<GlobalVariable *, 8> Variables;
+  SmallPtrSet<const GlobalValue *, 16> Copied;
+  for (size_t I = 0; I < function_count; ++I) {
+    Function *F = Host.getFunction(functions[I]);
+    if (!F || F->isDeclaration())
+      return false;
+    if (Device.getNamedGlobal(F->getName()))
+      return false;
+    if (Function *Known = Device.getFunction(F->getName());
+        Known && (!Known->isDeclaration() || Known->getFunctionType() != F->getFunctionType()))
+      return false;
+    Sources.push_back(F);
+    Copied.insert(F);
+  }
+  for (size_t I = 0; I < constant_count; ++I) {
+    GlobalVariable *G = Host.getGlobalVariable(constants[I], /*AllowInternal=*/true);
+    if (!G || !G->isConstant() || !G->hasInitializer() || G->isThreadLocal())
+      return false;
+    Variables.push_back(G);
+    Copied.insert(G);
+  }
+  // Every global value the copies use, through constant expressions and aggregates.
+  SetVector<GlobalValue *> Used;
+  SmallVector<const Value *, 32> Pending;
+  SmallPtrSet<const Value *, 32> Seen;
+  for (Function *F : Sources)
+    for (Instruction &I : instructions(F))
+      for (const Use &Op : I.operands())
+        Pending.push_back(Op.get());
+  for (GlobalVariable *G : Variables)
+    Pending.push_back(G->getInitializer());
+  while (!Pending.empty()) {
+    const Value *V = Pending.pop_back_val();
+    if (!Seen.insert(V).second)
+      continue;
+    if (auto *GV = dyn_cast<GlobalValue>(V)) {
+      if (!Copied.contains(GV))
+        Used.insert(const_cast<GlobalValue *>(GV));
+      continue;
+    }
+    if (isa<InlineAsm>(V))
+      return false;
+    if (auto *C = dyn_cast<Constant>(V))
+      for (const Use &Op : C->operands())
+        Pending.push_back(Op.get());
+  }
+  ValueToValueMapTy VMap;
+  auto AsHosts = [](Constant *C, Type *T) {
+    return C->getType() == T ? C : ConstantExpr::getPointerBitCastOrAddrSpaceCast(C, T);
+  };
+  SmallVector<std::pair<GlobalValue *, Constant *>, 16> Resolved;
+  for (GlobalValue *GV : Used) {
+    if (GlobalValue *Known = Device.getNamedValue(GV->getName())) {
+      if (isa<Function>(GV) != isa<Function>(Known))
+        return false;
+      Resolved.push_back({GV, Known});
+    } else if (auto *F = dyn_cast<Function>(GV); F && F->isIntrinsic()) {
+      Resolved.push_back({GV, nullptr});
+    } else {
+      return false;
+    }
+  }
+  // Nothing fails from here on.
+  for (auto &[GV, Known] : Resolved) {
+    if (!Known)
+      Known = cast<Constant>(Device.getOrInsertFunction(GV->getName(), cast<Function>(GV)->getFunctionType(),
+                                                       cast<Function>(GV)->getAttributes())
+                                 .getCallee());
+    VMap[GV] = AsHosts(Known, GV->getType());
+  }
+  // The device's target attributes, as its own functions have them.
+  AttributeList Target;
+  for (Function &F : Device)
+    if (!F.isDeclaration() && F.hasFnAttribute("target-cpu")) {
+      Target = F.getAttributes();
+      break;
+    }
+  StripDebugInfo(Host);
+  SmallVector<std::pair<Function *, Function *>, 8> Copies;
+  for (Function *F : Sources) {
+    Function *Copy = Device.getFunction(F->getName());
+    if (!Copy)
+      Copy = Function::Create(F->getFunctionType(), F->getLinkage(), DL.getProgramAddressSpace(), F->getName(),
+                              &Device);
+    VMap[F] = Copy;
+    Copies.push_back({F, Copy});
+  }
+  SmallVector<std::pair<GlobalVariable *, GlobalVariable *>, 8> Constants;
+  for (GlobalVariable *G : Variables) {
+    auto *Copy = new GlobalVariable(Device, G->getValueType(), /*isConstant=*/true, GlobalValue::InternalLinkage,
+                                    nullptr, G->getName(), nullptr, GlobalValue::NotThreadLocal,
+                                    DL.getDefaultGlobalsAddressSpace());
+    Copy->setAlignment(G->getAlign());
+    Copy->setUnnamedAddr(G->getUnnamedAddr());
+    VMap[G] = AsHosts(Copy, G->getType());
+    Constants.push_back({G, Copy});
+  }
+  for (auto &[G, Copy] : Constants)
+    Copy->setInitializer(MapValue(G->getInitializer(), VMap));
+  for (auto &[F, Copy] : Copies) {
+    auto Arg = Copy->arg_begin();
+    for (Argument &A : F->args()) {
+      Arg->setName(A.getName());
+      VMap[&A] = &*Arg++;
+    }
+    SmallVector<ReturnInst *, 4> Returns;
+    CloneFunctionInto(Copy, F, VMap, CloneFunctionChangeType::DifferentModule, Returns);
+    Copy->setComdat(nullptr);
+    Copy->setLinkage(F->getLinkage());
+    for (const char *Kind : {"target-cpu", "target-features", "tune-cpu"}) {
+      Copy->removeFnAttr(Kind);
+      if (Target.hasFnAttr(Kind))
+        Copy->addFnAttr(Target.getFnAttr(Kind));
+    }
+    // The host's stack slots are in address space 0; AMDGPU's are in 5.
+    SmallVector<AllocaInst *, 8> Slots;
+    for (Instruction &I : instructions(Copy))
+      if (auto *Slot = dyn_cast<AllocaInst>(&I); Slot && Slot->getAddressSpace() != DL.getAllocaAddrSpace())
+        Slots.push_back(Slot);
+    for (AllocaInst *Slot : Slots) {
+      IRBuilder<> B(Slot);
+      AllocaInst *Moved = B.CreateAlloca(Slot->getAllocatedType(), DL.getAllocaAddrSpace(), Slot->getArraySize());
+      Moved->setAlignment(Slot->getAlign());
+      Moved->takeName(Slot);
+      Slot->replaceAllUsesWith(B.CreateAddrSpaceCast(Moved, Slot->getType()));
+      Slot->eraseFromParent();
+    }
+  }
+  return true;
 }
 
 // Reports an error in `module`'s compilation: the compiler prints `message` and fails.

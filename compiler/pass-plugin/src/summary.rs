@@ -78,6 +78,12 @@ pub struct Summary {
     /// Device module: Fortran type descriptors made one definition per image
     /// ([`crate::fortran_dispatch`]).
     pub shared_type_descriptors: usize,
+    /// Host module: binding tables whose procedures the module records for the device compile
+    /// ([`crate::binding_copies`]).
+    pub recorded_binding_tables: usize,
+    /// Device module: binding-table slots flang left `undef`, now the address of the bound
+    /// procedure's copy from the host compile's IR ([`crate::binding_copies`]).
+    pub copied_bindings: usize,
     /// Device module: binding-table slots flang left `undef`, now a stub that reports the call
     /// and traps ([`crate::fortran_dispatch`]).
     pub unbound_bindings: usize,
@@ -110,6 +116,8 @@ impl Summary {
             || self.guarded > 0
             || self.adapted_kernels > 0
             || self.shared_type_descriptors > 0
+            || self.copied_bindings > 0
+            || self.recorded_binding_tables > 0
             || self.unbound_bindings > 0
             || self.polymorphic_maps > 0
             || self.type_inquiries > 0

@@ -9,7 +9,7 @@ use omptarget_indirect_pass::llvm::core::*;
 #[allow(deprecated)] // see Module::parse
 use omptarget_indirect_pass::llvm::ir_reader::LLVMParseIRInContext;
 use omptarget_indirect_pass::llvm::prelude::*;
-use omptarget_indirect_pass::{rewrite_module, Phase, Summary};
+use omptarget_indirect_pass::{rewrite_module, rewrite_module_with_host_ir, Phase, Summary};
 
 const DEVICE_FLAG: &str = "!llvm.module.flags = !{!0}\n!0 = !{i32 7, !\"openmp-device\", i32 51}\n";
 
@@ -638,6 +638,137 @@ fn an_unbound_binding_becomes_a_stub_that_names_it_and_traps() {
     let module = Module::parse(&format!("{FORTRAN_DISPATCH}{DEVICE_FLAG}"));
     assert_eq!(module.rewrite(Phase::PipelineStart).unbound_bindings, 0);
     assert!(!module.text().contains("__omptarget_indirect_unbound."));
+}
+
+/// The host compile's IR of [`FORTRAN_DISPATCH`]'s module: the binding's procedure defined,
+/// calling a procedure without a binding that reads a constant table and calls an intrinsic;
+/// `CALLEE_EXTRA` is where a test adds a call.
+const FORTRAN_BOUND_HOST: &str = r#"
+%binding = type { i64, { ptr, i64, i32, i8, i8, i8, i8 } }
+@_QMshapesECweights = internal constant [2 x float] [float 1.0, float 2.0]
+@_QMshapesEXnXarea = internal constant [4 x i8] c"area"
+@_QMshapesEXvXsquare = linkonce_odr constant [1 x %binding] [%binding { i64 ptrtoint (ptr @_QMshapesPsquare_area to i64), { ptr, i64, i32, i8, i8, i8, i8 } { ptr @_QMshapesEXnXarea, i64 4, i32 0, i8 0, i8 0, i8 0, i8 0 } }]
+declare float @llvm.fabs.f32(float)
+declare void @_FortranAioOutputReal32(ptr, float)
+define float @_QMshapesPsquare_area(ptr %self) {
+  %slot = alloca float, align 4
+  %side = load float, ptr %self, align 4
+  %weight.ptr = getelementptr [2 x float], ptr @_QMshapesECweights, i64 0, i64 1
+  %weight = load float, ptr %weight.ptr, align 4
+  %scaled = call float @_QMshapesPweighted(float %side, float %weight)
+  store float %scaled, ptr %slot, align 4
+  %r = load float, ptr %slot, align 4
+  ret float %r
+}
+define float @_QMshapesPweighted(float %x, float %w) {
+  %a = call float @llvm.fabs.f32(float %x)
+  %p = fmul float %a, %w
+  ; CALLEE_EXTRA
+  ret float %p
+}
+"#;
+
+const AMDGPU_LAYOUT: &str = "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-\
+p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-\
+v2048:2048-n32:64-S32-A5-G1-ni:7:8:9";
+
+/// [`FORTRAN_BOUND_HOST`] (with `extra` in its callee) as the host compile writes it for the device
+/// compile: rewritten at the pipeline's start (which records the binding tables), its table then
+/// dropped as the optimizer drops an unused one, written as bitcode to a file of `dir`.
+fn host_ir_file(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
+    let source = format!("target triple = \"x86_64-unknown-linux-gnu\"\n{FORTRAN_BOUND_HOST}")
+        .replace("; CALLEE_EXTRA", extra);
+    let host = Module::parse(&source);
+    assert_eq!(host.rewrite(Phase::PipelineStart).recorded_binding_tables, 1);
+    let path = dir.join("host.bc");
+    // SAFETY: the table is unused (the record holds the procedure, not the table); the module
+    // is valid.
+    unsafe {
+        LLVMDeleteGlobal(LLVMGetNamedGlobal(host.module, c"_QMshapesEXvXsquare".as_ptr()));
+        let file = CString::new(path.to_str().unwrap()).unwrap();
+        assert_eq!(
+            omptarget_indirect_pass::llvm::bit_writer::LLVMWriteBitcodeToFile(host.module, file.as_ptr()),
+            0
+        );
+    }
+    path
+}
+
+/// [`fortran_dispatch_of_a_user`] with the binding's name, as the module's own device compile
+/// sees it when the procedure is not `declare target`: the slot `undef`, nothing of the procedure.
+fn fortran_dispatch_without_declare_target(triple: &str, layout: &str) -> String {
+    format!("target datalayout = \"{layout}\"\n")
+        + &fortran_dispatch_of_a_user(triple)
+            .replace("@_QMshapesPsquare_area = external global i8\n", "@_QMshapesEXnXarea = internal constant [4 x i8] c\"area\"\n")
+            .replace(
+                "{ ptr, i64, i32, i8, i8, i8, i8 } zeroinitializer }]",
+                "{ ptr, i64, i32, i8, i8, i8, i8 } { ptr @_QMshapesEXnXarea, i64 4, i32 0, i8 0, i8 0, i8 0, i8 0 } }]",
+            )
+}
+
+#[test]
+fn a_binding_without_declare_target_gets_a_copy_of_the_host_procedure() {
+    let dir = std::env::temp_dir().join(format!("omptarget-indirect-binding-copies-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let host_ir = host_ir_file(&dir, "");
+    for (triple, layout) in
+        [("x86_64-unknown-linux-gnu", ""), ("amdgcn-amd-amdhsa", AMDGPU_LAYOUT), ("nvptx64-nvidia-cuda", "")]
+    {
+        let source = fortran_dispatch_without_declare_target(triple, layout);
+        assert!(source.contains("i64 undef") && !source.contains("@_QMshapesPsquare_area"), "{source}");
+        let module = Module::parse(&format!("{source}{DEVICE_FLAG}"));
+        // SAFETY: the module is valid and only this test uses it.
+        let summary =
+            unsafe { rewrite_module_with_host_ir(module.module, Phase::PipelineStart, Some(&host_ir)) };
+        module.verify();
+        let text = module.text();
+        assert_eq!((summary.copied_bindings, summary.unbound_bindings), (1, 0), "{triple}:\n{text}");
+        let bindings = text.lines().find(|l| l.starts_with("@_QMshapesEXvXsquare = ")).unwrap_or_default();
+        assert!(
+            bindings.contains("i64 ptrtoint (ptr @_QMshapesPsquare_area to i64)"),
+            "{triple}: {bindings}"
+        );
+        // The procedure, its callee and the constant table it reads; the intrinsic declared.
+        assert!(text.contains("define float @_QMshapesPsquare_area(ptr %self)"), "{triple}:\n{text}");
+        assert!(text.contains("define float @_QMshapesPweighted(float %x, float %w)"), "{triple}:\n{text}");
+        assert!(text.contains("@_QMshapesECweights = internal"), "{triple}:\n{text}");
+        assert!(text.contains("declare float @llvm.fabs.f32(float)"), "{triple}:\n{text}");
+        // Complete now: the descriptor wins over a user's copy (a strong one where comdats exist).
+        let strong = !triple.starts_with("nvptx");
+        assert_eq!(text.contains("@_QMshapesEXdtXsquare = hidden constant"), strong, "{triple}:\n{text}");
+        if triple.starts_with("amdgcn") {
+            // AMDGPU's stack is address space 5, its globals 1.
+            assert!(text.contains("%slot = alloca float, align 4, addrspace(5)"), "{text}");
+            assert!(text.contains("addrspace(1) constant [2 x float]"), "{text}");
+        }
+    }
+    // Nothing to copy from: the stub stays.
+    let source = fortran_dispatch_without_declare_target("x86_64-unknown-linux-gnu", "");
+    let module = Module::parse(&format!("{source}{DEVICE_FLAG}"));
+    assert_eq!(module.rewrite(Phase::PipelineStart).copied_bindings, 0);
+    assert!(module.text().contains("@__omptarget_indirect_unbound.square.area"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_binding_whose_procedure_calls_what_the_device_lacks_keeps_a_stub_that_says_so() {
+    let dir = std::env::temp_dir().join(format!("omptarget-indirect-binding-refusal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let host_ir = host_ir_file(&dir, "call void @_FortranAioOutputReal32(ptr null, float %p)");
+    let source = fortran_dispatch_without_declare_target("x86_64-unknown-linux-gnu", "");
+    let module = Module::parse(&format!("{source}{DEVICE_FLAG}"));
+    // SAFETY: the module is valid and only this test uses it.
+    let summary = unsafe { rewrite_module_with_host_ir(module.module, Phase::PipelineStart, Some(&host_ir)) };
+    module.verify();
+    let text = module.text();
+    assert_eq!((summary.copied_bindings, summary.unbound_bindings), (0, 1), "{text}");
+    // Nothing of the host's procedures came in, and the stub says why.
+    assert!(!text.contains("define float @_QMshapesP"), "{text}");
+    assert!(
+        text.contains("`_QMshapesPweighted` calls `_FortranAioOutputReal32`, which the device does not have"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

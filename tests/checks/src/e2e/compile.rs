@@ -8,6 +8,8 @@ use std::process::Command;
 /// The pass plugin's switch of polymorphic map sizes (its `fortran_maps::SWITCH`), read in the
 /// compiler's environment.
 pub const POLYMORPHIC_MAPS_SWITCH: &str = "OMPTARGET_INDIRECT_POLYMORPHIC_MAPS";
+/// The pass plugin's switch of its binding copies (`compiler/pass-plugin/src/binding_copies.rs`).
+pub const BINDING_COPIES_SWITCH: &str = "OMPTARGET_INDIRECT_BINDING_COPIES";
 
 use anyhow::{ensure, Result};
 
@@ -110,6 +112,9 @@ pub fn build_as(
         }
         if how == Build::WithoutPolymorphicMaps {
             compiler.env(POLYMORPHIC_MAPS_SWITCH, "0");
+        }
+        if how == Build::WithoutBindingCopies {
+            compiler.env(BINDING_COPIES_SWITCH, "0");
         }
         cmd::output(
             compiler

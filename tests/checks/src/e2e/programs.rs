@@ -89,6 +89,10 @@ pub struct Program {
     /// ([`Build::WithoutPolymorphicMaps`]), the program must fail its checks, and run with this
     /// argument (an abstract type without components) it must die in flang's default mapper.
     pub extension_components: Option<&'static str>,
+    /// Binds ordinary module procedures (no `declare target`), whose device copies only the pass
+    /// plugin makes: built without them ([`Build::WithoutBindingCopies`]) the program must not
+    /// link or must stop at the first such call with the stub's line, loose and strict.
+    pub binding_copies: bool,
 }
 
 impl Program {
@@ -118,6 +122,7 @@ impl Program {
         slots_in_another_image: false,
         type_bound_calls: false,
         extension_components: None,
+        binding_copies: false,
     };
 
     /// Whether it runs with `llvm`'s toolchain: every program does, Fortran ones with the
@@ -208,6 +213,10 @@ pub enum Build {
     /// (`OMPTARGET_INDIRECT_POLYMORPHIC_MAPS=0`): the negative control of
     /// [`Program::extension_components`].
     WithoutPolymorphicMaps,
+    /// `-O2` with both plugins, the pass plugin's binding copies off in device compiles
+    /// (`OMPTARGET_INDIRECT_BINDING_COPIES=0`): the negative control of
+    /// [`Program::binding_copies`].
+    WithoutBindingCopies,
 }
 
 impl Build {
@@ -218,7 +227,8 @@ impl Build {
             | Build::WithoutNaming
             | Build::WithoutFrontendPlugin
             | Build::WithoutHostPass
-            | Build::WithoutPolymorphicMaps => &["-O2"],
+            | Build::WithoutPolymorphicMaps
+            | Build::WithoutBindingCopies => &["-O2"],
             Build::O0 => &["-O0"],
             Build::OffloadLto => &["-O2", "-foffload-lto"],
         }
@@ -235,6 +245,7 @@ impl Build {
             Build::WithoutFrontendPlugin => "without-frontend-plugin",
             Build::WithoutHostPass => "without-host-pass",
             Build::WithoutPolymorphicMaps => "without-polymorphic-maps",
+            Build::WithoutBindingCopies => "without-binding-copies",
         }
     }
 }
@@ -671,14 +682,27 @@ pub const PROGRAMS: &[Program] = &[
     Program {
         name: "fortran_type_bound",
         about: "Fortran type-bound procedures on polymorphic objects the host built (flang 23, pass plugin, \
-                nothing named): allocate(source=), a polymorphic array in a teams loop, a class pointer \
-                re-pointed between regions, three levels of extension, deferred function and subroutine \
-                bindings, select type, same_type_as, extends_type_of",
+                nothing named, the bindings' procedures declare target): allocate(source=), a polymorphic array \
+                in a teams loop, a class pointer re-pointed between regions, three levels of extension, deferred \
+                function and subroutine bindings, binding forms, select type, same_type_as, extends_type_of",
         units: &[unit("fortran_type_bound.F90")],
         unmodified: true,
         host_vtables: true,
         type_bound_calls: true,
+        ..Program::DEFAULT
+    },
+    Program {
+        name: "fortran_bindings",
+        about: "Fortran type-bound procedures whose procedures are ordinary module procedures (flang 23, no \
+                declare target, the module compiled apart): three levels below an abstract type, a polymorphic \
+                array and a section of it in teams loops, a re-pointed class pointer, an extension's own \
+                component, an implicit map, binding forms; `unbound`: a binding that cannot have a device copy",
+        units: &[unit("fortran_bindings_lib.F90"), unit("fortran_bindings.F90")],
+        unmodified: true,
+        host_vtables: true,
+        type_bound_calls: true,
         trap_argument: Some("unbound"),
+        binding_copies: true,
         ..Program::DEFAULT
     },
     Program {

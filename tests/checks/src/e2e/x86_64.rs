@@ -255,12 +255,35 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
         if fortran && toolchain.llvm.stock_flang_kernels_fail_on_x86_64() {
             // Stock flang's kernels do not run on this runtime at all (no adapter): the control
             // of the translation is the build without naming (below).
-            let control = build_as(workspace, toolchain, &target, program, Build::WithoutPassPlugin)?;
-            let (code, _) = run(toolchain, &control, MapSetup::Indexed)?;
-            ensure!(code != 0, "{}: stock flang's kernels ran without the adapter", control.display());
-            detail.push_str(&format!(
-                "; compiled without the pass plugin (stock flang): its kernels do not run on this runtime (exit {code})"
-            ));
+            // A program whose device code calls a procedure that only the pass plugin gives the
+            // device (a `non_overridable` binding, called directly) does not even link.
+            match build_as(workspace, toolchain, &target, program, Build::WithoutPassPlugin) {
+                Err(err) if format!("{err:#}").contains("undefined reference to") => {
+                    let err = format!("{err:#}");
+                    let symbol = err
+                        .split("undefined reference to `")
+                        .nth(1)
+                        .and_then(|rest| rest.split('\'').next())
+                        .unwrap_or_default();
+                    detail.push_str(&format!(
+                        "; compiled without the pass plugin (stock flang): its device code does not link \
+                         (undefined reference to `{symbol}`)"
+                    ));
+                }
+                built => {
+                    let control = built?;
+                    let (code, _) = run(toolchain, &control, MapSetup::Indexed)?;
+                    ensure!(
+                        code != 0,
+                        "{}: stock flang's kernels ran without the adapter",
+                        control.display()
+                    );
+                    detail.push_str(&format!(
+                        "; compiled without the pass plugin (stock flang): its kernels do not run on this runtime \
+                         (exit {code})"
+                    ));
+                }
+            }
         } else if program.frontend != FrontendControl::CompileFails {
             let control = build_as(workspace, toolchain, &target, program, Build::WithoutPassPlugin)?;
             let failed =
@@ -288,6 +311,9 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
     }
     if let Some(argument) = program.extension_components {
         detail.push_str(&extension_components(workspace, toolchain, program, argument)?);
+    }
+    if program.binding_copies {
+        detail.push_str(&binding_copies_control(workspace, toolchain, program)?);
     }
     if !program.without_naming.is_empty() {
         let control = build_as(workspace, toolchain, &target, program, Build::WithoutNaming)?;
@@ -495,6 +521,46 @@ fn extension_components(
     Ok(format!(
         "; `{argument}` (an abstract type without components) passes, loose and strict; {what}: {failed} checks fail, and `{argument}` dies (exit {code}) (negative controls)"
     ))
+}
+
+/// [`Program::binding_copies`]' negative control: built without the copies, the program does not
+/// link (device code calls a binding's procedure directly) or stops at its first type-bound call
+/// with the stub's line, loose and strict.
+fn binding_copies_control(workspace: &Path, toolchain: &Toolchain, program: &Program) -> Result<String> {
+    let target = OffloadTarget::x86_64();
+    let what = "built with OMPTARGET_INDIRECT_BINDING_COPIES=0 (flang's undef binding slots)";
+    // Device code that calls a binding's procedure directly (a `non_overridable` one) does not
+    // link without the copy.
+    let control = match build_as(workspace, toolchain, &target, program, Build::WithoutBindingCopies) {
+        Err(err) if format!("{err:#}").contains("undefined reference to `_Q") => {
+            let err = format!("{err:#}");
+            let symbol = err.split("undefined reference to `").nth(1).and_then(|r| r.split('\'').next());
+            return Ok(format!(
+                "; {what}: its device code does not link (undefined reference to `{}`) (negative control)",
+                symbol.unwrap_or_default()
+            ));
+        }
+        built => built?,
+    };
+    let mut named = String::new();
+    for device in [Device::Loose, Device::Strict] {
+        let (code, output) = run_with(toolchain, &control, &[], MapSetup::Indexed, false, device)?;
+        let line = output.lines().find(|l| l.contains("is not compiled for the device") && l.contains("=0"));
+        ensure!(
+            code != 0 && line.is_some(),
+            "negative control: {what}, {} ({device:?} device) exited with {code}; expected the stub's line:\n{output}",
+            control.display()
+        );
+        let line = line.unwrap_or_default();
+        named = line
+            .split_once(": ")
+            .map_or(line, |(_, rest)| rest)
+            .split(" is not compiled")
+            .next()
+            .unwrap_or_default()
+            .to_string();
+    }
+    Ok(format!("; {what}: loose and strict stop at the stub of {named} (negative control)"))
 }
 
 /// Runs a negative control, which must fail its checks (exit 1, FAIL lines); returns how many
