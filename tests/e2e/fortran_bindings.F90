@@ -13,6 +13,10 @@
 ! runtime (which the device does not have), called on the device: it has no device copy, and the
 ! stub says which binding and why, and traps.
 
+#ifndef PROGRAM_NAME
+#define PROGRAM_NAME "fortran_bindings"
+#endif
+
 program fortran_bindings
   use counters
   use polygons
@@ -153,7 +157,7 @@ program fortran_bindings
   call check(forms(6) == 24.0, 'a generic binding, integer specific: result', nint(forms(6)))
   call expect_calls('binding forms', [0, 0, 0, 0, 3])
 
-  print '(a, ": ", i0, " checks, ", i0, " failed")', 'fortran_bindings', checks, failures
+  print '(a, ": ", i0, " checks, ", i0, " failed")', PROGRAM_NAME, checks, failures
   if (failures /= 0) stop 1
 
 contains

@@ -6,7 +6,10 @@
 ! Shapes: `map(to:)` and `map(tofrom:)` of a `class(shape), allocatable` holding a `circle` and a
 ! `sphere` (an extension of an extension), a `class(shape), pointer` re-pointed between regions,
 ! `target enter/exit data`, a module routine's region over its `class(shape)` dummy argument, an
-! implicit map, read by `select type` and by a type-bound function.
+! implicit map, read by `select type` and by a type-bound function; a polymorphic array of
+! spheres in a teams loop, a section of it written back, `target enter/exit data` of it; a
+! derived type's `class(shape)` components (the first and a later one) mapped with the object,
+! in the program and in a routine's region over its dummy argument.
 !
 ! `./fortran_extensions empty`: a `class(figure)` of an abstract type without components, holding
 ! a `ring`: flang's default mapper divides by the declared size, 0, and the host program died with
@@ -40,6 +43,13 @@ module geometry
   type, abstract :: figure
   end type
 
+  ! A derived type whose polymorphic components the default mapper maps.
+  type :: holder
+    class(shape), allocatable :: first
+    integer :: tag = 0
+    class(shape), allocatable :: second
+  end type
+
   type, extends(figure) :: ring
     real :: inner = 0, outer = 0
   end type
@@ -55,6 +65,18 @@ contains
       s%r = s%r * by
     type is (sphere)
       s%depth = s%depth * by
+    end select
+    !$omp end target
+  end subroutine
+
+  ! A routine's region over a holder's components.
+  subroutine deepen(h, by)
+    type(holder), intent(inout) :: h
+    real, intent(in) :: by
+    !$omp target map(tofrom: h)
+    select type (second => h%second)
+    type is (sphere)
+      second%depth = second%depth + by
     end select
     !$omp end target
   end subroutine
@@ -85,7 +107,11 @@ program fortran_extensions
   use geometry
   implicit none
   integer :: checks = 0, failures = 0
-  class(shape), allocatable :: s, t
+  integer, parameter :: n = 32
+  class(shape), allocatable :: s, t, many(:)
+  type(holder) :: h
+  real :: sizes(n)
+  integer :: i
   class(shape), pointer :: p => null()
   class(figure), allocatable :: f
   type(circle), target :: small
@@ -190,6 +216,83 @@ program fortran_extensions
   end select
   !$omp end target
   call check(got == 10.0, 'implicit map of a circle: 2 r', nint(got))
+
+  ! A polymorphic array of spheres: each element's own components, read in a teams loop.
+  allocate(sphere :: many(n))
+  do i = 1, n
+    select type (e => many(i))
+    type is (sphere)
+      e%r = i
+      e%depth = 0.5
+    end select
+  end do
+  sizes = 0
+  !$omp target teams distribute parallel do map(to: many) map(from: sizes)
+  do i = 1, n
+    sizes(i) = many(i)%size_of()
+  end do
+  do i = 1, n
+    call check(sizes(i) == i + 0.5, 'polymorphic array of spheres: r + depth of element', i)
+  end do
+  call expect_calls('polymorphic array of spheres', [0, n])
+
+  ! A section of it, written on the device and mapped back.
+  !$omp target teams distribute parallel do map(tofrom: many(n/2+1:n))
+  do i = n/2 + 1, n
+    select type (e => many(i))
+    type is (sphere)
+      e%depth = e%depth + i
+    end select
+  end do
+  do i = 1, n
+    select type (e => many(i))
+    type is (sphere)
+      if (i > n/2) then
+        call check(e%depth == i + 0.5, 'section of a polymorphic array mapped tofrom: depth of element', i)
+      else
+        call check(e%depth == 0.5, 'outside the section: depth of element', i)
+      end if
+    end select
+  end do
+
+  ! target enter/exit data of the array, with a region between that finds it present.
+  !$omp target enter data map(to: many)
+  sizes = 0
+  !$omp target teams distribute parallel do map(from: sizes)
+  do i = 1, n
+    sizes(i) = many(i)%size_of()
+  end do
+  !$omp target exit data map(delete: many)
+  call check(sizes(1) == 1.5 .and. sizes(n) == n + n + 0.5, 'target enter data of the array: r + depth', &
+             nint(sizes(n)))
+  call expect_calls('target enter data of the array', [0, n])
+
+  ! A derived type's polymorphic components, mapped with the object that holds them.
+  allocate(h%first, source=circle(1, 2.5))
+  allocate(h%second, source=sphere(2, 1.0, 3.0))
+  h%tag = 7
+  got = 0
+  via_binding = 0
+  !$omp target map(tofrom: h) map(from: got, via_binding)
+  got = h%first%size_of()
+  via_binding = h%second%size_of()
+  select type (second => h%second)
+  type is (sphere)
+    second%depth = second%depth * 2
+  end select
+  !$omp end target
+  call check(got == 2.5, 'a holder''s first component (circle): r * 10', nint(10 * got))
+  call check(via_binding == 4.0, 'a holder''s later component (sphere): r + depth', nint(via_binding))
+  select type (second => h%second)
+  type is (sphere)
+    call check(second%depth == 6.0, 'a holder''s component written on the device: depth', nint(second%depth))
+  end select
+  call deepen(h, 1.0)
+  select type (second => h%second)
+  type is (sphere)
+    call check(second%depth == 7.0, 'a routine''s region over a holder argument: depth', nint(second%depth))
+  end select
+  call expect_calls('a holder''s components', [1, 1])
 
   print '(a, ": ", i0, " checks, ", i0, " failed")', 'fortran_extensions', checks, failures
   if (failures /= 0) stop 1

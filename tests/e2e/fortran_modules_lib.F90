@@ -1,7 +1,8 @@
 ! A Fortran module library in the shape HPC codes have, compiled apart from its driver
 ! (fortran_modules.F90) as its own file, a static archive or a shared library with its own device
 ! image: derived types with a procedure-pointer component and, with -DTYPE_BOUND (flang 23), with
-! type-bound procedures over an extension; library routines with their own target regions over
+! type-bound procedures over an extension (ordinary module procedures, no `declare target`:
+! the pass plugin copies them from the host compile); library routines with their own target regions over
 ! objects the driver built. Each device copy counts its calls (fortran_counters.inc); the driver
 ! checks the counts.
 !
@@ -77,14 +78,12 @@ contains
 
 #ifdef TYPE_BOUND
   real function cell_dt(self)
-    !$omp declare target
     class(cell), intent(in) :: self
     call count(3)
     cell_dt = self%h / 2
   end function
 
   real function wet_dt(self)
-    !$omp declare target
     class(wet_cell), intent(in) :: self
     call count(4)
     wet_dt = self%h / 4

@@ -8,21 +8,24 @@
 //! the dynamic type's size when it allocates or points the object.
 //!
 //! So, in host modules, for each map entry of an offload call (`__tgt_target_kernel`,
-//! `__tgt_target_data_{begin,end,update}[_nowait]_mapper`) that maps the data of a scalar
-//! polymorphic descriptor (its pointer entry the base address loaded from a descriptor with a
-//! type-descriptor addendum: a variable's, or the local copy flang makes of a dummy argument's)
-//! with a constant size, through a default mapper or none:
+//! `__tgt_target_data_{begin,end,update}[_nowait]_mapper`) that maps the data of a polymorphic
+//! descriptor (its pointer entry the base address loaded from a descriptor with a
+//! type-descriptor addendum: a variable's, the local copy flang makes of a dummy argument's, or a
+//! derived type's component) with a constant size, through a default mapper or none:
 //!
-//! - the size becomes the descriptor's `elem_len`, read where flang stores the size (`0` still
-//!   for an unallocated object, as flang's `select` had it);
+//! - a scalar's size becomes the descriptor's `elem_len`, read where flang stores the size (`0`
+//!   still for an unallocated object, as flang's `select` had it);
+//! - an array's size (element count times the declared type's size) and its first element's
+//!   address (a section's) are computed with `elem_len` instead ([`fix_array_entry`]);
 //! - the mapper is dropped, when all it does is map the declared type's own components in place
 //!   (no pointer loads: no allocatable or pointer component to follow): libomptarget then maps
 //!   the object's bytes, all of them. An entry whose mapper follows components is left as flang
 //!   made it.
 //!
-//! A flang that maps the dynamic size already (a size that is not a constant) is left alone, so
-//! the fix is never applied twice. Arrays of polymorphic objects and polymorphic components are
-//! not covered (`docs/fortran.md`).
+//! The same holds inside a derived type's default mapper, for its scalar `class(...)` components
+//! ([`fix_component_map`]). A flang that maps the dynamic size already (a size that is not a
+//! constant) is left alone, so the fix is never applied twice. An extension's allocatable
+//! components and polymorphic array components are not covered (`docs/fortran.md`).
 
 use std::collections::HashMap;
 
@@ -77,6 +80,7 @@ unsafe fn in_function(function: LLVMValueRef) -> usize {
     unsafe {
         let mut stores: Stores = HashMap::new();
         let mut offloads = Vec::new();
+        let mut component_maps = Vec::new();
         for inst in instructions(function) {
             if !LLVMIsAStoreInst(inst).is_null() {
                 if let Some(slot) = array_element(LLVMGetOperand(inst, 1)) {
@@ -85,10 +89,12 @@ unsafe fn in_function(function: LLVMValueRef) -> usize {
             } else if !LLVMIsACallInst(inst).is_null() {
                 if let Some(arrays) = offload_arrays(inst, &stores) {
                     offloads.push(arrays);
+                } else if is_component_map(inst) {
+                    component_maps.push(inst);
                 }
             }
         }
-        let mut changed = 0;
+        let mut changed = component_maps.into_iter().filter(|&call| fix_component_map(call)).count();
         for Offload { pointers, sizes, map_types, mappers } in offloads {
             let entries: Vec<u64> =
                 stores.keys().filter(|&&(array, _)| array == pointers).map(|&(_, index)| index).collect();
@@ -141,13 +147,25 @@ unsafe fn fix_entry(pointer: LLVMValueRef, size: LLVMValueRef, mapper_store: Opt
                 return false;
             }
         }
-        let base = LLVMGetOperand(pointer, 0);
-        if LLVMIsALoadInst(base).is_null() {
+        // A scalar's entry points at the base address loaded from its descriptor; an array's at
+        // an element of it (`getelementptr <declared type>, ptr %base, i64 %first`).
+        let mut target = LLVMGetOperand(pointer, 0);
+        let element = (!LLVMIsAGetElementPtrInst(target).is_null() && LLVMGetNumOperands(target) == 2)
+            .then_some(target);
+        if let Some(element) = element {
+            target = LLVMGetOperand(element, 0);
+        }
+        if LLVMIsALoadInst(target).is_null() {
             return false;
         }
-        let Some((descriptor, descriptor_type)) = descriptor_of(LLVMGetOperand(base, 0)) else {
+        let Some(descriptor) = descriptor_of(LLVMGetOperand(target, 0)) else { return false };
+        if descriptor.rank > 0 {
+            let Some(element) = element else { return false };
+            return fix_array_entry(&descriptor, element, size) && drop_mapper(mapper_store, mapper);
+        }
+        if element.is_some() {
             return false;
-        };
+        }
         let static_size = LLVMGetOperand(size, 0);
         let select = !LLVMIsASelectInst(static_size).is_null();
         let constant = if select { LLVMGetOperand(static_size, 2) } else { static_size };
@@ -157,17 +175,7 @@ unsafe fn fix_entry(pointer: LLVMValueRef, size: LLVMValueRef, mapper_store: Opt
         let context = LLVMGetTypeContext(LLVMTypeOf(constant));
         let builder = LLVMCreateBuilderInContext(context);
         LLVMPositionBuilderBefore(builder, size);
-        let i32 = LLVMInt32TypeInContext(context);
-        let mut indices = [LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 1, 0)];
-        let field = LLVMBuildInBoundsGEP2(
-            builder,
-            descriptor_type,
-            descriptor,
-            indices.as_mut_ptr(),
-            2,
-            c"".as_ptr(),
-        );
-        let elem_len = LLVMBuildLoad2(builder, LLVMTypeOf(constant), field, c"elem_len".as_ptr());
+        let elem_len = descriptor.elem_len(builder, LLVMTypeOf(constant));
         let dynamic = if select {
             LLVMBuildSelect(
                 builder,
@@ -181,9 +189,149 @@ unsafe fn fix_entry(pointer: LLVMValueRef, size: LLVMValueRef, mapper_store: Opt
         };
         LLVMDisposeBuilder(builder);
         LLVMSetOperand(size, 0, dynamic);
+        drop_mapper(mapper_store, mapper)
+    }
+}
+
+/// The runtime's call that maps one component in a mapper, whose operands are the mappers' own.
+const PUSH_COMPONENT: &[u8] = b"__tgt_push_mapper_component";
+
+/// Whether `call` maps a component inside a mapper: `__tgt_push_mapper_component(handle, base,
+/// begin, size, type, name)`, or a call of a default mapper with those operands.
+unsafe fn is_component_map(call: LLVMValueRef) -> bool {
+    // SAFETY: operand queries on a valid call.
+    unsafe {
+        let callee = LLVMGetCalledValue(call);
+        LLVMGetNumArgOperands(call) == 6
+            && !LLVMIsAFunction(callee).is_null()
+            && value_name_bytes(callee)
+                .is_some_and(|n| n == PUSH_COMPONENT || n.ends_with(b"_omp_default_mapper"))
+    }
+}
+
+/// A polymorphic scalar component a mapper maps (flang's default mapper of a derived type with a
+/// `class(...)` component): its size, a constant (in a `select` for an unallocated one), becomes
+/// the descriptor's `elem_len`, read before the call from the address the `begin` operand was
+/// loaded from (the descriptor's); a call of the declared type's default mapper that maps in place
+/// calls `__tgt_push_mapper_component` instead (same operands): the object's bytes, all of them.
+unsafe fn fix_component_map(call: LLVMValueRef) -> bool {
+    // SAFETY: operand queries on a valid call; new instructions before it, its operands replaced.
+    unsafe {
+        let begin = LLVMGetArgOperand(call, 2);
+        if LLVMIsALoadInst(begin).is_null() {
+            return false;
+        }
+        let address = LLVMGetOperand(begin, 0);
+        if descriptor_rank_at(address) != Some(0) {
+            return false;
+        }
+        let callee = LLVMGetCalledValue(call);
+        let push = value_name_bytes(callee).is_some_and(|n| n == PUSH_COMPONENT);
+        if !push && !maps_in_place(callee) {
+            return false;
+        }
+        let static_size = LLVMGetArgOperand(call, 3);
+        let select = !LLVMIsASelectInst(static_size).is_null();
+        let constant = if select { LLVMGetOperand(static_size, 2) } else { static_size };
+        if LLVMIsAConstantInt(constant).is_null() {
+            return false;
+        }
+        let i64 = LLVMTypeOf(constant);
+        let context = LLVMGetTypeContext(i64);
+        let builder = LLVMCreateBuilderInContext(context);
+        LLVMPositionBuilderBefore(builder, call);
+        let mut eight = [LLVMConstInt(i64, 8, 0)];
+        let field = LLVMBuildInBoundsGEP2(
+            builder,
+            LLVMInt8TypeInContext(context),
+            address,
+            eight.as_mut_ptr(),
+            1,
+            c"".as_ptr(),
+        );
+        let elem_len = LLVMBuildLoad2(builder, i64, field, c"elem_len".as_ptr());
+        let dynamic = if select {
+            LLVMBuildSelect(
+                builder,
+                LLVMGetOperand(static_size, 0),
+                LLVMGetOperand(static_size, 1),
+                elem_len,
+                c"".as_ptr(),
+            )
+        } else {
+            elem_len
+        };
+        LLVMDisposeBuilder(builder);
+        LLVMSetOperand(call, 3, dynamic);
+        if !push {
+            let module = LLVMGetGlobalParent(callee);
+            let mut runtime = LLVMGetNamedFunction(module, c"__tgt_push_mapper_component".as_ptr());
+            if runtime.is_null() {
+                runtime = LLVMAddFunction(
+                    module,
+                    c"__tgt_push_mapper_component".as_ptr(),
+                    LLVMGlobalGetValueType(callee),
+                );
+            }
+            let callee_operand = LLVMGetNumOperands(call) - 1;
+            LLVMSetOperand(call, callee_operand as u32, runtime);
+            LLVMSetInstructionCallConv(call, LLVMGetFunctionCallConv(runtime));
+        }
+        true
+    }
+}
+
+/// Drops the entry's mapper, if it has one (`fix_entry` checked that it maps in place). True.
+unsafe fn drop_mapper(mapper_store: Option<LLVMValueRef>, mapper: Option<LLVMValueRef>) -> bool {
+    // SAFETY: an operand of a valid store replaced by a null of its type.
+    unsafe {
         if let (Some(store), Some(mapper)) = (mapper_store, mapper) {
             LLVMSetOperand(store, 0, LLVMConstNull(LLVMTypeOf(mapper)));
         }
+    }
+    true
+}
+
+/// An array's entry: flang computes its size as the element count times the declared type's size
+/// (`mul i64 %count, <size>`, then `select`s for an empty and an unallocated array) and its
+/// first element's address as `getelementptr <declared type>, ptr %base, i64 %first`. Both become
+/// the descriptor's `elem_len`'s: `mul i64 %count, %elem_len`, `getelementptr i8, ptr %base,
+/// i64 (%first * %elem_len)`. Returns whether it found and changed both.
+unsafe fn fix_array_entry(descriptor: &Descriptor, element: LLVMValueRef, size: LLVMValueRef) -> bool {
+    // SAFETY: operand queries on valid instructions; new instructions before the ones changed.
+    unsafe {
+        // The multiplication under the selects: the stored size's last operand, repeatedly.
+        let mut value = LLVMGetOperand(size, 0);
+        while !LLVMIsASelectInst(value).is_null() {
+            value = LLVMGetOperand(value, 2);
+        }
+        let is_mul = !LLVMIsABinaryOperator(value).is_null()
+            && LLVMGetInstructionOpcode(value) == crate::llvm::LLVMOpcode::LLVMMul;
+        if !is_mul || LLVMIsAConstantInt(LLVMGetOperand(value, 1)).is_null() {
+            return false;
+        }
+        let declared = LLVMGetOperand(value, 1);
+        let context = LLVMGetTypeContext(LLVMTypeOf(declared));
+        let i64 = LLVMTypeOf(declared);
+        let builder = LLVMCreateBuilderInContext(context);
+        LLVMPositionBuilderBefore(builder, value);
+        let elem_len = descriptor.elem_len(builder, i64);
+        LLVMSetOperand(value, 1, elem_len);
+        LLVMPositionBuilderBefore(builder, element);
+        let elem_len = descriptor.elem_len(builder, i64);
+        let first = LLVMBuildSExtOrBitCast(builder, LLVMGetOperand(element, 1), i64, c"".as_ptr());
+        let mut offset = [LLVMBuildMul(builder, first, elem_len, c"".as_ptr())];
+        let address = LLVMBuildInBoundsGEP2(
+            builder,
+            LLVMInt8TypeInContext(context),
+            LLVMGetOperand(element, 0),
+            offset.as_mut_ptr(),
+            1,
+            c"".as_ptr(),
+        );
+        LLVMDisposeBuilder(builder);
+        LLVMReplaceAllUsesWith(element, address);
+        LLVMInstructionEraseFromParent(element);
         true
     }
 }
@@ -210,47 +358,163 @@ unsafe fn maps_in_place(mapper: LLVMValueRef) -> bool {
     }
 }
 
-/// The descriptor whose base address a load from `address` reads, and its type, if it is a
-/// scalar polymorphic descriptor ([`is_polymorphic_scalar_descriptor`]): a global or local
-/// variable of that type, or its first field (`getelementptr <type>, ptr %d, 0, 0`) where `%d` is
-/// a variable or an argument (flang copies a `class(...)` dummy argument's descriptor into a
-/// local one). Those are defined wherever the size is stored.
-unsafe fn descriptor_of(address: LLVMValueRef) -> Option<(LLVMValueRef, LLVMTypeRef)> {
-    // SAFETY: type and operand queries on valid values.
-    unsafe {
-        let (descriptor, ty) = if !LLVMIsAGlobalVariable(address).is_null() {
-            (address, LLVMGlobalGetValueType(address))
-        } else if !LLVMIsAAllocaInst(address).is_null() {
-            (address, LLVMGetAllocatedType(address))
-        } else if !LLVMIsAGetElementPtrInst(address).is_null() && LLVMGetNumOperands(address) == 3 {
-            let zero = |i| {
-                let index = LLVMGetOperand(address, i);
-                !LLVMIsAConstantInt(index).is_null() && LLVMConstIntGetZExtValue(index) == 0
-            };
-            let descriptor = LLVMGetOperand(address, 0);
-            let defined_everywhere = !LLVMIsAAllocaInst(descriptor).is_null()
-                || !LLVMIsAGlobalVariable(descriptor).is_null()
-                || !LLVMIsAArgument(descriptor).is_null();
-            if !(zero(1) && zero(2) && defined_everywhere) {
-                return None;
-            }
-            (descriptor, LLVMGetGEPSourceElementType(address))
-        } else {
-            return None;
-        };
-        is_polymorphic_scalar_descriptor(ty).then_some((descriptor, ty))
+/// A polymorphic descriptor whose base address an entry maps: where it is (a value defined
+/// wherever the entry's size is stored, or, for a component, the base that the constant
+/// `path` of field indices leads from), its type, and its rank.
+struct Descriptor {
+    base: LLVMValueRef,
+    base_type: LLVMTypeRef,
+    path: Vec<u64>,
+    rank: u32,
+}
+
+impl Descriptor {
+    /// Loads the descriptor's `elem_len` (its second word) at the builder's position.
+    unsafe fn elem_len(&self, builder: LLVMBuilderRef, i64: LLVMTypeRef) -> LLVMValueRef {
+        // SAFETY: a field address of a value of this type, and a load from it.
+        unsafe {
+            let i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(i64));
+            let mut indices: Vec<LLVMValueRef> = std::iter::once(0)
+                .chain(self.path.iter().copied())
+                .chain(std::iter::once(1))
+                .map(|i| LLVMConstInt(i32, i, 0))
+                .collect();
+            let field = LLVMBuildInBoundsGEP2(
+                builder,
+                self.base_type,
+                self.base,
+                indices.as_mut_ptr(),
+                indices.len() as u32,
+                c"".as_ptr(),
+            );
+            LLVMBuildLoad2(builder, i64, field, c"elem_len".as_ptr())
+        }
     }
 }
 
-/// Whether `ty` is flang's scalar polymorphic descriptor `{ptr, i64, i32, i8, i8, i8, i8, ptr,
-/// [1 x i64]}` (base address, `elem_len`, version, rank 0, type, attribute, extra, then the
-/// addendum: the type descriptor, no dimensions before it, and one word).
-unsafe fn is_polymorphic_scalar_descriptor(ty: LLVMTypeRef) -> bool {
+/// The polymorphic descriptor ([`Descriptor`]) whose base address a load from `address` reads:
+/// a global or local variable, or an argument's (flang copies a `class(...)` dummy argument's
+/// descriptor into a local one), either the descriptor itself or a component of a derived type
+/// (`getelementptr <type>, ptr %d, 0, <field>...` with constant indices, or the variable itself
+/// where the component is its first field, at offset 0).
+unsafe fn descriptor_of(address: LLVMValueRef) -> Option<Descriptor> {
+    // SAFETY: type and operand queries on valid values.
+    unsafe {
+        let defined_everywhere = |v: LLVMValueRef| {
+            !LLVMIsAAllocaInst(v).is_null()
+                || !LLVMIsAGlobalVariable(v).is_null()
+                || !LLVMIsAArgument(v).is_null()
+        };
+        let (base, base_type, path) = if !LLVMIsAGlobalVariable(address).is_null() {
+            (address, LLVMGlobalGetValueType(address), Vec::new())
+        } else if !LLVMIsAAllocaInst(address).is_null() {
+            (address, LLVMGetAllocatedType(address), Vec::new())
+        } else if !LLVMIsAGetElementPtrInst(address).is_null() && LLVMGetNumOperands(address) >= 3 {
+            let base = LLVMGetOperand(address, 0);
+            let first = LLVMGetOperand(address, 1);
+            if !defined_everywhere(base)
+                || LLVMIsAConstantInt(first).is_null()
+                || LLVMConstIntGetZExtValue(first) != 0
+            {
+                return None;
+            }
+            let mut path = Vec::new();
+            for i in 2..LLVMGetNumOperands(address) as u32 {
+                let index = LLVMGetOperand(address, i);
+                if LLVMIsAConstantInt(index).is_null() {
+                    return None;
+                }
+                path.push(LLVMConstIntGetZExtValue(index));
+            }
+            (base, LLVMGetGEPSourceElementType(address), path)
+        } else {
+            return None;
+        };
+        let (path, rank) = descriptor_path(base_type, path)?;
+        Some(Descriptor { base, base_type, path, rank })
+    }
+}
+
+/// The field path from a value of `ty` to the polymorphic descriptor that `path` (constant
+/// `getelementptr` indices after the first) addresses, and its rank: down `path` (the address of
+/// a descriptor's first field is the descriptor's), then down first fields (a component at
+/// offset 0).
+unsafe fn descriptor_path(ty: LLVMTypeRef, mut path: Vec<u64>) -> Option<(Vec<u64>, u32)> {
     // SAFETY: type queries on a valid type.
     unsafe {
-        addendum_field(ty) == Some(7)
-            && LLVMCountStructElementTypes(ty) == 9
-            && LLVMGetTypeKind(LLVMStructGetTypeAtIndex(ty, 8)) == LLVMTypeKind::LLVMArrayTypeKind
+        let mut ty = ty;
+        for (at, &index) in path.iter().enumerate() {
+            if at + 1 == path.len() && index == 0 {
+                if let Some(rank) = polymorphic_descriptor_rank(ty) {
+                    path.pop();
+                    return Some((path, rank));
+                }
+            }
+            ty = match LLVMGetTypeKind(ty) {
+                LLVMTypeKind::LLVMStructTypeKind if (index as u32) < LLVMCountStructElementTypes(ty) => {
+                    LLVMStructGetTypeAtIndex(ty, index as u32)
+                }
+                LLVMTypeKind::LLVMArrayTypeKind => LLVMGetElementType(ty),
+                _ => return None,
+            };
+        }
+        loop {
+            if let Some(rank) = polymorphic_descriptor_rank(ty) {
+                return Some((path, rank));
+            }
+            if LLVMGetTypeKind(ty) != LLVMTypeKind::LLVMStructTypeKind || LLVMCountStructElementTypes(ty) == 0
+            {
+                return None;
+            }
+            ty = LLVMStructGetTypeAtIndex(ty, 0);
+            path.push(0);
+        }
+    }
+}
+
+/// The rank of the polymorphic descriptor at `address` (a variable, or a constant field address
+/// of one, of any base), if that is what it is.
+unsafe fn descriptor_rank_at(address: LLVMValueRef) -> Option<u32> {
+    // SAFETY: type and operand queries on valid values.
+    unsafe {
+        let (ty, path) = if !LLVMIsAGlobalVariable(address).is_null() {
+            (LLVMGlobalGetValueType(address), Vec::new())
+        } else if !LLVMIsAAllocaInst(address).is_null() {
+            (LLVMGetAllocatedType(address), Vec::new())
+        } else if !LLVMIsAGetElementPtrInst(address).is_null() && LLVMGetNumOperands(address) >= 3 {
+            let mut path = Vec::new();
+            for i in 1..LLVMGetNumOperands(address) as u32 {
+                let index = LLVMGetOperand(address, i);
+                if LLVMIsAConstantInt(index).is_null() {
+                    return None;
+                }
+                path.push(LLVMConstIntGetZExtValue(index));
+            }
+            if path.remove(0) != 0 {
+                return None;
+            }
+            (LLVMGetGEPSourceElementType(address), path)
+        } else {
+            return None;
+        };
+        descriptor_path(ty, path).map(|(_, rank)| rank)
+    }
+}
+
+/// The rank of `ty` if it is flang's polymorphic descriptor: `{ptr, i64, i32, i8, i8, i8, i8,
+/// [rank x [3 x i64]], ptr, [1 x i64]}` (base address, `elem_len`, version, rank, type,
+/// attribute, extra, the dimensions of an array's, then the addendum: the type descriptor and
+/// one word).
+unsafe fn polymorphic_descriptor_rank(ty: LLVMTypeRef) -> Option<u32> {
+    // SAFETY: type queries on a valid type.
+    unsafe {
+        let at = addendum_field(ty)?;
+        if LLVMCountStructElementTypes(ty) != at + 2
+            || LLVMGetTypeKind(LLVMStructGetTypeAtIndex(ty, at + 1)) != LLVMTypeKind::LLVMArrayTypeKind
+        {
+            return None;
+        }
+        Some(if at == 8 { LLVMGetArrayLength2(LLVMStructGetTypeAtIndex(ty, 7)) as u32 } else { 0 })
     }
 }
 

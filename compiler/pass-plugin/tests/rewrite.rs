@@ -1354,3 +1354,83 @@ define void @grow(ptr %dummy) {
     assert!(text.contains("getelementptr inbounds %box, ptr %copy, i32 0, i32 1"), "{text}");
     assert!(text.contains("select i1 %none, i64 0, i64 %elem_len"), "{text}");
 }
+
+#[test]
+fn a_polymorphic_array_and_its_section_are_mapped_with_the_dynamic_types_size() {
+    // flang's entry of `map(to: many(k:m))`: the count times the declared size, the section's
+    // first element addressed in declared-type elements.
+    let source = r#"
+%kernel_arguments = type { i32, i32, ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, [3 x i32], [3 x i32], i32 }
+%array_box = type { ptr, i64, i32, i8, i8, i8, i8, [1 x [3 x i64]], ptr, [1 x i64] }
+%_QMgeoTshape = type { i32 }
+@_QFEmany = internal global %array_box zeroinitializer
+@maptypes = private unnamed_addr constant [1 x i64] [i64 1]
+declare i32 @__tgt_target_kernel(ptr, i64, i32, i32, ptr, ptr)
+define void @main(i64 %count, i64 %first) {
+  %pointers = alloca [1 x ptr]
+  %sizes = alloca [1 x i64]
+  %args = alloca %kernel_arguments
+  %element_count = mul i64 %count, 4
+  %empty = icmp eq i64 %element_count, 0
+  %bytes = select i1 %empty, i64 1, i64 %element_count
+  %data = load ptr, ptr @_QFEmany
+  %section = getelementptr inbounds %_QMgeoTshape, ptr %data, i64 %first
+  %none = icmp eq ptr %section, null
+  %size = select i1 %none, i64 0, i64 %bytes
+  store ptr %section, ptr %pointers
+  store i64 %size, ptr %sizes
+  %a3 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 3
+  store ptr %pointers, ptr %a3
+  %a4 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 4
+  store ptr %sizes, ptr %a4
+  %a5 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 5
+  store ptr @maptypes, ptr %a5
+  %a7 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 7
+  store ptr null, ptr %a7
+  %r = call i32 @__tgt_target_kernel(ptr null, i64 -1, i32 -1, i32 0, ptr null, ptr %args)
+  ret void
+}
+"#;
+    let module = Module::parse(source);
+    assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 1, "{}", module.text());
+    let text = module.text();
+    // The count times elem_len, and the section's first element elem_len bytes apart.
+    assert!(text.contains("%element_count = mul i64 %count, %elem_len"), "{text}");
+    assert!(text.contains("getelementptr inbounds i8, ptr %data, i64 "), "{text}");
+    assert!(!text.contains("getelementptr inbounds %_QMgeoTshape"), "{text}");
+    // A second run finds nothing constant left.
+    assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 0);
+}
+
+#[test]
+fn a_polymorphic_component_is_mapped_with_its_dynamic_types_size_by_its_holders_mapper() {
+    // The default mapper of a derived type whose second field is a `class(shape)` component: it
+    // maps the component's data through the declared type's mapper, with the declared size.
+    let source = r#"
+%box = type { ptr, i64, i32, i8, i8, i8, i8, ptr, [1 x i64] }
+%_QMgeoTholder = type { i32, %box }
+declare void @__tgt_push_mapper_component(ptr, ptr, ptr, i64, i64, ptr)
+define internal void @.omp_mapper._QMgeoTshape_omp_default_mapper(ptr %h, ptr %base, ptr %begin, i64 %size, i64 %type, ptr %name) {
+  call void @__tgt_push_mapper_component(ptr %h, ptr %base, ptr %begin, i64 %size, i64 %type, ptr %name)
+  ret void
+}
+define internal void @.omp_mapper._QQMgeoholder_omp_default_mapper(ptr %h, ptr %base, ptr %begin, i64 %size, i64 %type, ptr %name) {
+  %component = getelementptr %_QMgeoTholder, ptr %begin, i32 0, i32 1
+  %first = getelementptr %box, ptr %component, i32 0, i32 0
+  %data = load ptr, ptr %first
+  %none = icmp eq ptr %data, null
+  %bytes = select i1 %none, i64 0, i64 4
+  call void @.omp_mapper._QMgeoTshape_omp_default_mapper(ptr %h, ptr %first, ptr %data, i64 %bytes, i64 %type, ptr %name)
+  ret void
+}
+"#;
+    let module = Module::parse(source);
+    assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 1, "{}", module.text());
+    let text = module.text();
+    assert!(text.contains("getelementptr inbounds i8, ptr %first, i64 8"), "{text}");
+    assert!(text.contains("select i1 %none, i64 0, i64 %elem_len"), "{text}");
+    // The declared type's mapper, which maps in place, gives way to the runtime's call.
+    let call = module.line_in(".omp_mapper._QQMgeoholder_omp_default_mapper", "call void @");
+    assert!(call.contains("@__tgt_push_mapper_component(ptr %h, ptr %first, ptr %data, i64 %"), "{call}");
+    assert!(!call.contains("i64 %bytes"), "{call}");
+}

@@ -336,7 +336,7 @@ const FORTRAN_MODULES: Program =
 
 /// [`FORTRAN_MODULES`] with the library's type-bound procedures (flang 23).
 const FORTRAN_MODULES_BOUND: Program =
-    Program { host_vtables: true, type_bound_calls: true, ..FORTRAN_MODULES };
+    Program { host_vtables: true, type_bound_calls: true, binding_copies: true, ..FORTRAN_MODULES };
 
 const FORTRAN_LIBRARY: Unit = unit("fortran_modules_lib.F90");
 const FORTRAN_LIBRARY_BOUND: Unit = Unit { source: "fortran_modules_lib.F90", flags: &["-DTYPE_BOUND"] };
@@ -706,11 +706,23 @@ pub const PROGRAMS: &[Program] = &[
         ..Program::DEFAULT
     },
     Program {
+        name: "fortran_bindings_archive",
+        about: "Fortran type-bound procedures without declare target (flang 23): the module in a static archive",
+        units: &[Unit { source: "fortran_bindings.F90", flags: &["-DPROGRAM_NAME=\"fortran_bindings_archive\""] }],
+        library: &[unit("fortran_bindings_lib.F90")],
+        unmodified: true,
+        host_vtables: true,
+        type_bound_calls: true,
+        binding_copies: true,
+        ..Program::DEFAULT
+    },
+    Program {
         name: "fortran_extensions",
         about: "Fortran extensions with components of their own, mapped through class(...) objects the host built \
                 (flang 23): map(to:) and map(tofrom:) of a circle and of a sphere (an extension of an extension), a \
                 class pointer re-pointed between regions, target enter/exit data, a routine's region over its dummy \
-                argument, an implicit map, an abstract type without components",
+                argument, an implicit map, a polymorphic array and a section of it, a derived type's class(shape) \
+                components, an abstract type without components",
         units: &[unit("fortran_extensions.F90")],
         unmodified: true,
         host_vtables: true,
