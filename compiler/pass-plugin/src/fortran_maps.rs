@@ -167,26 +167,11 @@ unsafe fn fix_entry(pointer: LLVMValueRef, size: LLVMValueRef, mapper_store: Opt
             return false;
         }
         let static_size = LLVMGetOperand(size, 0);
-        let select = !LLVMIsASelectInst(static_size).is_null();
-        let constant = if select { LLVMGetOperand(static_size, 2) } else { static_size };
-        if LLVMIsAConstantInt(constant).is_null() {
-            return false;
-        }
-        let context = LLVMGetTypeContext(LLVMTypeOf(constant));
-        let builder = LLVMCreateBuilderInContext(context);
+        let Some(constant) = constant_size(static_size) else { return false };
+        let builder = LLVMCreateBuilderInContext(LLVMGetTypeContext(LLVMTypeOf(constant)));
         LLVMPositionBuilderBefore(builder, size);
         let elem_len = descriptor.elem_len(builder, LLVMTypeOf(constant));
-        let dynamic = if select {
-            LLVMBuildSelect(
-                builder,
-                LLVMGetOperand(static_size, 0),
-                LLVMGetOperand(static_size, 1),
-                elem_len,
-                c"".as_ptr(),
-            )
-        } else {
-            elem_len
-        };
+        let dynamic = with_elem_len(builder, static_size, elem_len);
         LLVMDisposeBuilder(builder);
         LLVMSetOperand(size, 0, dynamic);
         drop_mapper(mapper_store, mapper)
@@ -194,7 +179,7 @@ unsafe fn fix_entry(pointer: LLVMValueRef, size: LLVMValueRef, mapper_store: Opt
 }
 
 /// The runtime's call that maps one component in a mapper, whose operands are the mappers' own.
-const PUSH_COMPONENT: &[u8] = b"__tgt_push_mapper_component";
+const PUSH_COMPONENT: &std::ffi::CStr = c"__tgt_push_mapper_component";
 
 /// Whether `call` maps a component inside a mapper: `__tgt_push_mapper_component(handle, base,
 /// begin, size, type, name)`, or a call of a default mapper with those operands.
@@ -205,7 +190,7 @@ unsafe fn is_component_map(call: LLVMValueRef) -> bool {
         LLVMGetNumArgOperands(call) == 6
             && !LLVMIsAFunction(callee).is_null()
             && value_name_bytes(callee)
-                .is_some_and(|n| n == PUSH_COMPONENT || n.ends_with(b"_omp_default_mapper"))
+                .is_some_and(|n| n == PUSH_COMPONENT.to_bytes() || n.ends_with(b"_omp_default_mapper"))
     }
 }
 
@@ -226,16 +211,12 @@ unsafe fn fix_component_map(call: LLVMValueRef) -> bool {
             return false;
         }
         let callee = LLVMGetCalledValue(call);
-        let push = value_name_bytes(callee).is_some_and(|n| n == PUSH_COMPONENT);
+        let push = value_name_bytes(callee).is_some_and(|n| n == PUSH_COMPONENT.to_bytes());
         if !push && !maps_in_place(callee) {
             return false;
         }
         let static_size = LLVMGetArgOperand(call, 3);
-        let select = !LLVMIsASelectInst(static_size).is_null();
-        let constant = if select { LLVMGetOperand(static_size, 2) } else { static_size };
-        if LLVMIsAConstantInt(constant).is_null() {
-            return false;
-        }
+        let Some(constant) = constant_size(static_size) else { return false };
         let i64 = LLVMTypeOf(constant);
         let context = LLVMGetTypeContext(i64);
         let builder = LLVMCreateBuilderInContext(context);
@@ -250,34 +231,42 @@ unsafe fn fix_component_map(call: LLVMValueRef) -> bool {
             c"".as_ptr(),
         );
         let elem_len = LLVMBuildLoad2(builder, i64, field, c"elem_len".as_ptr());
-        let dynamic = if select {
-            LLVMBuildSelect(
-                builder,
-                LLVMGetOperand(static_size, 0),
-                LLVMGetOperand(static_size, 1),
-                elem_len,
-                c"".as_ptr(),
-            )
-        } else {
-            elem_len
-        };
+        let dynamic = with_elem_len(builder, static_size, elem_len);
         LLVMDisposeBuilder(builder);
         LLVMSetOperand(call, 3, dynamic);
         if !push {
             let module = LLVMGetGlobalParent(callee);
-            let mut runtime = LLVMGetNamedFunction(module, c"__tgt_push_mapper_component".as_ptr());
+            let mut runtime = LLVMGetNamedFunction(module, PUSH_COMPONENT.as_ptr());
             if runtime.is_null() {
-                runtime = LLVMAddFunction(
-                    module,
-                    c"__tgt_push_mapper_component".as_ptr(),
-                    LLVMGlobalGetValueType(callee),
-                );
+                runtime = LLVMAddFunction(module, PUSH_COMPONENT.as_ptr(), LLVMGlobalGetValueType(callee));
             }
             let callee_operand = LLVMGetNumOperands(call) - 1;
             LLVMSetOperand(call, callee_operand as u32, runtime);
             LLVMSetInstructionCallConv(call, LLVMGetFunctionCallConv(runtime));
         }
         true
+    }
+}
+
+/// The constant in flang's size of a scalar polymorphic object: the size itself, or the last
+/// operand of the `select` that makes it 0 for an unallocated object. None where the size is
+/// computed (a flang that maps the dynamic size already).
+unsafe fn constant_size(size: LLVMValueRef) -> Option<LLVMValueRef> {
+    // SAFETY: operand queries on a valid value.
+    unsafe {
+        let constant = if LLVMIsASelectInst(size).is_null() { size } else { LLVMGetOperand(size, 2) };
+        (!LLVMIsAConstantInt(constant).is_null()).then_some(constant)
+    }
+}
+
+/// `size` ([`constant_size`]) with `elem_len` for its constant, built at the builder's position.
+unsafe fn with_elem_len(builder: LLVMBuilderRef, size: LLVMValueRef, elem_len: LLVMValueRef) -> LLVMValueRef {
+    // SAFETY: a select built from a valid select's operands.
+    unsafe {
+        if LLVMIsASelectInst(size).is_null() {
+            return elem_len;
+        }
+        LLVMBuildSelect(builder, LLVMGetOperand(size, 0), LLVMGetOperand(size, 1), elem_len, c"".as_ptr())
     }
 }
 
