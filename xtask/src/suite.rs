@@ -292,6 +292,18 @@ fn steps_after_build(
                 || e2e::stress::check(workspace, &toolchain, device),
             );
         }
+        if !toolchain.llvm.runs_project_plugins() {
+            report.step(
+                format!(
+                    "stock clang {major} and libomptarget {major} by themselves: a library loaded while threads launch \
+                     on devices that have run kernels hangs (tests/e2e/late_dlopen.c, no part of the project; at most \
+                     {} runs, to the first hang)",
+                    e2e::stress::LATE_DLOPEN_RUNS,
+                    major = toolchain.llvm.major
+                ),
+                || e2e::stress::stock_late_dlopen(workspace, &toolchain),
+            );
+        }
     }
     for toolchain in Toolchain::all(tools, dist) {
         for target in toolchain.llvm.gpu_check_archs.iter().map(|arch| OffloadTarget::of_arch(arch)) {

@@ -197,11 +197,23 @@ fn newer_than_all(output: &Path, inputs: &[PathBuf]) -> bool {
 /// `exe` depends on the shared library `soname`: clang 19 silently links its own
 /// `libomptarget.so.19.1` when `-L<llvm16>` finds nothing.
 fn check_needs(exe: &Path, soname: &str) -> Result<()> {
+    let needed = needed(exe)?;
+    ensure!(
+        needed.iter().any(|n| n == soname),
+        "{} does not link {soname} (NEEDED: {})",
+        exe.display(),
+        needed.join(", ")
+    );
+    Ok(())
+}
+
+/// The shared libraries `elf` names as needed (its DT_NEEDED entries).
+pub fn needed(elf: &Path) -> Result<Vec<String>> {
     use object::read::elf::{Dyn, ElfFile64, FileHeader};
-    let data = cmd::read(exe)?;
-    let elf = ElfFile64::<object::Endianness>::parse(&*data)?;
-    let endian = elf.endian();
-    let sections = elf.elf_header().sections(endian, &*data)?;
+    let data = cmd::read(elf)?;
+    let file = ElfFile64::<object::Endianness>::parse(&*data)?;
+    let endian = file.endian();
+    let sections = file.elf_header().sections(endian, &*data)?;
     let mut needed = Vec::new();
     if let Some((dynamic, index)) = sections.dynamic(endian, &*data)? {
         let strings = sections.strings(endian, &*data, index)?;
@@ -211,13 +223,7 @@ fn check_needs(exe: &Path, soname: &str) -> Result<()> {
             }
         }
     }
-    ensure!(
-        needed.iter().any(|n| n == soname),
-        "{} does not link {soname} (NEEDED: {})",
-        exe.display(),
-        needed.join(", ")
-    );
-    Ok(())
+    Ok(needed)
 }
 
 /// Writes the device image for `target` embedded in `program` to `dir` and returns its path.

@@ -10,11 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 
-use super::compile::build;
+use super::compile::{build, needed};
 use super::programs::{Program, CONCURRENCY_UNORDERED, PROGRAMS};
 use super::x86_64::{device_command, Device};
+use crate::cmd;
 use crate::offload::OffloadTarget;
 use crate::toolchain::Toolchain;
 
@@ -58,11 +59,11 @@ fn start(mut command: Command, run: usize, log: PathBuf) -> Result<Running> {
     Ok(Running { run, child, log, started: Instant::now() })
 }
 
-/// How `running` ended, if it has (killed after [`RUN_LIMIT`]).
-fn finished(running: &mut Running, program: &str) -> Result<Option<(Outcome, Duration)>> {
+/// How `running` ended, if it has (killed after `limit`).
+fn finished(running: &mut Running, program: &str, limit: Duration) -> Result<Option<(Outcome, Duration)>> {
     let status = match running.child.try_wait()? {
         Some(status) => status,
-        None if running.started.elapsed() > RUN_LIMIT => {
+        None if running.started.elapsed() > limit => {
             // The program is the child itself: `enter` and `unshare` exec it.
             let _ = running.child.kill();
             let _ = running.child.wait();
@@ -80,10 +81,12 @@ fn finished(running: &mut Running, program: &str) -> Result<Option<(Outcome, Dur
     Ok(Some((if passed { Outcome::Passed } else { Outcome::Failed(status.code(), text) }, took)))
 }
 
-/// Runs `runs` commands made by `command`, [`AT_ONCE`] at a time, and hands each outcome to
-/// `each` (with the run's number) as it comes; stops early when `each` says so.
+/// Runs `runs` commands made by `command`, [`AT_ONCE`] at a time, each killed after `limit`,
+/// and hands each outcome to `each` (with the run's number) as it comes; stops early when `each`
+/// says so.
 fn run_all(
     runs: usize,
+    limit: Duration,
     logs: &Path,
     program: &str,
     command: impl Fn() -> Command,
@@ -101,7 +104,7 @@ fn run_all(
         }
         let mut i = 0;
         while i < running.len() {
-            if let Some((outcome, took)) = finished(&mut running[i], program)? {
+            if let Some((outcome, took)) = finished(&mut running[i], program, limit)? {
                 let done = running.swap_remove(i);
                 if !each(done.run, outcome, took) {
                     for mut other in running {
@@ -128,7 +131,7 @@ fn first_run_that(
     wanted: impl Fn(&Outcome) -> bool,
 ) -> Result<Option<usize>> {
     let mut found = None;
-    run_all(runs, logs, program, command, |run, outcome, _| {
+    run_all(runs, RUN_LIMIT, logs, program, command, |run, outcome, _| {
         if wanted(&outcome) {
             found = Some(run);
         }
@@ -150,7 +153,7 @@ fn stress(toolchain: &Toolchain, exe: &Path, program: &Program, device: Device) 
     let logs = exe.with_extension(format!("{device:?}-stress").to_lowercase());
     let mut tally = Tally { passed: 0, failed: 0, hung: 0, slowest: Duration::ZERO, first_failure: None };
     let command = || device_command(toolchain, exe, &[ROUNDS], device);
-    run_all(RUNS, &logs, program.name, command, |run, outcome, took| {
+    run_all(RUNS, RUN_LIMIT, &logs, program.name, command, |run, outcome, took| {
         tally.slowest = tally.slowest.max(took);
         let failure = match outcome {
             Outcome::Passed => {
@@ -239,5 +242,75 @@ pub fn check(workspace: &Path, toolchain: &Toolchain, device: Device) -> Result<
         None => {
             bail!("{summary}; negative control: the program without its depend clauses passed {RUNS} runs")
         }
+    }
+}
+
+/// Runs of `late_dlopen` before the step concludes that the stock runtime no longer hangs: it
+/// hung about one run in three (libomptarget 22: 35 of 100, 4 at a time on 2 cores), and even
+/// one run in ten would leave 100 runs without a hang once in 30 000 steps.
+pub const LATE_DLOPEN_RUNS: usize = 100;
+
+/// How long a `late_dlopen` run may take before it counts as hung: it takes 0.03 s.
+const LATE_DLOPEN_LIMIT: Duration = Duration::from_secs(10);
+
+/// What the stock runtime of `toolchain` does by itself with a library loaded while other
+/// threads launch on devices that have all run kernels (`tests/e2e/late_dlopen.c`, built by stock
+/// clang, no part of the project linked or loaded): runs until the first hang, which
+/// `docs/concurrency.md` reports; fails if none of [`LATE_DLOPEN_RUNS`] hung (the stock runtime
+/// changed and the docs must say so).
+pub fn stock_late_dlopen(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
+    ensure!(!toolchain.llvm.runs_project_plugins(), "late_dlopen shows a stock runtime by itself");
+    let target = OffloadTarget::x86_64();
+    let out = toolchain.e2e_dir(workspace, &target).join("late_dlopen");
+    std::fs::create_dir_all(&out)?;
+    let sources = workspace.join("tests/e2e");
+    let library = out.join("libconcurrency_library.so");
+    let exe = out.join("late_dlopen");
+    let stock = |source: &str| {
+        let mut c = Command::new(toolchain.compiler(source));
+        c.args(toolchain.offload_args_for(&target, source)).args(["-O2", "-Wall", "-Werror"]);
+        c.arg(sources.join(source)).args(toolchain.runtime_link_args());
+        c
+    };
+    cmd::output(stock("concurrency_lib.c").args(["-fPIC", "-shared", "-o"]).arg(&library))?;
+    cmd::output(stock("late_dlopen.c").args(["-ldl", "-o"]).arg(&exe))?;
+    let ours = needed(&exe)?.into_iter().chain(needed(&library)?).find(|n| n.contains("omptarget-indirect"));
+    ensure!(ours.is_none(), "the stock build of late_dlopen links {}", ours.unwrap_or_default());
+    let logs = exe.with_extension("runs");
+    let command = || {
+        let mut c = toolchain.run_command(&exe);
+        c.arg(&library).env_remove("LD_LIBRARY_PATH").env_remove("LD_PRELOAD").envs(toolchain.run_env());
+        c
+    };
+    let (mut passed, mut failed, mut hung) = (0, 0, None);
+    let mut first_failure = None;
+    run_all(LATE_DLOPEN_RUNS, LATE_DLOPEN_LIMIT, &logs, "late_dlopen", command, |run, outcome, _| {
+        match outcome {
+            Outcome::Passed => passed += 1,
+            Outcome::Failed(code, text) => {
+                failed += 1;
+                first_failure
+                    .get_or_insert_with(|| format!("run {run} exited with {code:?}: {}", text.trim()));
+            }
+            Outcome::Hung => hung = Some(run),
+        }
+        hung.is_none()
+    })?;
+    let failures = match &first_failure {
+        Some(first) => format!(", {failed} failed (the first: {first})"),
+        None => String::new(),
+    };
+    match hung {
+        Some(run) => Ok(format!(
+            "stock clang {}, no configuration file: run {run} hung (killed after {} s; {passed} runs passed meanwhile{failures}) \
+             (docs/concurrency.md)",
+            toolchain.llvm.major,
+            LATE_DLOPEN_LIMIT.as_secs()
+        )),
+        None => bail!(
+            "{LATE_DLOPEN_RUNS} runs of late_dlopen by stock clang {} did not hang ({passed} passed{failures}): the stock \
+             runtime no longer hangs there, and docs/concurrency.md must say so",
+            toolchain.llvm.major
+        ),
     }
 }
