@@ -12,6 +12,11 @@
 # The archive's sid Release file is past its Valid-Until date, hence the option. The mirror is the
 # one apt is configured with. Safe to run again: a complete root is left as it is.
 #
+# LLVM 24 is LLVM's main branch before its release: Debian experimental's llvm-toolchain-snapshot
+# over sid, every package of it pinned to one version (SNAPSHOT_24 below; experimental keeps only
+# its newest, so when Debian's snapshot moves the root cannot be made until that line, and the
+# release record's `snapshot`, name the new one).
+#
 # The root (2.5 GB, about 90 s) is made once per machine: in the cache directory
 # ($OMPTARGET_INDIRECT_CACHE, else $XDG_CACHE_HOME/omptarget-indirect, else
 # ~/.cache/omptarget-indirect), and target/tools/sid-llvm<N>/root links to it, so that every clone
@@ -19,6 +24,7 @@
 set -euo pipefail
 major=${1-}
 [ -n "$major" ] || { echo "usage: scripts/sid-llvm-root.sh MAJOR" >&2; exit 1; }
+SNAPSHOT_24='1:24~++20261025103442+7e3c57157096-1~exp1'
 root=$(cd "$(dirname "$0")/.." && pwd)
 dest=$root/target/tools/sid-llvm$major
 complete() {
@@ -42,15 +48,34 @@ if [ ! -x "$made/usr/lib/llvm-$major/bin/clang" ]; then
     mirror=$(awk '$1 == "deb" { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)
   fi
   [ -n "$mirror" ] || { echo "sid-llvm-root: no Debian mirror in apt's configuration" >&2; exit 1; }
-  packages="clang-$major,clang-tools-$major,llvm-$major,llvm-$major-dev,libclang-$major-dev"
-  packages="$packages,libclang-cpp$major-dev,libomp-$major-dev,liboffload-$major,liboffload-$major-dev"
-  packages="$packages,lld-$major,flang-$major,binutils"
+  names="clang-$major clang-tools-$major llvm-$major llvm-$major-dev libclang-$major-dev"
+  names="$names libclang-cpp$major-dev libomp-$major-dev liboffload-$major liboffload-$major-dev"
+  names="$names lld-$major flang-$major"
+  sources=("$mirror")
+  pin=
+  if [ "$major" = 24 ]; then
+    # libomp-24-dev needs the snapshot's libomp5, which sid has older.
+    names="$names libomp5"
+    sources=("deb $mirror sid main" "deb $mirror experimental main")
+    pin="=$SNAPSHOT_24"
+    listed=$(curl -fsSL "$mirror/dists/experimental/main/binary-amd64/Packages.xz" | xz -dc \
+      | awk '$1 == "Package:" { p = $2 } $1 == "Version:" && p == "clang-24" && !v { v = $2 } END { print v }') \
+      || listed=
+    if [ "$listed" != "$SNAPSHOT_24" ]; then
+      echo "sid-llvm-root: Debian experimental has clang-24 ${listed:-(none found)}, not the pinned $SNAPSHOT_24: name the new snapshot in scripts/sid-llvm-root.sh (SNAPSHOT_24) and in LLVM 24's release record" >&2
+      exit 1
+    fi
+  fi
+  packages=binutils
+  for name in $names; do
+    packages="$packages,$name$pin"
+  done
   # Made beside its place and moved there whole: a root half made (or made by two clones at once)
   # is never taken for a complete one.
   rm -rf "$made.part"
   mkdir -p "$(dirname "$made")"
   suite=sid
-  mmdebstrap --quiet --mode=root --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' --include="$packages" "$suite" "$made.part" "$mirror"
+  mmdebstrap --quiet --mode=root --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' --include="$packages" "$suite" "$made.part" "${sources[@]}"
   rm -rf "$made"
   mv "$made.part" "$made"
 fi
