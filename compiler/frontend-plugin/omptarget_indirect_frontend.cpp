@@ -41,8 +41,8 @@
 // Sema's internals this plugin writes (markVTable: Sema::VTablesUsed, Sema::VTableUses) are not
 // API: they are checked for each release the project supports. A new release is added here once
 // they are checked for it (docs/llvm.md, "Adding an LLVM release").
-#if CLANG_VERSION_MAJOR < 19 || CLANG_VERSION_MAJOR > 23
-#error "omptarget-indirect's frontend plugin is checked for clang 19 to 23 (Sema::VTablesUsed, Sema::VTableUses)"
+#if CLANG_VERSION_MAJOR < 19 || CLANG_VERSION_MAJOR > 24
+#error "omptarget-indirect's frontend plugin is checked for clang 19 to 24 (Sema::VTablesUsed, Sema::VTableUses)"
 #endif
 
 #include "clang/AST/ASTConsumer.h"

@@ -5,8 +5,15 @@
 //! `/usr/lib/llvm-<major>/bin/llvm-config` (package `llvm-<major>-dev`).
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "llvm-c/names.rs"]
+mod names;
+
+/// The newest LLVM with an llvm-sys release of its own (`llvm-sys` 231): a build for a newer one
+/// uses its bindings, which `llvm-c/api.c` checks against that LLVM's headers.
+const NEWEST_BINDINGS: u32 = 23;
 
 fn main() {
     let major = llvm_major();
@@ -15,6 +22,8 @@ fn main() {
         .unwrap_or_else(|| PathBuf::from(format!("/usr/lib/llvm-{major}/bin/llvm-config")));
     println!("cargo:rerun-if-env-changed=OMPTARGET_INDIRECT_LLVM_CONFIG");
     println!("cargo:rerun-if-changed=src/shim.cpp");
+    println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=llvm-c");
     let query = |args: &[&str]| -> String {
         let out = Command::new(&llvm_config).args(args).output().unwrap_or_else(|err| {
             panic!(
@@ -48,6 +57,7 @@ fn main() {
     if major.parse::<u32>().expect("a numeric major version") >= 23 {
         println!("cargo:rustc-cfg=host_kernels_take_argument_array");
     }
+    check_c_api(major.parse().expect("a numeric major version"), &query(&["--includedir"]));
     let mut shim = cc::Build::new();
     shim.cpp(true)
         .file("src/shim.cpp")
@@ -86,4 +96,36 @@ fn llvm_major() -> String {
              (`--no-default-features --features llvm22` for LLVM 22)"
         ),
     }
+}
+
+/// `llvm-c/api.c` declares every LLVM-C name the Rust code uses; for the LLVM whose bindings the
+/// build uses (23) and every newer one, it compiles against that LLVM's headers `include` (each
+/// function's type, each type, each enum constant's value as LLVM 23 has them), or the build
+/// stops: a newer LLVM that changed one would be called with the wrong ABI.
+fn check_c_api(major: u32, include: &str) {
+    let api_path = Path::new("llvm-c/api.c");
+    let api = std::fs::read_to_string(api_path).expect("llvm-c/api.c is readable");
+    let used = names::used_in(Path::new("src")).expect("src/ is readable");
+    let declared = names::declared_in_api(&api);
+    let missing: Vec<&String> = used.difference(&declared).collect();
+    assert!(
+        missing.is_empty(),
+        "src/ uses LLVM-C names that llvm-c/api.c does not check: {missing:?}; write it again with `cargo xtask \
+         llvm-c-api <LLVM {NEWEST_BINDINGS}'s llvm-config>`"
+    );
+    if major < NEWEST_BINDINGS {
+        return;
+    }
+    let compiler = cc::Build::new().cargo_metadata(false).get_compiler();
+    let out = compiler
+        .to_command()
+        .args(["-std=c11", "-fsyntax-only", "-isystem", include])
+        .arg(api_path)
+        .output()
+        .expect("the C compiler runs");
+    assert!(
+        out.status.success(),
+        "LLVM {major}'s C API differs from LLVM {NEWEST_BINDINGS}'s, whose bindings this build uses (llvm-c/api.c):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

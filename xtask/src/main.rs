@@ -3,6 +3,7 @@
 
 mod build;
 mod install;
+mod llvm_c_api;
 mod suite;
 mod vendor;
 
@@ -49,6 +50,8 @@ commands:
           [--without fortran|libomptarget16-plugins]  then install a relocatable tree under DIR ($DESTDIR
                                                 honoured); parts an LLVM cannot use, or left out with
                                                 --without, are listed as skipped
+  llvm-c-api LLVM_CONFIG                        write compiler/pass-plugin/llvm-c/api.c: the LLVM-C API
+                                                the pass plugin uses, as LLVM_CONFIG's LLVM (23) declares it
   vendor                                        target/vendor/omptarget-indirect-<version>-src.tar.gz: the
                                                 sources with every crate, building with no network
   uninstall --prefix DIR                        remove exactly what install put there (its manifest)
@@ -132,6 +135,10 @@ fn run(args: Vec<String>) -> Result<()> {
             println!("removed {removed} files from {}", root.display());
             Ok(())
         }
+        "llvm-c-api" => match rest {
+            [llvm_config] => llvm_c_api::run(&workspace, Path::new(llvm_config)),
+            _ => bail!("usage: cargo xtask llvm-c-api <llvm-config of LLVM 23>"),
+        },
         "vendor" => {
             no_options(command, rest)?;
             println!("{}", vendor::tarball(&workspace)?.display());

@@ -7,5 +7,5 @@ pub use llvm_sys_191::*;
 pub use llvm_sys_211::*;
 #[cfg(feature = "llvm22")]
 pub use llvm_sys_221::*;
-#[cfg(feature = "llvm23")]
+#[cfg(any(feature = "llvm23", feature = "llvm24"))]
 pub use llvm_sys_231::*;

@@ -51,7 +51,17 @@ namespace {
 // The name -Rpass=, -Rpass-missed= and -Rpass-analysis= select, and `opt -passes=` accepts.
 constexpr const char *PassName = "omptarget-indirect";
 
-struct TranslateIndirectCalls : PassInfoMixin<TranslateIndirectCalls> {
+// LLVM 24 moved PassInfoMixin into `detail`: a pass says whether it may be skipped by deriving
+// from RequiredPassInfoMixin or OptionalPassInfoMixin.
+#if LLVM_VERSION_MAJOR >= 24
+template <typename Pass> using RequiredPass = RequiredPassInfoMixin<Pass>;
+template <typename Pass> using OptionalPass = OptionalPassInfoMixin<Pass>;
+#else
+template <typename Pass> using RequiredPass = PassInfoMixin<Pass>;
+template <typename Pass> using OptionalPass = PassInfoMixin<Pass>;
+#endif
+
+struct TranslateIndirectCalls : RequiredPass<TranslateIndirectCalls> {
   unsigned Phase;
   explicit TranslateIndirectCalls(unsigned Phase) : Phase(Phase) {}
   PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
@@ -63,7 +73,7 @@ struct TranslateIndirectCalls : PassInfoMixin<TranslateIndirectCalls> {
   static StringRef name() { return PassName; }
 };
 
-struct FoldTranslations : PassInfoMixin<FoldTranslations> {
+struct FoldTranslations : OptionalPass<FoldTranslations> {
   PreservedAnalyses run(Function &F, FunctionAnalysisManager &) {
     if (!omptarget_indirect_fold_function(wrap(&F)))
       return PreservedAnalyses::all();
