@@ -51,6 +51,11 @@ fn main() {
     if major.parse::<u32>().expect("a numeric major version") >= 22 {
         println!("cargo:rustc-cfg=pass_plugin_api_2");
     }
+    // LLVM 24's plugin API (version 3) added another (src/lib.rs).
+    println!("cargo:rustc-check-cfg=cfg(pass_plugin_api_3)");
+    if major.parse::<u32>().expect("a numeric major version") >= 24 {
+        println!("cargo:rustc-cfg=pass_plugin_api_3");
+    }
     // libomptarget 23's host plugin calls an x86_64 kernel with one argument array
     // (src/flang_kernels.rs).
     println!("cargo:rustc-check-cfg=cfg(host_kernels_take_argument_array)");

@@ -100,11 +100,24 @@ pub struct Release {
     /// What its clang prints when it compiles inline functions of `begin declare target indirect`
     /// without the frontend plugin, and what that means: (text to find, words for reports).
     pub inline_indirect_without_frontend: (&'static str, &'static str),
+    /// For LLVM's unreleased main branch: the Debian experimental snapshot (source package
+    /// `llvm-toolchain-snapshot`) its root is made of, pinned (`scripts/sid-llvm-root.sh` names
+    /// the same version: a unit test compares them).
+    pub snapshot: Option<Snapshot>,
+}
+
+/// A Debian package snapshot of LLVM's main branch.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The packages' version (`1:24~++<date><time>+<commit>-1~exp1`).
+    pub version: &'static str,
+    /// The date of its commit.
+    pub date: &'static str,
 }
 
 /// Every supported release, oldest first. The oldest writes the shared device images and the fat
 /// library (LLVM reads bitcode and offload binaries of older releases, never newer).
-pub const RELEASES: [Release; 4] = [
+pub const RELEASES: [Release; 5] = [
     Release {
         major: "19",
         tested_version: "19.1.7",
@@ -120,6 +133,7 @@ pub const RELEASES: [Release; 4] = [
         nvptx_data_layout: "e-i64:64-i128:128-v16:16-v32:32-n16:32:64",
         inserts_own_lookup: false,
         inline_indirect_without_frontend: ("Stack dump", "clang 19 crashes"),
+        snapshot: None,
     },
     Release {
         major: "21",
@@ -142,6 +156,7 @@ pub const RELEASES: [Release; 4] = [
         nvptx_data_layout: "e-p6:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64",
         inserts_own_lookup: false,
         inline_indirect_without_frontend: ("Stack dump", "clang 21 crashes"),
+        snapshot: None,
     },
     Release {
         major: "22",
@@ -167,6 +182,7 @@ pub const RELEASES: [Release; 4] = [
             "the address is invalid",
             "clang 22 stops: the indirect entry's address is invalid",
         ),
+        snapshot: None,
     },
     Release {
         major: "23",
@@ -193,6 +209,34 @@ pub const RELEASES: [Release; 4] = [
             "the address is invalid",
             "clang 23 stops: the indirect entry's address is invalid",
         ),
+        snapshot: None,
+    },
+    Release {
+        major: "24",
+        tested_version: "24.0.0",
+        root: Some("sid-llvm24-enter"),
+        runtime: Runtime::Stock {
+            library: "libomptarget-24",
+            soname: "libomptarget.so.24.0",
+            openmp: None,
+            fills_x86_64_table: true,
+            kernels_take_argument_array: true,
+        },
+        // Debian serves no source of the snapshot's packages to build one from.
+        device_rtl: DeviceRtl::None,
+        pass_plugin_file: "libomptarget-indirect-pass-llvm24.so",
+        flang: true,
+        flang_type_bound_calls: true,
+        config_links: true,
+        gpu_check_archs: &[],
+        e2e_tree: "e2e-llvm24",
+        nvptx_data_layout: "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64",
+        inserts_own_lookup: true,
+        inline_indirect_without_frontend: (
+            "the address is invalid",
+            "clang 24 stops: the indirect entry's address is invalid",
+        ),
+        snapshot: Some(Snapshot { version: "1:24~++20261025103442+7e3c57157096-1~exp1", date: "2026-10-25" }),
     },
 ];
 
@@ -506,6 +550,21 @@ impl LlvmInstall {
 mod tests {
     use super::*;
     use std::path::Path;
+
+    #[test]
+    fn a_snapshot_release_is_pinned_to_the_version_its_root_is_made_of() {
+        let script = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/sid-llvm-root.sh"),
+        )
+        .unwrap();
+        for llvm in Llvm::all() {
+            let pin = script
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("SNAPSHOT_{}=", llvm.major)))
+                .map(|v| v.trim_matches('\''));
+            assert_eq!(pin, llvm.snapshot.as_ref().map(|s| s.version), "LLVM {}", llvm.major);
+        }
+    }
 
     /// A directory with a `bin/llvm-config` that answers `version` and its directories.
     fn fake_llvm(version: &str) -> std::path::PathBuf {

@@ -17,6 +17,7 @@ static int check_count;
       printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                       \
       printf(__VA_ARGS__);                                                                         \
       printf("\n");                                                                                \
+      fflush(stdout); /* a program gone wrong may die later: what it found reaches the pipe */    \
     }                                                                                              \
   } while (0)
 
@@ -27,6 +28,7 @@ static inline int finish(const char *program) {
     return 2;
   }
   printf("%s: %d checks, %d failed\n", program, check_count, check_failures);
+  fflush(stdout);
   return check_failures != 0;
 }
 

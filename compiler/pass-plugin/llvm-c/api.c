@@ -75,6 +75,7 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetArrayLength2), uin
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetAsString), const char *(LLVMValueRef, size_t *)), "LLVMGetAsString"); /* LLVMGetAsString */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetBasicBlockParent), LLVMValueRef (LLVMBasicBlockRef)), "LLVMGetBasicBlockParent"); /* LLVMGetBasicBlockParent */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetCalledValue), LLVMValueRef (LLVMValueRef)), "LLVMGetCalledValue"); /* LLVMGetCalledValue */
+_Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetComdat), LLVMComdatRef (LLVMValueRef)), "LLVMGetComdat"); /* LLVMGetComdat */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetConstOpcode), LLVMOpcode (LLVMValueRef)), "LLVMGetConstOpcode"); /* LLVMGetConstOpcode */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetDataLayoutStr), const char *(LLVMModuleRef)), "LLVMGetDataLayoutStr"); /* LLVMGetDataLayoutStr */
 _Static_assert(LLVMGetElementPtr == 29, "LLVMGetElementPtr"); /* LLVMGetElementPtr */

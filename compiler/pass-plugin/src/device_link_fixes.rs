@@ -1,9 +1,11 @@
 //! Fixes the device link needs, whatever the program: on amdgcn the C++ ABI's traps for pure
 //! virtual and deleted functions, which no AMDGPU device library defines; on the x86_64 device
 //! weak type_info references, which the image's link cannot resolve where a shared library
-//! loaded later defines them; and the trapping bodies the stubs of `crate::host_only` share.
+//! loaded later defines them; local variables out of comdat groups; and the trapping bodies the
+//! stubs of `crate::host_only` share.
 
 use crate::ir::value_name_bytes;
+use crate::llvm::comdat::{LLVMGetComdat, LLVMSetComdat};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMLinkage;
@@ -30,6 +32,31 @@ impl Pass<'_> {
                 self.build_trap_body(function, None);
                 LLVMSetLinkage(function, LLVMLinkage::LLVMWeakAnyLinkage);
                 self.summary.host_only_stubs += 1;
+            }
+        }
+    }
+
+    /// Takes the module's variables of internal or private linkage out of their comdat groups.
+    /// flang 24 gives a module's named constants (`_QM<module>EC<name>`) internal linkage in a
+    /// comdat of their own name in every unit that uses them; the linker keeps one unit's group
+    /// of each name and discards the others, whose code still refers to their own copy by its
+    /// section (ld: "defined in discarded section", the module in a static archive at `-O0`). A
+    /// local variable has no other unit's copy to be merged with: out of the group, each unit
+    /// keeps its own, which only it refers to.
+    pub(crate) unsafe fn ungroup_local_variables(&mut self) {
+        // SAFETY: reads of the module's globals and comdat removals, none added or removed.
+        unsafe {
+            let mut global = LLVMGetFirstGlobal(self.module);
+            while !global.is_null() {
+                let local = matches!(
+                    LLVMGetLinkage(global),
+                    LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+                );
+                if local && LLVMIsDeclaration(global) == 0 && !LLVMGetComdat(global).is_null() {
+                    LLVMSetComdat(global, core::ptr::null_mut());
+                    self.summary.ungrouped_locals += 1;
+                }
+                global = LLVMGetNextGlobal(global);
             }
         }
     }

@@ -283,9 +283,11 @@ unsafe fn drop_mapper(mapper_store: Option<LLVMValueRef>, mapper: Option<LLVMVal
 
 /// An array's entry: flang computes its size as the element count times the declared type's size
 /// (`mul i64 %count, <size>`, then `select`s for an empty and an unallocated array) and its
-/// first element's address as `getelementptr <declared type>, ptr %base, i64 %first`. Both become
-/// the descriptor's `elem_len`'s: `mul i64 %count, %elem_len`, `getelementptr i8, ptr %base,
-/// i64 (%first * %elem_len)`. Returns whether it found and changed both.
+/// first element's address as `getelementptr <declared type>, ptr %base, i64 %first` (flang 23;
+/// flang 24 offsets bytes by the descriptor's stride, `getelementptr i8, ptr %base, i64 %bytes`,
+/// which is right and stays). Both become the descriptor's `elem_len`'s: `mul i64 %count,
+/// %elem_len`, `getelementptr i8, ptr %base, i64 (%first * %elem_len)`. Returns whether it found
+/// the size and changed what was wrong.
 unsafe fn fix_array_entry(descriptor: &Descriptor, element: LLVMValueRef, size: LLVMValueRef) -> bool {
     // SAFETY: operand queries on valid instructions; new instructions before the ones changed.
     unsafe {
@@ -306,6 +308,11 @@ unsafe fn fix_array_entry(descriptor: &Descriptor, element: LLVMValueRef, size: 
         LLVMPositionBuilderBefore(builder, value);
         let elem_len = descriptor.elem_len(builder, i64);
         LLVMSetOperand(value, 1, elem_len);
+        let source = LLVMGetGEPSourceElementType(element);
+        if LLVMGetTypeKind(source) == LLVMTypeKind::LLVMIntegerTypeKind && LLVMGetIntTypeWidth(source) == 8 {
+            LLVMDisposeBuilder(builder);
+            return true;
+        }
         LLVMPositionBuilderBefore(builder, element);
         let elem_len = descriptor.elem_len(builder, i64);
         let first = LLVMBuildSExtOrBitCast(builder, LLVMGetOperand(element, 1), i64, c"".as_ptr());

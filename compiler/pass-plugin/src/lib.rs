@@ -52,7 +52,7 @@ pub use rewrite::{rewrite_module, rewrite_module_with_host_ir};
 pub use summary::{Phase, Summary};
 
 /// `PassPluginLibraryInfo` of `llvm/Passes/PassPlugin.h` (LLVM 19) or `llvm/Plugins/PassPlugin.h`
-/// (LLVM 22, plugin API version 2, one more field): what `llvmGetPassPluginInfo` returns. Its
+/// (LLVM 22, plugin API version 2, one more field; LLVM 24, version 3, another): what `llvmGetPassPluginInfo` returns. Its
 /// size must be the header's (checked by a test against the shim's `sizeof`): clang passes a
 /// buffer of that size for the result.
 #[repr(C)]
@@ -68,6 +68,9 @@ pub struct PassPluginLibraryInfo {
     /// `PreCodeGenCallback` (API version 2, LLVM 22+): none, the back end runs as usual.
     #[cfg(pass_plugin_api_2)]
     pub pre_code_gen_callback: Option<unsafe extern "C" fn()>,
+    /// `ParseArguments` (API version 3, LLVM 24+): none, the plugin takes no `-plugin-arg=`.
+    #[cfg(pass_plugin_api_3)]
+    pub parse_arguments: Option<unsafe extern "C" fn()>,
 }
 
 extern "C" {
@@ -88,6 +91,8 @@ pub extern "C" fn llvmGetPassPluginInfo() -> PassPluginLibraryInfo {
         register_pass_builder_callbacks: omptarget_indirect_register_callbacks,
         #[cfg(pass_plugin_api_2)]
         pre_code_gen_callback: None,
+        #[cfg(pass_plugin_api_3)]
+        parse_arguments: None,
     }
 }
 

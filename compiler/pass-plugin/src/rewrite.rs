@@ -111,6 +111,7 @@ pub unsafe fn rewrite_module_with_host_ir(
             pass.stub_host_only_virtuals();
             pass.define_abi_traps();
             pass.weaken_type_info_references();
+            pass.ungroup_local_variables();
         }
         if phase == Phase::PipelineStart {
             pass.adopt_llvm_lookups();

@@ -70,6 +70,8 @@ pub struct Summary {
     /// x86_64 device module: type_info declarations made weak
     /// ([`crate::device_link_fixes`]).
     pub weakened_type_info: usize,
+    /// Device module: local variables taken out of comdat groups ([`crate::device_link_fixes`]).
+    pub ungrouped_locals: usize,
     /// Device module: the image anchor was defined ([`crate::image_anchor`]).
     pub image_anchor: bool,
     /// flang's x86_64 kernels given an adapter of the runtime's signature
@@ -111,6 +113,7 @@ impl Summary {
             || self.host_vtables > 0
             || self.image_anchor
             || self.weakened_type_info > 0
+            || self.ungrouped_locals > 0
             || self.indirect_entries > 0
             || self.cached > 0
             || self.guarded > 0

@@ -226,6 +226,20 @@ pub fn undefined_symbols(data: &[u8]) -> Result<std::collections::BTreeSet<Strin
     Ok(found)
 }
 
+/// The global symbols `data` (an ELF file) defines.
+pub fn defined_symbols(data: &[u8]) -> Result<std::collections::BTreeSet<String>> {
+    let Elf { endian, table, .. } = Elf::parse(data)?;
+    let mut found = std::collections::BTreeSet::new();
+    for sym in table.iter() {
+        let name = sym.name(endian, table.strings())?;
+        let global = matches!(sym.st_bind(), elf::STB_GLOBAL | elf::STB_WEAK);
+        if sym.st_shndx(endian) != elf::SHN_UNDEF && global && !name.is_empty() {
+            found.insert(String::from_utf8_lossy(name).into_owned());
+        }
+    }
+    Ok(found)
+}
+
 /// What a GPU's device link resolves, read from the real libraries: every symbol LLVM 22's nvptx
 /// DeviceRTL defines, the C math functions libdevice defines (`__nv_sin` for `sin`), and CUDA's
 /// PTX system calls (`malloc`, `free`, `vprintf`, `__assertfail`). An x86_64 device image that

@@ -334,7 +334,7 @@ const SPLIT_DLOPEN: &[&str] =
 const FORTRAN_MODULES: Program =
     Program { unmodified: true, without_naming: &["-DWITHOUT_NAMING"], ..Program::DEFAULT };
 
-/// [`FORTRAN_MODULES`] with the library's type-bound procedures (flang 23).
+/// [`FORTRAN_MODULES`] with the library's type-bound procedures (flang 23 and 24).
 const FORTRAN_MODULES_BOUND: Program =
     Program { host_vtables: true, type_bound_calls: true, binding_copies: true, ..FORTRAN_MODULES };
 
@@ -670,7 +670,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_procedures",
-        about: "Fortran, no explicit translation (flang 21, 22 and 23, pass plugin, procedures named through the \
+        about: "Fortran, no explicit translation (flang 21 to 24, pass plugin, procedures named through the \
                 omptarget_indirect module): procedure pointer variables, an array of derived types with \
                 procedure-pointer components in a teams loop, a pointer passed to a device procedure, \
                 c_funptr and c_f_procpointer, two modules",
@@ -681,7 +681,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_type_bound",
-        about: "Fortran type-bound procedures on polymorphic objects the host built (flang 23, pass plugin, \
+        about: "Fortran type-bound procedures on polymorphic objects the host built (flang 23 and 24, pass plugin, \
                 nothing named, the bindings' procedures declare target): allocate(source=), a polymorphic array \
                 in a teams loop, a class pointer re-pointed between regions, three levels of extension, deferred \
                 function and subroutine bindings, binding forms, select type, same_type_as, extends_type_of",
@@ -693,7 +693,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_bindings",
-        about: "Fortran type-bound procedures whose procedures are ordinary module procedures (flang 23, no \
+        about: "Fortran type-bound procedures whose procedures are ordinary module procedures (flang 23 and 24, no \
                 declare target, the module compiled apart): three levels below an abstract type, a polymorphic \
                 array and a section of it in teams loops, a re-pointed class pointer, an extension's own \
                 component, an implicit map, binding forms; `unbound`: a binding that cannot have a device copy",
@@ -707,7 +707,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_bindings_archive",
-        about: "Fortran type-bound procedures without declare target (flang 23): the module in a static archive",
+        about: "Fortran type-bound procedures without declare target (flang 23 and 24): the module in a static archive",
         units: &[Unit { source: "fortran_bindings.F90", flags: &["-DPROGRAM_NAME=\"fortran_bindings_archive\""] }],
         library: &[unit("fortran_bindings_lib.F90")],
         unmodified: true,
@@ -719,7 +719,7 @@ pub const PROGRAMS: &[Program] = &[
     Program {
         name: "fortran_extensions",
         about: "Fortran extensions with components of their own, mapped through class(...) objects the host built \
-                (flang 23): map(to:) and map(tofrom:) of a circle and of a sphere (an extension of an extension), a \
+                (flang 23 and 24): map(to:) and map(tofrom:) of a circle and of a sphere (an extension of an extension), a \
                 class pointer re-pointed between regions, target enter/exit data, a routine's region over its dummy \
                 argument, an implicit map, a polymorphic array and a section of it, a derived type's class(shape) \
                 components, an abstract type without components",
@@ -732,7 +732,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_modules",
-        about: "Fortran modules compiled apart (flang 21, 22 and 23): a module library's file and its driver's, a \
+        about: "Fortran modules compiled apart (flang 21 to 24): a module library's file and its driver's, a \
                 procedure-pointer component the driver points at the library's procedures, called in the \
                 library's own target region and in the driver's",
         units: &[FORTRAN_LIBRARY, Unit { source: "fortran_modules.F90", flags: &["-DPROGRAM_NAME=\"fortran_modules\""] }],
@@ -756,7 +756,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_modules_bound",
-        about: "Fortran modules compiled apart (flang 23): the module library's type-bound procedures too, on a \
+        about: "Fortran modules compiled apart (flang 23 and 24): the module library's type-bound procedures too, on a \
                 polymorphic object the driver allocated, in the driver's region and the library's",
         units: &[
             FORTRAN_LIBRARY_BOUND,
@@ -766,7 +766,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_modules_bound_archive",
-        about: "Fortran modules compiled apart (flang 23), type-bound procedures: the library in a static archive",
+        about: "Fortran modules compiled apart (flang 23 and 24), type-bound procedures: the library in a static archive",
         units: &[Unit {
             source: "fortran_modules.F90",
             flags: &["-DTYPE_BOUND", "-DPROGRAM_NAME=\"fortran_modules_bound_archive\""],
@@ -776,7 +776,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_modules_bound_shared",
-        about: "Fortran modules compiled apart (flang 23), type-bound procedures: the library a shared library \
+        about: "Fortran modules compiled apart (flang 23 and 24), type-bound procedures: the library a shared library \
                 with its own device image",
         units: &[Unit {
             source: "fortran_modules.F90",
