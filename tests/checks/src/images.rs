@@ -215,25 +215,24 @@ pub fn defined_vtables(data: &[u8]) -> Result<Vec<String>> {
 /// The symbols `data` (an ELF file) uses without defining them, weak references left out: what
 /// its link or its loader must find elsewhere.
 pub fn undefined_symbols(data: &[u8]) -> Result<std::collections::BTreeSet<String>> {
-    let Elf { endian, table, .. } = Elf::parse(data)?;
-    let mut found = std::collections::BTreeSet::new();
-    for sym in table.iter() {
-        let name = sym.name(endian, table.strings())?;
-        if sym.st_shndx(endian) == elf::SHN_UNDEF && sym.st_bind() == elf::STB_GLOBAL && !name.is_empty() {
-            found.insert(String::from_utf8_lossy(name).into_owned());
-        }
-    }
-    Ok(found)
+    symbols_where(data, |defined, bind| !defined && bind == elf::STB_GLOBAL)
 }
 
-/// The global symbols `data` (an ELF file) defines.
+/// The global and weak symbols `data` (an ELF file) defines.
 pub fn defined_symbols(data: &[u8]) -> Result<std::collections::BTreeSet<String>> {
+    symbols_where(data, |defined, bind| defined && matches!(bind, elf::STB_GLOBAL | elf::STB_WEAK))
+}
+
+/// The named symbols of `data` for which `wanted(defined, binding)` holds.
+fn symbols_where(
+    data: &[u8],
+    wanted: impl Fn(bool, u8) -> bool,
+) -> Result<std::collections::BTreeSet<String>> {
     let Elf { endian, table, .. } = Elf::parse(data)?;
     let mut found = std::collections::BTreeSet::new();
     for sym in table.iter() {
         let name = sym.name(endian, table.strings())?;
-        let global = matches!(sym.st_bind(), elf::STB_GLOBAL | elf::STB_WEAK);
-        if sym.st_shndx(endian) != elf::SHN_UNDEF && global && !name.is_empty() {
+        if !name.is_empty() && wanted(sym.st_shndx(endian) != elf::SHN_UNDEF, sym.st_bind()) {
             found.insert(String::from_utf8_lossy(name).into_owned());
         }
     }
