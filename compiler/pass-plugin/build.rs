@@ -17,6 +17,7 @@ const NEWEST_BINDINGS: u32 = 23;
 
 fn main() {
     let major = llvm_major();
+    let number: u32 = major.parse().expect("a numeric major version");
     let llvm_config = env::var_os("OMPTARGET_INDIRECT_LLVM_CONFIG")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(format!("/usr/lib/llvm-{major}/bin/llvm-config")));
@@ -43,26 +44,26 @@ fn main() {
     // LLVM 20+ writes offload entries in their version-1 layout, in `llvm_offload_entries`
     // (src/offload_entries.rs); LLVM 19 in `__tgt_offload_entry`'s, in `omp_offloading_entries`.
     println!("cargo:rustc-check-cfg=cfg(offload_entries_v1)");
-    if major.parse::<u32>().expect("a numeric major version") >= 20 {
+    if number >= 20 {
         println!("cargo:rustc-cfg=offload_entries_v1");
     }
     // LLVM 22's plugin API (version 2) added a field to PassPluginLibraryInfo (src/lib.rs).
     println!("cargo:rustc-check-cfg=cfg(pass_plugin_api_2)");
-    if major.parse::<u32>().expect("a numeric major version") >= 22 {
+    if number >= 22 {
         println!("cargo:rustc-cfg=pass_plugin_api_2");
     }
     // LLVM 24's plugin API (version 3) added another (src/lib.rs).
     println!("cargo:rustc-check-cfg=cfg(pass_plugin_api_3)");
-    if major.parse::<u32>().expect("a numeric major version") >= 24 {
+    if number >= 24 {
         println!("cargo:rustc-cfg=pass_plugin_api_3");
     }
     // libomptarget 23's host plugin calls an x86_64 kernel with one argument array
     // (src/flang_kernels.rs).
     println!("cargo:rustc-check-cfg=cfg(host_kernels_take_argument_array)");
-    if major.parse::<u32>().expect("a numeric major version") >= 23 {
+    if number >= 23 {
         println!("cargo:rustc-cfg=host_kernels_take_argument_array");
     }
-    check_c_api(major.parse().expect("a numeric major version"), &query(&["--includedir"]));
+    check_c_api(number, &query(&["--includedir"]));
     let mut shim = cc::Build::new();
     shim.cpp(true)
         .file("src/shim.cpp")

@@ -50,7 +50,8 @@ use crate::translation::Pass;
 /// values) internal linkage in a comdat of their own name. In every unit that uses a module
 /// compiled apart, the linker keeps one unit's group of each name and discards the others; a
 /// descriptor outside every comdat would then point into a discarded group (ld: "defined in
-/// discarded section"). So what a shared descriptor reaches leaves its comdat too: each unit
+/// discarded section"). So what a shared descriptor reaches leaves its comdat too, as every local
+/// variable of a device module does before this runs (`Pass::ungroup_local_variables`): each unit
 /// keeps its own private copy, which only its copy of the descriptor points to.
 ///
 /// Which copy the image keeps matters: a unit that only uses the module (its driver) has the
@@ -94,28 +95,7 @@ pub unsafe fn share_type_descriptors(module: LLVMModuleRef) -> usize {
                 crate::llvm::comdat::LLVMSetComdat(descriptor, core::ptr::null_mut());
             }
         }
-        let count = shared.len();
-        let mut seen = std::collections::HashSet::new();
-        while let Some(global) = shared.pop() {
-            let init = LLVMGetInitializer(global);
-            if init.is_null() {
-                continue;
-            }
-            for reached in globals_in_constant(init) {
-                if !seen.insert(reached) {
-                    continue;
-                }
-                let private = matches!(
-                    LLVMGetLinkage(reached),
-                    LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
-                );
-                if private && LLVMIsDeclaration(reached) == 0 {
-                    crate::llvm::comdat::LLVMSetComdat(reached, core::ptr::null_mut());
-                    shared.push(reached);
-                }
-            }
-        }
-        count
+        shared.len()
     }
 }
 

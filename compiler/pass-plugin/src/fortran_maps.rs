@@ -309,25 +309,25 @@ unsafe fn fix_array_entry(descriptor: &Descriptor, element: LLVMValueRef, size: 
         let elem_len = descriptor.elem_len(builder, i64);
         LLVMSetOperand(value, 1, elem_len);
         let source = LLVMGetGEPSourceElementType(element);
-        if LLVMGetTypeKind(source) == LLVMTypeKind::LLVMIntegerTypeKind && LLVMGetIntTypeWidth(source) == 8 {
-            LLVMDisposeBuilder(builder);
-            return true;
+        let in_bytes =
+            LLVMGetTypeKind(source) == LLVMTypeKind::LLVMIntegerTypeKind && LLVMGetIntTypeWidth(source) == 8;
+        if !in_bytes {
+            LLVMPositionBuilderBefore(builder, element);
+            let elem_len = descriptor.elem_len(builder, i64);
+            let first = LLVMBuildSExtOrBitCast(builder, LLVMGetOperand(element, 1), i64, c"".as_ptr());
+            let mut offset = [LLVMBuildMul(builder, first, elem_len, c"".as_ptr())];
+            let address = LLVMBuildInBoundsGEP2(
+                builder,
+                LLVMInt8TypeInContext(context),
+                LLVMGetOperand(element, 0),
+                offset.as_mut_ptr(),
+                1,
+                c"".as_ptr(),
+            );
+            LLVMReplaceAllUsesWith(element, address);
+            LLVMInstructionEraseFromParent(element);
         }
-        LLVMPositionBuilderBefore(builder, element);
-        let elem_len = descriptor.elem_len(builder, i64);
-        let first = LLVMBuildSExtOrBitCast(builder, LLVMGetOperand(element, 1), i64, c"".as_ptr());
-        let mut offset = [LLVMBuildMul(builder, first, elem_len, c"".as_ptr())];
-        let address = LLVMBuildInBoundsGEP2(
-            builder,
-            LLVMInt8TypeInContext(context),
-            LLVMGetOperand(element, 0),
-            offset.as_mut_ptr(),
-            1,
-            c"".as_ptr(),
-        );
         LLVMDisposeBuilder(builder);
-        LLVMReplaceAllUsesWith(element, address);
-        LLVMInstructionEraseFromParent(element);
         true
     }
 }

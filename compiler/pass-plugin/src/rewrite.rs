@@ -111,7 +111,6 @@ pub unsafe fn rewrite_module_with_host_ir(
             pass.stub_host_only_virtuals();
             pass.define_abi_traps();
             pass.weaken_type_info_references();
-            pass.ungroup_local_variables();
         }
         if phase == Phase::PipelineStart {
             pass.adopt_llvm_lookups();
@@ -119,6 +118,7 @@ pub unsafe fn rewrite_module_with_host_ir(
             pass.summary.adapted_kernels = crate::flang_kernels::adapt_to_argument_array(module);
             pass.summary.indirect_entries = crate::indirect_entries::name_device_globals(module);
             let uncopied = pass.copy_bindings_from_host(host_ir);
+            pass.ungroup_local_variables();
             pass.summary.shared_type_descriptors = crate::fortran_dispatch::share_type_descriptors(module);
             pass.summary.unbound_bindings = pass.stub_unbound_bindings(&uncopied);
             pass.export_vtable_words();
