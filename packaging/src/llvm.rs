@@ -100,19 +100,10 @@ pub struct Release {
     /// What its clang prints when it compiles inline functions of `begin declare target indirect`
     /// without the frontend plugin, and what that means: (text to find, words for reports).
     pub inline_indirect_without_frontend: (&'static str, &'static str),
-    /// For LLVM's unreleased main branch: the Debian experimental snapshot (source package
-    /// `llvm-toolchain-snapshot`) its root is made of, pinned (`scripts/sid-llvm-root.sh` names
-    /// the same version: a unit test compares them).
-    pub snapshot: Option<Snapshot>,
-}
-
-/// A Debian package snapshot of LLVM's main branch.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Snapshot {
-    /// The packages' version (`1:24~++<date><time>+<commit>-1~exp1`).
-    pub version: &'static str,
-    /// The date of its commit.
-    pub date: &'static str,
+    /// For LLVM's unreleased main branch: the version of the Debian experimental snapshot (source
+    /// package `llvm-toolchain-snapshot`, `1:24~++<date><time>+<commit>-1~exp1`) its root is made
+    /// of, pinned (`scripts/sid-llvm-root.sh` names the same: a unit test compares them).
+    pub snapshot: Option<&'static str>,
 }
 
 /// Every supported release, oldest first. The oldest writes the shared device images and the fat
@@ -236,7 +227,7 @@ pub const RELEASES: [Release; 5] = [
             "the address is invalid",
             "clang 24 stops: the indirect entry's address is invalid",
         ),
-        snapshot: Some(Snapshot { version: "1:24~++20261025103442+7e3c57157096-1~exp1", date: "2026-10-25" }),
+        snapshot: Some("1:24~++20261025103442+7e3c57157096-1~exp1"),
     },
 ];
 
@@ -562,7 +553,7 @@ mod tests {
                 .lines()
                 .find_map(|l| l.strip_prefix(&format!("SNAPSHOT_{}=", llvm.major)))
                 .map(|v| v.trim_matches('\''));
-            assert_eq!(pin, llvm.snapshot.as_ref().map(|s| s.version), "LLVM {}", llvm.major);
+            assert_eq!(pin, llvm.snapshot, "LLVM {}", llvm.major);
         }
     }
 

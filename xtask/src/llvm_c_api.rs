@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
@@ -37,19 +37,11 @@ enum Declaration {
     Constant(i64),
 }
 
-/// Writes [`API_FILE`] from the headers of `llvm_config`'s LLVM.
-pub fn run(workspace: &Path, llvm_config: &Path) -> Result<()> {
-    let query = |arg: &str| -> Result<String> {
-        let out = Command::new(llvm_config)
-            .arg(arg)
-            .output()
-            .with_context(|| format!("cannot run {}", llvm_config.display()))?;
-        ensure!(out.status.success(), "{} {arg} failed", llvm_config.display());
-        Ok(String::from_utf8(out.stdout)?.trim().to_string())
-    };
-    let version = query("--version")?;
-    let include = PathBuf::from(query("--includedir")?);
-    let clang = PathBuf::from(query("--bindir")?).join("clang");
+/// Writes [`API_FILE`] from the headers of `llvm`'s LLVM (an install prefix, its `bin`, or an
+/// `llvm-config`).
+pub fn run(workspace: &Path, llvm: &Path) -> Result<()> {
+    let install = packaging::llvm::LlvmInstall::probe(llvm)?;
+    let (version, include, clang) = (&install.version, &install.include, install.tool("clang"));
     let used = names::used_in(&workspace.join("compiler/pass-plugin/src"))?;
     let scratch = workspace.join("target/tmp/llvm-c-api");
     std::fs::create_dir_all(&scratch)?;
@@ -57,7 +49,7 @@ pub fn run(workspace: &Path, llvm_config: &Path) -> Result<()> {
     std::fs::write(&source, HEADERS.iter().map(|h| format!("#include <{h}>\n")).collect::<String>())?;
     let dump = Command::new(&clang)
         .args(["-fsyntax-only", "-fno-color-diagnostics", "-Xclang", "-ast-dump", "-isystem"])
-        .arg(&include)
+        .arg(include)
         .arg(&source)
         .output()
         .with_context(|| format!("cannot run {}", clang.display()))?;

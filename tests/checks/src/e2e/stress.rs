@@ -277,11 +277,8 @@ pub fn stock_late_dlopen(workspace: &Path, toolchain: &Toolchain) -> Result<Stri
     let ours = needed(&exe)?.into_iter().chain(needed(&library)?).find(|n| n.contains("omptarget-indirect"));
     ensure!(ours.is_none(), "the stock build of late_dlopen links {}", ours.unwrap_or_default());
     let logs = exe.with_extension("runs");
-    let command = || {
-        let mut c = toolchain.run_command(&exe);
-        c.arg(&library).env_remove("LD_LIBRARY_PATH").env_remove("LD_PRELOAD").envs(toolchain.run_env());
-        c
-    };
+    let library_arg = library.to_str().context("the library's path is not UTF-8")?;
+    let command = || device_command(toolchain, &exe, &[library_arg], Device::Loose);
     let (mut passed, mut failed, mut hung) = (0, 0, None);
     let mut first_failure = None;
     run_all(LATE_DLOPEN_RUNS, LATE_DLOPEN_LIMIT, &logs, "late_dlopen", command, |run, outcome, _| {
