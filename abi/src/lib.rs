@@ -270,6 +270,19 @@ pub fn is_fortran_type_descriptor(name: &[u8]) -> bool {
 /// primary or secondary) translates like a function address.
 pub const VTABLE_WORD_PREFIX: &str = "__omptarget_indirect_vtable_";
 
+/// Vendor compilers built on LLVM, by what their `clang --version` prints on its first line (in
+/// `clang::getClangFullVersion()`): (the text, matched anywhere in the line; the vendor's name
+/// for messages). Their patches and runtimes are their own: the install refuses them by name
+/// (`packaging`'s `llvm_identity`), and the frontend plugin stays inactive in them (its build
+/// passes the texts to the C++ source).
+pub const VENDOR_COMPILERS: [(&str, &str); 5] = [
+    ("AOMP", "AMD's AOMP"),
+    ("AMD clang", "ROCm's LLVM (amdclang)"),
+    ("Cray clang", "Cray CCE"),
+    ("Intel(R)", "Intel's oneAPI compiler (icx)"),
+    ("Apple clang", "Apple's clang"),
+];
+
 /// Name prefixes of the OpenMP runtime's own functions (libomp's, libomptarget's, the GPU
 /// DeviceRTL's): never the program's. The pass plugin leaves the indirect calls in them alone and
 /// takes them as defined on every device; the frontend plugin takes a body-less `extern "C"`

@@ -53,6 +53,7 @@
 #include "clang/AST/Mangle.h"
 #include "clang/AST/RecursiveASTVisitor.h"
 #include "clang/Basic/Builtins.h"
+#include "clang/Basic/Version.h"
 #include "clang/Frontend/CompilerInstance.h"
 #include "clang/Frontend/FrontendPluginRegistry.h"
 #include "clang/Sema/Sema.h"
@@ -62,6 +63,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,6 +83,34 @@ constexpr const char *RemarkName = "omptarget-indirect";
 /// one of them is the runtime's, defined on every device. One list with the pass plugin's
 /// (`omptarget_indirect_abi::OPENMP_RUNTIME_PREFIXES`), which the build hands in.
 constexpr const char *RuntimePrefixes[] = {OMPTARGET_INDIRECT_RUNTIME_PREFIXES};
+
+#ifndef OMPTARGET_INDIRECT_VENDOR_MARKERS
+#error "the build defines OMPTARGET_INDIRECT_VENDOR_MARKERS (compiler/frontend-plugin/src/lib.rs)"
+#endif
+/// What vendor compilers print in their version (`omptarget_indirect_abi::VENDOR_COMPILERS`).
+constexpr const char *VendorMarkers[] = {OMPTARGET_INDIRECT_VENDOR_MARKERS};
+
+/// Whether the clang running the plugin is LLVM's clang of the release whose headers the plugin
+/// was compiled against. The plugin takes clang's symbols from the clang that loads it: in
+/// another release's clang, or a vendor's, it would act on classes whose layout it does not know.
+/// Says why in one line when it is not.
+bool runsInItsOwnRelease() {
+  const std::string Running = getClangFullVersion();
+  bool Vendor = false;
+  for (const char *Marker : VendorMarkers)
+    Vendor = Vendor || Running.find(Marker) != std::string::npos;
+  const std::string::size_type At = Running.find("clang version ");
+  const bool SameMajor =
+      At != std::string::npos &&
+      std::strtol(Running.c_str() + At + sizeof "clang version " - 1, nullptr, 10) == CLANG_VERSION_MAJOR;
+  if (SameMajor && !Vendor)
+    return true;
+  std::fprintf(stderr,
+               "omptarget-indirect: the frontend plugin is built for LLVM's clang %d, not %s: it stays "
+               "inactive (docs/install.md, \"Which LLVM\")\n",
+               CLANG_VERSION_MAJOR, Running.c_str());
+  return false;
+}
 
 /// How far the host-only check follows calls into functions defined in the file.
 constexpr unsigned MaxCallDepth = 8;
@@ -673,6 +704,10 @@ protected:
   // -fplugin-arg-omptarget_indirect-vtables=all|declare-target. An unknown argument is warned
   // about and ignored: a plugin never stops a build for its own options.
   bool ParseArgs(const CompilerInstance &CI, const std::vector<std::string> &Args) override {
+    // Once per compile, before anything of clang's is touched: false leaves the compile alone.
+    static const bool Usable = runsInItsOwnRelease();
+    if (!Usable)
+      return false;
     for (const std::string &Arg : Args) {
       if (Arg == "vtables=all") {
         Policy = VTablePolicy::All;

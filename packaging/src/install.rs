@@ -199,7 +199,8 @@ fn cmake_fortran_cases() -> String {
             "  {keyword}(_omptarget_indirect_fortran_major STREQUAL \"{major}\")\n    \
              set(_omptarget_indirect_fortran_options\n        \
              \"$<$<COMPILE_LANGUAGE:Fortran>:SHELL:-fpass-plugin=${{_omptarget_indirect_prefix}}/lib/{pass}>\"\n        \
-             \"$<$<COMPILE_LANGUAGE:Fortran>:SHELL:-I${{_omptarget_indirect_prefix}}/{module_dir}>\")\n",
+             \"$<$<COMPILE_LANGUAGE:Fortran>:SHELL:-I${{_omptarget_indirect_prefix}}/{module_dir}>\")\n    \
+             set(_omptarget_indirect_fortran Fortran)\n",
             keyword = if i == 0 { "if" } else { "elseif" },
             major = llvm.major,
             pass = llvm.pass_plugin_file,

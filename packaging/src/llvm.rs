@@ -488,8 +488,9 @@ pub struct LlvmInstall {
 
 impl LlvmInstall {
     /// Reads the LLVM at `dir`: an install prefix (`DIR/bin/llvm-config`), its `bin` directory, or
-    /// an `llvm-config` itself. Fails, naming the path, when there is no `llvm-config` there or it
-    /// is of a release the project does not build for.
+    /// an `llvm-config` itself. Fails, naming the path and what it found, when there is no
+    /// `llvm-config` there, or it is an LLVM the plugins cannot work with
+    /// ([`crate::llvm_identity`]: another release, a vendor's, one linked statically).
     pub fn probe(dir: &std::path::Path) -> anyhow::Result<LlvmInstall> {
         use anyhow::{bail, Context};
         // Absolute: the builds it feeds run in other directories (cargo runs build scripts in
@@ -506,19 +507,25 @@ impl LlvmInstall {
             Ok(out.trim().to_string())
         };
         let version = query("--version")?;
-        let major = version.split('.').next().unwrap_or_default();
-        let Some(release) = Llvm::of_major(major) else {
-            bail!(
-                "{} is LLVM {version}: omptarget-indirect builds for LLVM {} (its pass plugin uses each \
-                 release's C++ API)",
-                llvm_config.display(),
-                Llvm::list()
-            )
-        };
+        let bin: std::path::PathBuf = query("--bindir")?.into();
+        // What its clang says of itself names a vendor's compiler (the version alone may not).
+        let clang_version = std::process::Command::new(bin.join("clang"))
+            .arg("--version")
+            .output()
+            .ok()
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
+        let release = crate::llvm_identity::release_of(&version, clang_version.as_deref())
+            .map_err(|why| anyhow::anyhow!("{} refused: {why}", llvm_config.display()))?;
+        let cmake_dir: std::path::PathBuf = query("--cmakedir")?.into();
+        for compiler in ["clang", "flang"].map(|name| bin.join(name)) {
+            if let Some(why) = crate::llvm_identity::linked_statically(&compiler, &cmake_dir) {
+                bail!("{} refused: {why}", llvm_config.display());
+            }
+        }
         Ok(LlvmInstall {
             release,
             version,
-            bin: query("--bindir")?.into(),
+            bin,
             lib: query("--libdir")?.into(),
             include: query("--includedir")?.into(),
             llvm_config,
@@ -568,7 +575,8 @@ mod tests {
             &script,
             format!(
                 "#!/bin/sh\ncase $1 in --version) echo {version};; --bindir) echo {d}/bin;; \
-                 --libdir) echo {d}/lib;; --includedir) echo {d}/include;; esac\n",
+                 --libdir) echo {d}/lib;; --includedir) echo {d}/include;; \
+                 --cmakedir) echo {d}/lib/cmake/llvm;; esac\n",
                 d = dir.display()
             ),
         )
@@ -630,6 +638,13 @@ mod tests {
         let dir = fake_llvm("20.1.8");
         let err = LlvmInstall::probe(&dir).unwrap_err().to_string();
         assert!(err.contains("LLVM 20.1.8") && err.contains(&Llvm::list()), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+        // A prefix laid out as a static build: refused before anything is built.
+        let dir = fake_llvm("22.1.8");
+        // An ELF executable that needs only the C library, as a static clang needs no libLLVM.
+        std::fs::copy("/bin/true", dir.join("bin/clang")).unwrap();
+        let err = LlvmInstall::probe(&dir).unwrap_err().to_string();
+        assert!(err.contains("linked in statically") && err.contains("bin/clang"), "{err}");
         std::fs::remove_dir_all(dir).unwrap();
         let err = LlvmInstall::probe(Path::new("/nonexistent/llvm")).unwrap_err().to_string();
         assert!(err.contains("/nonexistent/llvm") && err.contains("no bin/llvm-config"), "{err}");

@@ -322,19 +322,12 @@ fn parts(inputs: &Inputs, skipped: &mut Vec<Skipped>) -> Parts {
     }
     let mut frontend = Vec::new();
     for llvm in &inputs.llvms {
-        let needs = [
-            llvm.include.join("clang/Frontend/FrontendPluginRegistry.h"),
-            llvm.lib.join("libclang-cpp.so"),
-            llvm.tool("clang++"),
-        ];
+        let needs = [llvm.include.join("clang/Frontend/FrontendPluginRegistry.h"), llvm.tool("clang++")];
         match needs.iter().find(|p| !p.exists()) {
             None => frontend.push(llvm.release),
             Some(missing) => skipped.push(Skipped {
                 part: format!("the frontend plugin for clang {}", llvm.release.major),
-                reason: format!(
-                    "{} is missing (clang's development headers and libclang-cpp)",
-                    missing.display()
-                ),
+                reason: format!("{} is missing (clang's development headers)", missing.display()),
             }),
         }
     }
@@ -524,8 +517,8 @@ fn libraries(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
 }
 
 /// Compiles the frontend plugin once per LLVM release that has clang's development files, as its
-/// crate describes ([`compile_command`]: that release's clang++ against its clang headers, linked
-/// with its `libclang-cpp` and `libLLVM`, the ones its clang has loaded). Skipped when the plugin was built for the same `llvm-config`
+/// crate describes ([`compile_command`]: that release's clang++ against its clang headers; clang's
+/// symbols come from the clang that loads it). Skipped when the plugin was built for the same `llvm-config`
 /// after it and the source last changed (the headers change only with the LLVM).
 fn frontend_plugins(inputs: &Inputs, dist: &Dist) -> Result<()> {
     let source = omptarget_indirect_frontend::source();
@@ -535,24 +528,22 @@ fn frontend_plugins(inputs: &Inputs, dist: &Dist) -> Result<()> {
     // One clang++ each (about 45 s, one thread): side by side.
     cmd::in_parallel(llvms, |llvm| -> Result<()> {
         let plugin = dist.frontend_plugin(llvm.release);
-        // Which LLVM it was built against: another install of the same release rebuilds it.
+        let fresh = plugin.with_extension("so.new");
+        let release = ClangRelease { clangxx: llvm.tool("clang++"), include: llvm.include.clone() };
+        let mut command = compile_command(&release, &fresh);
+        // Which LLVM it was built against and how: another install of the same release, or
+        // another compile command, rebuilds it.
         let stamp = plugin.with_extension("so.llvm-config");
-        let built_for = fs::read_to_string(&stamp).ok();
+        let built_as = format!("{}\n{command:?}", llvm.llvm_config.display());
         let newest_input = modified(&source).max(modified(&llvm.llvm_config));
-        if built_for.as_deref() == Some(&*llvm.llvm_config.to_string_lossy())
+        if fs::read_to_string(&stamp).ok().as_deref() == Some(&*built_as)
             && modified(&plugin).is_some_and(|built| newest_input.is_some_and(|input| input < built))
         {
             return Ok(());
         }
-        let fresh = plugin.with_extension("so.new");
-        let release = ClangRelease {
-            clangxx: llvm.tool("clang++"),
-            include: llvm.include.clone(),
-            lib: llvm.lib.clone(),
-        };
-        cmd::output(&mut compile_command(&release, &fresh))?;
+        cmd::output(&mut command)?;
         fs::rename(&fresh, &plugin).with_context(|| format!("cannot write {}", plugin.display()))?;
-        fs::write(&stamp, llvm.llvm_config.to_string_lossy().as_bytes())?;
+        fs::write(&stamp, built_as)?;
         Ok(())
     })
     .into_iter()

@@ -8,8 +8,8 @@ use anyhow::{ensure, Context, Result};
 
 use checks::images::{self, SYMBOLS, TRANSLATE};
 use checks::{
-    cluster_install, corpus, demo, doc_commands, doc_truth, e2e, fuzz, gpu_bundle, install_check, metrics,
-    repository, spack_install, troubleshooting,
+    cluster_install, corpus, demo, doc_commands, doc_truth, e2e, foreign_llvm, fuzz, gpu_bundle,
+    install_check, metrics, repository, spack_install, troubleshooting,
 };
 
 use crate::build;
@@ -360,6 +360,10 @@ fn steps_after_build(
     report.step(
         "install: a relocated prefix used through CMake, pkg-config and clang --config; the release archive; uninstall",
         || install_check::check(workspace, tools, dist),
+    );
+    report.step(
+        "the plugins in a compiler they are not built for: the pass plugin without its libLLVM (as in a statically linked or vendor clang) refuses in one line, the frontend plugin in another release stays inactive with one; in their own, they load",
+        || foreign_llvm::check(dist),
     );
     report.step(
         "the README's and docs' `sh runnable` blocks run as written (install, compile examples/, run, strict mode)",

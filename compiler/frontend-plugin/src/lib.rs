@@ -13,15 +13,13 @@ pub fn source() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("omptarget_indirect_frontend.cpp")
 }
 
-/// Where a clang release's development files are (`llvm-config --bindir/--includedir/--libdir`).
+/// Where a clang release's development files are (`llvm-config --bindir/--includedir`).
 #[derive(Clone, Debug)]
 pub struct ClangRelease {
     /// Its `clang++`: the plugin is compiled by the clang that will load it.
     pub clangxx: PathBuf,
     /// Its include directory (clang's and LLVM's headers).
     pub include: PathBuf,
-    /// Its library directory (`libclang-cpp.so`, `libLLVM.so`).
-    pub lib: PathBuf,
 }
 
 /// The definition of `OMPTARGET_INDIRECT_RUNTIME_PREFIXES` the C++ source reads: the OpenMP
@@ -33,10 +31,21 @@ fn runtime_prefixes_define() -> String {
     format!("-DOMPTARGET_INDIRECT_RUNTIME_PREFIXES={}", literals.join(","))
 }
 
+/// The definition of `OMPTARGET_INDIRECT_VENDOR_MARKERS`: what vendor compilers print in their
+/// version ([`omptarget_indirect_abi::VENDOR_COMPILERS`]), as string literals.
+fn vendor_markers_define() -> String {
+    let literals: Vec<String> =
+        omptarget_indirect_abi::VENDOR_COMPILERS.iter().map(|(text, _)| format!("\"{text}\"")).collect();
+    format!("-DOMPTARGET_INDIRECT_VENDOR_MARKERS={}", literals.join(","))
+}
+
 /// The command that compiles the plugin for `release` into `output` (a shared library): C++17,
 /// no RTTI and no exceptions as clang itself is built, warnings as errors, clang's headers as
-/// system headers (their warnings are not ours), linked against the release's shared
-/// `libclang-cpp` and `libLLVM`, which the clang that loads the plugin already holds.
+/// system headers (their warnings are not ours). It links neither `libclang-cpp` nor `libLLVM`,
+/// as LLVM's own example plugins on Linux do not: clang's symbols come from the clang that loads
+/// it (from the shared libraries a Debian clang runs on, or from a statically linked clang built
+/// with plugin support, which exports them). Linked against the shared libraries, it would bring
+/// a second copy of clang and LLVM into a static clang, whose option registration aborts.
 pub fn compile_command(release: &ClangRelease, output: &Path) -> Command {
     let mut command = Command::new(&release.clangxx);
     command
@@ -45,10 +54,9 @@ pub fn compile_command(release: &ClangRelease, output: &Path) -> Command {
         .arg("-isystem")
         .arg(&release.include)
         .arg(runtime_prefixes_define())
+        .arg(vendor_markers_define())
         .arg(source())
         .arg("-o")
-        .arg(output)
-        .arg(format!("-L{}", release.lib.display()))
-        .args(["-lclang-cpp", "-lLLVM"]);
+        .arg(output);
     command
 }

@@ -27,11 +27,7 @@ fn clang_release(llvm: Llvm) -> ClangRelease {
         assert!(out.status.success(), "{} {arg} failed", llvm_config.display());
         PathBuf::from(String::from_utf8(out.stdout).expect("UTF-8").trim())
     };
-    ClangRelease {
-        clangxx: query("--bindir").join("clang++"),
-        include: query("--includedir"),
-        lib: query("--libdir"),
-    }
+    ClangRelease { clangxx: query("--bindir").join("clang++"), include: query("--includedir") }
 }
 
 /// The plugin for `llvm`: the dist tree's if it is up to date, else built under `target/tests`.

@@ -76,16 +76,22 @@ pub struct PassPluginLibraryInfo {
 extern "C" {
     fn omptarget_indirect_plugin_api_version() -> u32;
     fn omptarget_indirect_register_callbacks(pass_builder: *mut c_void);
+    fn omptarget_indirect_runs_on_compilers_llvm() -> bool;
 }
 
 /// The entry point clang and opt look up after loading a pass plugin (`-fpass-plugin=`,
-/// `-load-pass-plugin=`). Returns the plugin's name, version and registration callback; never
-/// fails.
+/// `-load-pass-plugin=`). Returns the plugin's name, version and registration callback. In a
+/// compiler that does not run on the libLLVM the plugin is linked against (a statically linked
+/// or vendor clang), it prints why in one line and returns plugin API version 0, which the
+/// compiler refuses ("Wrong API version"): the compile stops instead of building a program
+/// whose device code calls host addresses.
 #[no_mangle]
 pub extern "C" fn llvmGetPassPluginInfo() -> PassPluginLibraryInfo {
+    // SAFETY: a C function without arguments; it reads the loader's list of loaded objects.
+    let usable = unsafe { omptarget_indirect_runs_on_compilers_llvm() };
     PassPluginLibraryInfo {
         // SAFETY: a C function without arguments that returns a constant.
-        api_version: unsafe { omptarget_indirect_plugin_api_version() },
+        api_version: if usable { unsafe { omptarget_indirect_plugin_api_version() } } else { 0 },
         plugin_name: c"omptarget-indirect".as_ptr(),
         plugin_version: concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast(),
         register_pass_builder_callbacks: omptarget_indirect_register_callbacks,

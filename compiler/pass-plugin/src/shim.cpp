@@ -29,6 +29,11 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/PromoteMemToReg.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
+#include "llvm-c/Core.h"
+#include <cstdio>
+#include <dlfcn.h>
+#include <link.h>
+#include <unistd.h>
 #if LLVM_VERSION_MAJOR >= 22
 #include "llvm/Plugins/PassPlugin.h"
 #else
@@ -149,6 +154,54 @@ size_t omptarget_indirect_plugin_info_size() { return sizeof(PassPluginLibraryIn
 // a compile without the configuration file, opt).
 void *omptarget_indirect_frontend_query() {
   return sys::DynamicLibrary::SearchForAddressOfSymbol("omptarget_indirect_frontend_device_provides");
+}
+
+// Whether the compiler that loaded the plugin runs on the libLLVM the plugin is linked against.
+// A clang or flang with LLVM linked in statically (LLVM's CMake default, Spack's without
+// +link_llvm_dylib), or on another build's libLLVM (a vendor's), gets a second copy of LLVM
+// loaded for the plugin alone: the plugin would then rewrite modules through the wrong copy's
+// code and registries. That copy is loaded after the plugin (the loader loads an object's
+// dependencies after it), the compiler's own before: says so in one line when it is not.
+bool omptarget_indirect_runs_on_compilers_llvm() {
+  struct Search {
+    const void *address;
+    int index = -1;
+    const char *name = nullptr;
+  };
+  Search Plugin{reinterpret_cast<const void *>(&omptarget_indirect_runs_on_compilers_llvm)};
+  Search Llvm{reinterpret_cast<const void *>(&LLVMContextCreate)};
+  struct Walk {
+    Search *Searches[2];
+    int Index = 0;
+  } State{{&Plugin, &Llvm}};
+  dl_iterate_phdr(
+      [](dl_phdr_info *Info, size_t, void *Data) {
+        auto &W = *static_cast<Walk *>(Data);
+        for (Search *S : W.Searches)
+          for (int I = 0; I < Info->dlpi_phnum; ++I) {
+            const ElfW(Phdr) &P = Info->dlpi_phdr[I];
+            auto Start = Info->dlpi_addr + P.p_vaddr;
+            auto At = reinterpret_cast<ElfW(Addr)>(S->address);
+            if (P.p_type == PT_LOAD && At >= Start && At < Start + P.p_memsz) {
+              S->index = W.Index;
+              S->name = Info->dlpi_name;
+            }
+          }
+        ++W.Index;
+        return 0;
+      },
+      &State);
+  if (Plugin.index < 0 || Llvm.index < 0 || Llvm.index < Plugin.index)
+    return true;
+  char Compiler[4096];
+  ssize_t Length = readlink("/proc/self/exe", Compiler, sizeof Compiler - 1);
+  Compiler[Length > 0 ? Length : 0] = 0;
+  std::fprintf(stderr,
+               "omptarget-indirect: %s does not run on %s, which the pass plugin is built against "
+               "(LLVM linked in statically, or another build's libLLVM): use an LLVM whose clang "
+               "and flang link libLLVM.so (docs/install.md, \"Which LLVM\")\n",
+               Length > 0 ? Compiler : "this compiler", Llvm.name);
+  return false;
 }
 
 // The PassPluginLibraryInfo callback (C++ reference = pointer in the C ABI).

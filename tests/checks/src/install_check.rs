@@ -98,6 +98,7 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
         let what = format!("clang-{} --config", llvm.major);
         ways.push(build_with_config(tools, &prefix, &project, llvm, &what)?);
     }
+    ways.push(mixed_compilers_consumer(workspace, tools, &prefix, base)?);
     ways.extend(fortran_consumers(workspace, tools, &prefix, base)?);
 
     // The release archive, unpacked on a clean path.
@@ -207,6 +208,45 @@ fn build_with_config(
     run_consumer_through(release.run_command(&exe), runtime, what)
 }
 
+/// `tests/install/consumer.c` as C++ in a CMake project whose C compiler is gcc and whose C++
+/// compiler is the clang++ of the oldest of Debian's own releases with a stock libomptarget
+/// (`tests/install/mixed`): the package configures C++ alone, gcc compiles the project's C file
+/// without clang's options, and the consumer runs the device copies.
+fn mixed_compilers_consumer(
+    workspace: &Path,
+    tools: &crate::tools::Tools,
+    prefix: &Path,
+    base: &Path,
+) -> Result<String> {
+    let project = base.join("mixed-project");
+    fs::create_dir_all(&project)?;
+    fs::copy(workspace.join("tests/install/consumer.c"), project.join("consumer.cpp"))?;
+    for file in ["CMakeLists.txt", "host_only.c"] {
+        fs::copy(workspace.join("tests/install/mixed").join(file), project.join(file))?;
+    }
+    let llvm = Llvm::all()
+        .find(|l| l.root.is_none() && l.needs_register())
+        .context("no release of Debian's own runs on its stock libomptarget")?;
+    let release = tools.of(llvm);
+    let mut defines = vec![
+        format!("-DCMAKE_C_COMPILER={}", requirements::program("gcc").display()),
+        format!("-DCMAKE_CXX_COMPILER={}", release.clangxx.display()),
+        format!("-DCMAKE_PREFIX_PATH={}", prefix.display()),
+    ];
+    if let Some(openmp) = &release.openmp {
+        defines.push(format!("-DOPENMP_DIR={}", openmp.display()));
+    }
+    let build = cmake_build(&project, &defines)?;
+    let languages = fs::read_to_string(build.join("languages.txt"))?;
+    ensure!(
+        languages.trim() == "CXX",
+        "with gcc and clang++-{}, the package configured `{languages}`",
+        llvm.major
+    );
+    let what = format!("CMake find_package (CC=gcc, CXX=clang++-{})", llvm.major);
+    run_consumer_through(release.run_command(&build.join("consumer")), None, &what)
+}
+
 /// `examples/procedure_pointers.F90` (the README's Fortran example), built with flang 22 against
 /// the prefix through CMake `find_package` (`tests/install/fortran/CMakeLists.txt`) and through
 /// `flang-22 --config=`, run through the stock libomptarget 22.
@@ -237,7 +277,13 @@ fn fortran_consumers(
             format!("-DLIBOMP_DIR={}", libomp.display()),
         ],
     )?;
-    let mut ways = vec![run_consumer(&build.join("consumer"), None, "CMake find_package (Fortran)")?];
+    let languages = fs::read_to_string(build.join("languages.txt"))?;
+    ensure!(
+        languages.trim() == "Fortran",
+        "with flang-{} alone, the package configured `{languages}`",
+        fortran.major
+    );
+    let mut ways = vec![run_consumer(&build.join("consumer"), None, "CMake find_package (flang alone)")?];
     let exe = project.join("consumer-config");
     cmd::output(
         Command::new(flang)

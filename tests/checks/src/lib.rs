@@ -11,6 +11,7 @@
 //! - [`install_check`]: an install prefix consumed by CMake, pkg-config, clang and flang;
 //! - [`cluster_install`]: an install for an LLVM at another prefix, unprivileged and offline;
 //! - [`spack_install`]: the Spack package, installed and used with a real Spack, offline;
+//! - [`foreign_llvm`]: the pass plugin refusing a compiler that does not run on its libLLVM;
 //! - [`fuzz`]: the fuzz targets, for a time each;
 //! - [`metrics`] and [`hit_path`]: registers, SASS and the hit path of the translation against
 //!   LLVM 19's lookup;
@@ -24,6 +25,7 @@ pub mod demo;
 pub mod doc_commands;
 pub mod doc_truth;
 pub mod e2e;
+pub mod foreign_llvm;
 pub mod frontend_bench;
 pub mod fuzz;
 pub mod gpu_bundle;

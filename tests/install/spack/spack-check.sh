@@ -87,9 +87,9 @@ packages:
   llvm:
     buildable: false
     externals:
-    - spec: llvm@$LLVM_VERSION +clang +flang +lld
+    - spec: llvm@$LLVM_VERSION +clang +flang +lld +llvm_dylib +link_llvm_dylib
       prefix: $LLVM
-    - spec: llvm@$OLDEST_LLVM_VERSION +clang ~flang +lld
+    - spec: llvm@$OLDEST_LLVM_VERSION +clang ~flang +lld +llvm_dylib +link_llvm_dylib
       prefix: $OLDEST_LLVM
   cmake:
     buildable: false
@@ -110,7 +110,17 @@ spack spec -I "omptarget-indirect@$version ^llvm@$LLVM_VERSION" >"$SCRATCH/spec.
 spack spec -I "omptarget-indirect@$version ^llvm@$OLDEST_LLVM_VERSION" >"$SCRATCH/spec-oldest.txt"
 grep -q 'omptarget-indirect@.*~fortran' "$SCRATCH/spec-oldest.txt" \
   || { cat "$SCRATCH/spec-oldest.txt"; say "error: with LLVM $OLDEST_LLVM_VERSION the spec is not ~fortran"; exit 1; }
-say "concretized: with llvm@$LLVM_VERSION $(grep -o 'omptarget-indirect@[^ ]*[^^]*' "$SCRATCH/spec.txt" | head -n1 | tr -s ' '); with llvm@$OLDEST_LLVM_VERSION ~fortran (its flang has no indirect)"
+# Without an external: the builtin llvm package, which links its tools statically by default.
+mkdir -p "$SCRATCH/builtin-llvm"
+printf 'packages:\n  llvm::\n    buildable: true\n' >"$SCRATCH/builtin-llvm/packages.yaml"
+spack -C "$SCRATCH/builtin-llvm" spec -I "omptarget-indirect@$version ~fortran ^llvm@21" >"$SCRATCH/spec-builtin.txt"
+builtin_llvm=$(grep -o '\^llvm@[^ ]*[^^]*' "$SCRATCH/spec-builtin.txt" | head -n1 | tr -s ' ')
+case "$builtin_llvm" in
+  *+link_llvm_dylib*) ;;
+  *) cat "$SCRATCH/spec-builtin.txt"; say "error: against the builtin llvm the spec is $builtin_llvm"; exit 1 ;;
+esac
+grep -q '\[e\].*\^llvm@' "$SCRATCH/spec-builtin.txt" && { say "error: the builtin spec took an external llvm"; exit 1; }
+say "concretized: with llvm@$LLVM_VERSION $(grep -o 'omptarget-indirect@[^ ]*[^^]*' "$SCRATCH/spec.txt" | head -n1 | tr -s ' '); with llvm@$OLDEST_LLVM_VERSION ~fortran (its flang has no indirect); against the builtin llvm package (no external): $(echo "$builtin_llvm" | grep -o 'llvm@[0-9.]*') $(echo "$builtin_llvm" | grep -o -e '+llvm_dylib' -e '+link_llvm_dylib' | tr '\n' ' ')"
 
 # --- 3. install from the release tarball, test, load, use -------------------------------------------
 started=$SECONDS

@@ -207,24 +207,7 @@ fn check_needs(exe: &Path, soname: &str) -> Result<()> {
     Ok(())
 }
 
-/// The shared libraries `elf` names as needed (its DT_NEEDED entries).
-pub fn needed(elf: &Path) -> Result<Vec<String>> {
-    use object::read::elf::{Dyn, ElfFile64, FileHeader};
-    let data = cmd::read(elf)?;
-    let file = ElfFile64::<object::Endianness>::parse(&*data)?;
-    let endian = file.endian();
-    let sections = file.elf_header().sections(endian, &*data)?;
-    let mut needed = Vec::new();
-    if let Some((dynamic, index)) = sections.dynamic(endian, &*data)? {
-        let strings = sections.strings(endian, &*data, index)?;
-        for entry in dynamic {
-            if entry.tag32(endian) == Some(object::elf::DT_NEEDED) {
-                needed.push(String::from_utf8_lossy(entry.string(endian, strings)?).into_owned());
-            }
-        }
-    }
-    Ok(needed)
-}
+pub use packaging::elf::needed;
 
 /// Writes the device image for `target` embedded in `program` to `dir` and returns its path.
 pub fn extract_image(packager: &Path, program: &Path, target: &OffloadTarget, dir: &Path) -> Result<PathBuf> {

@@ -58,8 +58,10 @@ class OmptargetIndirect(Package):
     )
 
     # clang and its headers (the frontend plugin), LLVM's shared library (the pass plugin), and
-    # the offload runtime of that release; lld links the AMD images.
-    depends_on(f"llvm@{SUPPORTED_LLVM} +clang +lld", type=("build", "link", "run"))
+    # the offload runtime of that release; lld links the AMD images. The plugins run inside clang
+    # and flang on the LLVM they are linked to, so those must link libLLVM.so (+link_llvm_dylib:
+    # Spack's default links them statically, where the pass plugin cannot work: docs/static-llvm.md).
+    depends_on(f"llvm@{SUPPORTED_LLVM} +clang +lld +llvm_dylib +link_llvm_dylib", type=("build", "link", "run"))
     depends_on("llvm +flang", when="+fortran", type=("build", "link", "run"))
     conflicts("+fortran", when="^llvm@:20", msg="flang compiles the Fortran programs from LLVM 21 on")
     depends_on("c", type="build")

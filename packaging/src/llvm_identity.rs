@@ -1,0 +1,162 @@
+//! Which LLVM an install is, before anything is built with it: one of the supported releases
+//! ([`crate::llvm::RELEASES`]), or something the plugins cannot work with, refused by name. The
+//! plugins run inside clang and flang, on the LLVM those are linked to; so an install is refused
+//! when its compilers carry LLVM linked in statically (LLVM's CMake default, Spack's `llvm`
+//! without `+link_llvm_dylib`), when it is a vendor's (ROCm's `amdclang`, AOMP, Cray CCE, Intel
+//! `icx`, Apple's clang: their own patches and runtimes), or when its version is one no record
+//! has (LLVM 20, an unreleased build other than the newest record's main branch).
+//! `docs/install.md`, "Which LLVM", says what to use instead.
+
+use crate::llvm::Llvm;
+use std::path::Path;
+
+/// Vendor compilers, by what their `clang --version` prints on its first line.
+pub use omptarget_indirect_abi::VENDOR_COMPILERS as VENDORS;
+
+/// Where to read why: the docs' section on choosing an LLVM.
+const WHICH_LLVM: &str = "docs/install.md, \"Which LLVM\"";
+
+/// The supported release an install is, from what its `llvm-config --version` and (when it has
+/// one) its `clang --version` print; otherwise one line that names what was found and what is
+/// supported. A version with a `git` suffix (an unreleased build: ROCm's and AOMP's LLVMs print
+/// that form too) is taken only for the newest release when that release is LLVM's main branch
+/// ([`crate::llvm::Release::snapshot`]).
+pub fn release_of(llvm_config_version: &str, clang_version: Option<&str>) -> Result<Llvm, String> {
+    let supported = format!("omptarget-indirect builds for LLVM {} as LLVM releases them", Llvm::list());
+    if let Some(line) = clang_version.and_then(|v| v.lines().next()) {
+        if let Some((_, vendor)) = VENDORS.iter().find(|(text, _)| line.contains(text)) {
+            return Err(format!(
+                "its clang is {vendor} (`{}`): {supported}, with their own libomptarget ({WHICH_LLVM})",
+                line.trim()
+            ));
+        }
+    }
+    let version = llvm_config_version.trim();
+    let (major, rest) = version.split_once('.').unwrap_or((version, ""));
+    let Some(release) = Llvm::of_major(major) else {
+        return Err(format!("it is LLVM {version}: {supported} ({WHICH_LLVM})"));
+    };
+    if rest.ends_with("git") && release.snapshot.is_none() {
+        return Err(format!(
+            "it is LLVM {version}, an unreleased build (ROCm's and AOMP's LLVMs print this form): {supported} \
+             ({WHICH_LLVM})"
+        ));
+    }
+    Ok(release)
+}
+
+/// Why `compiler` (a clang or flang of the install) cannot load the plugins because it has LLVM
+/// linked in statically, or `None` when it runs on a shared `libLLVM` or cannot be told. An ELF
+/// executable says so itself (its needed libraries); a wrapper script (a release in a root of its
+/// own) is judged by the install's `LLVMConfig.cmake` in `cmake_dir` (`LLVM_LINK_LLVM_DYLIB`).
+pub fn linked_statically(compiler: &Path, cmake_dir: &Path) -> Option<String> {
+    let executable = std::fs::canonicalize(compiler).ok()?;
+    let links_dylib = match crate::elf::needed(&executable) {
+        Ok(needed) => needed.iter().any(|n| n.starts_with("libLLVM")),
+        Err(_) => {
+            let config = std::fs::read_to_string(cmake_dir.join("LLVMConfig.cmake")).ok()?;
+            !config.lines().any(|l| l.trim() == "set(LLVM_LINK_LLVM_DYLIB OFF)")
+        }
+    };
+    (!links_dylib).then(|| {
+        format!(
+            "{} has LLVM linked in statically (it needs no libLLVM.so): the plugins run inside it on \
+             the LLVM it is linked to, and need an LLVM built with LLVM_LINK_LLVM_DYLIB=ON \
+             (Spack: llvm+link_llvm_dylib; Debian's and Fedora's packages are) ({WHICH_LLVM})",
+            compiler.display()
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn major(version: &str, clang: Option<&str>) -> Result<&'static str, String> {
+        release_of(version, clang).map(|l| l.major)
+    }
+
+    #[test]
+    fn the_packaged_releases_are_taken_for_themselves() {
+        assert_eq!(major("22.1.8", Some("Debian clang version 22.1.8 (1~deb12u1)")), Ok("22"));
+        assert_eq!(major("19.1.7\n", Some("Debian clang version 19.1.7 (6)\nTarget: x86_64")), Ok("19"));
+        assert_eq!(major("21.1.8", Some("clang version 21.1.8")), Ok("21"));
+        assert_eq!(
+            major("24.0.0", Some("Debian clang version 24.0.0 (++20261025103442+7e3c57157096-1~exp1)")),
+            Ok("24")
+        );
+        // A build of LLVM's main branch is the newest record's when that record is the main branch.
+        assert_eq!(
+            major("24.0.0git", Some("clang version 24.0.0git (https://github.com/llvm/llvm-project)")),
+            Ok("24")
+        );
+        assert_eq!(major("23.1.4", None), Ok("23"));
+    }
+
+    #[test]
+    fn vendor_compilers_are_refused_by_name() {
+        for (version, clang, vendor) in [
+            (
+                "19.0.0git",
+                "AMD clang version 19.0.0git (https://github.com/RadeonOpenCompute/llvm-project roc-6.4.0 25133 c7fe45cf4b819c5991fe208aaa96edf142730f1d)",
+                "ROCm",
+            ),
+            (
+                "18.0.0git",
+                "AMD clang version 18.0.0git (https://github.com/RadeonOpenCompute/llvm-project roc-6.2.0 24292 26466ce804ac523b398608f17388eb6d605a3f09)",
+                "ROCm",
+            ),
+            (
+                "20.0.0git",
+                "AOMP_STANDALONE_20.0-1 clang version 20.0.0_AOMP_STANDALONE_20.0-1 (https://github.com/ROCm/llvm-project.git 8ab0ebfe1fdb5a7e1dca3d0a6b1e6e8e4dfc3c06)",
+                "AOMP",
+            ),
+            ("17.0.1", "Cray clang version 17.0.1  (5ec9405551a8c8845cf14e81dc28bff7aa3935cb)", "Cray CCE"),
+            ("19.0.0git", "Intel(R) oneAPI DPC++/C++ Compiler 2025.0.4 (2025.0.4.20241205)", "icx"),
+            // A vendor's clang is refused even where its version number is a supported one.
+            ("22.1.8", "AMD clang version 22.1.8 (https://github.com/ROCm/llvm-project roc-7.2.0)", "ROCm"),
+        ] {
+            let err = release_of(version, Some(clang)).unwrap_err();
+            assert!(err.contains(vendor) && err.contains(clang.trim()) && err.contains(&Llvm::list()), "{err}");
+        }
+    }
+
+    #[test]
+    fn unknown_and_unreleased_versions_are_refused_by_version() {
+        for version in ["20.1.8", "18.1.8", "25.0.0", "garbage", ""] {
+            let err = release_of(version, Some("clang version 20.1.8")).unwrap_err();
+            assert!(err.contains(&format!("LLVM {version}")) && err.contains(&Llvm::list()), "{err}");
+        }
+        // ROCm's llvm-config without its clang: the git suffix alone refuses a non-main-branch release.
+        let err = release_of("19.0.0git", None).unwrap_err();
+        assert!(err.contains("19.0.0git") && err.contains("unreleased"), "{err}");
+        assert!(release_of("22.0.0git", Some("clang version 22.0.0git")).is_err());
+    }
+
+    /// A directory laid out as a static LLVM build is: a `bin/clang` that needs no `libLLVM`, and
+    /// `LLVMConfig.cmake` saying so.
+    #[test]
+    fn a_statically_linked_clang_is_refused_and_a_shared_one_is_not() {
+        let dir = std::env::temp_dir().join(format!("omptarget-indirect-static-llvm-{}", std::process::id()));
+        let cmake = dir.join("lib/cmake/llvm");
+        std::fs::create_dir_all(&cmake).unwrap();
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        // An ELF executable that needs only the C library, as a static clang needs no libLLVM.
+        let clang = dir.join("bin/clang");
+        std::fs::copy("/bin/true", &clang).unwrap();
+        std::fs::write(cmake.join("LLVMConfig.cmake"), "set(LLVM_LINK_LLVM_DYLIB OFF)\n").unwrap();
+        let why = linked_statically(&clang, &cmake).expect("refused");
+        assert!(why.contains("bin/clang") && why.contains("LLVM_LINK_LLVM_DYLIB=ON"), "{why}");
+        // A wrapper script is judged by LLVMConfig.cmake.
+        std::fs::write(&clang, "#!/bin/sh\nexec /usr/lib/llvm/bin/clang \"$@\"\n").unwrap();
+        assert!(linked_statically(&clang, &cmake).is_some());
+        std::fs::write(cmake.join("LLVMConfig.cmake"), "set(LLVM_LINK_LLVM_DYLIB ON)\n").unwrap();
+        assert_eq!(linked_statically(&clang, &cmake), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+        // Debian's clang runs on libLLVM.
+        for llvm in Llvm::all().filter(|l| l.root.is_none()) {
+            let debian = Path::new("/usr/lib").join(format!("llvm-{}", llvm.major));
+            assert_eq!(linked_statically(&debian.join("bin/clang"), &debian.join("lib/cmake/llvm")), None);
+        }
+    }
+}
