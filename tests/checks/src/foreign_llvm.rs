@@ -112,7 +112,8 @@ fn check_in(dist: &Dist, dir: &Path) -> Result<String> {
 /// The newest Debian release's frontend plugin in the oldest's clang, and in its own.
 fn frontend_in_another_release(dist: &Dist, dir: &Path) -> Result<String> {
     let debian = || Llvm::all().filter(|l| l.root.is_none());
-    let (oldest, newest) = (debian().next().context("no release")?, debian().last().context("no release")?);
+    let (oldest, newest) =
+        (debian().next().context("no release")?, debian().next_back().context("no release")?);
     ensure!(oldest != newest, "one release of Debian's own: no other to load the plugin into");
     let plugin = dist.frontend_plugin(newest);
     let source = dir.join("plain.c");
