@@ -8,10 +8,8 @@
 //! `docs/install.md`, "Which LLVM", says what to use instead.
 
 use crate::llvm::Llvm;
+use omptarget_indirect_abi::VENDOR_COMPILERS;
 use std::path::Path;
-
-/// Vendor compilers, by what their `clang --version` prints on its first line.
-pub use omptarget_indirect_abi::VENDOR_COMPILERS as VENDORS;
 
 /// Where to read why: the docs' section on choosing an LLVM.
 const WHICH_LLVM: &str = "docs/install.md, \"Which LLVM\"";
@@ -24,7 +22,7 @@ const WHICH_LLVM: &str = "docs/install.md, \"Which LLVM\"";
 pub fn release_of(llvm_config_version: &str, clang_version: Option<&str>) -> Result<Llvm, String> {
     let supported = format!("omptarget-indirect builds for LLVM {} as LLVM releases them", Llvm::list());
     if let Some(line) = clang_version.and_then(|v| v.lines().next()) {
-        if let Some((_, vendor)) = VENDORS.iter().find(|(text, _)| line.contains(text)) {
+        if let Some((_, vendor)) = VENDOR_COMPILERS.iter().find(|(text, _)| line.contains(text)) {
             return Err(format!(
                 "its clang is {vendor} (`{}`): {supported}, with their own libomptarget ({WHICH_LLVM})",
                 line.trim()

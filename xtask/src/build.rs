@@ -518,8 +518,9 @@ fn libraries(workspace: &Path, inputs: &Inputs, dist: &Dist) -> Result<()> {
 
 /// Compiles the frontend plugin once per LLVM release that has clang's development files, as its
 /// crate describes ([`compile_command`]: that release's clang++ against its clang headers; clang's
-/// symbols come from the clang that loads it). Skipped when the plugin was built for the same `llvm-config`
-/// after it and the source last changed (the headers change only with the LLVM).
+/// symbols come from the clang that loads it). Skipped when the plugin was built with the same
+/// `llvm-config` and compile command after both and the source last changed (the headers change
+/// only with the LLVM).
 fn frontend_plugins(inputs: &Inputs, dist: &Dist) -> Result<()> {
     let source = omptarget_indirect_frontend::source();
     let modified = |p: &Path| fs::metadata(p).and_then(|m| m.modified()).ok();
