@@ -17,6 +17,7 @@ use super::programs::{Program, CONCURRENCY_UNORDERED, PROGRAMS};
 use super::x86_64::{device_command, Device};
 use crate::cmd;
 use crate::offload::OffloadTarget;
+use crate::requirements;
 use crate::toolchain::Toolchain;
 
 /// Runs of the program a step makes.
@@ -39,8 +40,9 @@ enum Outcome {
     Passed,
     /// Any other exit: a signal (`None`), an abort, failed checks.
     Failed(Option<i32>, String),
-    /// Still running after [`RUN_LIMIT`]: killed.
-    Hung,
+    /// Still running after [`RUN_LIMIT`]: killed, after its threads' stacks were read
+    /// ([`stacks_of`]).
+    Hung(String),
 }
 
 /// A run in progress.
@@ -65,9 +67,10 @@ fn finished(running: &mut Running, program: &str, limit: Duration) -> Result<Opt
         Some(status) => status,
         None if running.started.elapsed() > limit => {
             // The program is the child itself: `enter` and `unshare` exec it.
+            let stacks = stacks_of(running.child.id(), &running.log.with_extension("stacks"));
             let _ = running.child.kill();
             let _ = running.child.wait();
-            return Ok(Some((Outcome::Hung, running.started.elapsed())));
+            return Ok(Some((Outcome::Hung(stacks), running.started.elapsed())));
         }
         None => return Ok(None),
     };
@@ -79,6 +82,69 @@ fn finished(running: &mut Running, program: &str, limit: Duration) -> Result<Opt
         let _ = std::fs::remove_file(&running.log);
     }
     Ok(Some((if passed { Outcome::Passed } else { Outcome::Failed(status.code(), text) }, took)))
+}
+
+/// How long gdb may take to attach to a hung run and print its stacks.
+const STACKS_LIMIT: Duration = Duration::from_secs(60);
+
+/// The stacks of the hung process `pid`, read with gdb before it is killed: the full backtraces
+/// go to `file`; the answer names each distinct stack once (innermost frames first, at most six
+/// functions) with how many threads stand in it, which is what tells a lock cycle from a spin.
+/// Never fails: what went wrong reading them is the answer instead.
+fn stacks_of(pid: u32, file: &Path) -> String {
+    let mut gdb = Command::new(requirements::program("gdb"));
+    gdb.args(["-nx", "-batch", "-p"]).arg(pid.to_string());
+    gdb.args(["-ex", "set pagination off", "-ex", "thread apply all bt 24"]);
+    let Ok(out) = std::fs::File::create(file) else {
+        return format!("no stacks: cannot create {}", file.display());
+    };
+    let Ok(err) = out.try_clone() else { return "no stacks: cannot share the stacks file".into() };
+    let spawned = gdb.stdin(Stdio::null()).stdout(out).stderr(err).spawn();
+    let Ok(mut child) = spawned else { return "no stacks: gdb did not start".into() };
+    let started = Instant::now();
+    while matches!(child.try_wait(), Ok(None)) {
+        if started.elapsed() > STACKS_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return format!("no stacks: gdb still attaching after {} s", STACKS_LIMIT.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let summary = summarize_stacks(&text);
+    if summary.is_empty() {
+        return format!("no stacks in gdb's output ({})", file.display());
+    }
+    format!("{summary} (gdb's backtraces: {})", file.display())
+}
+
+/// gdb's `thread apply all bt` output reduced to one line per distinct stack: `N x f < g < h`.
+fn summarize_stacks(gdb_output: &str) -> String {
+    fn finish(stack: Option<Vec<String>>, stacks: &mut Vec<(Vec<String>, usize)>) {
+        let Some(stack) = stack.filter(|s| !s.is_empty()) else { return };
+        match stacks.iter_mut().find(|(s, _)| *s == stack) {
+            Some((_, n)) => *n += 1,
+            None => stacks.push((stack, 1)),
+        }
+    }
+    let mut stacks: Vec<(Vec<String>, usize)> = Vec::new();
+    let mut current: Option<Vec<String>> = None;
+    for line in gdb_output.lines() {
+        if line.starts_with("Thread ") {
+            finish(current.take(), &mut stacks);
+            current = Some(Vec::new());
+        } else if let (Some(stack), Some(frame)) = (current.as_mut(), line.strip_prefix('#')) {
+            // `#3  0x... in name (args) at file:line` or `#0  name (args) ...`
+            let after = frame.split_once(" in ").map_or(frame, |(_, rest)| rest);
+            let name = after.trim_start_matches(|c: char| c.is_ascii_digit() || c == ' ');
+            let name = name.split([' ', '(']).next().unwrap_or_default();
+            if !name.is_empty() && stack.len() < 6 {
+                stack.push(name.to_string());
+            }
+        }
+    }
+    finish(current, &mut stacks);
+    stacks.iter().map(|(s, n)| format!("{n} x {}", s.join(" < "))).collect::<Vec<_>>().join("; ")
 }
 
 /// Runs `runs` commands made by `command`, [`AT_ONCE`] at a time, each killed after `limit`,
@@ -166,9 +232,12 @@ fn stress(toolchain: &Toolchain, exe: &Path, program: &Program, device: Device) 
                 let shown: Vec<&str> = tail.into_iter().rev().collect();
                 Some(format!("run {run} exited with {code:?}:\n{}", shown.join("\n")))
             }
-            Outcome::Hung => {
+            Outcome::Hung(stacks) => {
                 tally.hung += 1;
-                Some(format!("run {run} still ran after {} s: killed", RUN_LIMIT.as_secs()))
+                Some(format!(
+                    "run {run} still ran after {} s: killed; its threads: {stacks}",
+                    RUN_LIMIT.as_secs()
+                ))
             }
         };
         if tally.first_failure.is_none() {
@@ -289,7 +358,7 @@ pub fn stock_late_dlopen(workspace: &Path, toolchain: &Toolchain) -> Result<Stri
                 first_failure
                     .get_or_insert_with(|| format!("run {run} exited with {code:?}: {}", text.trim()));
             }
-            Outcome::Hung => hung = Some(run),
+            Outcome::Hung(_) => hung = Some(run),
         }
         hung.is_none()
     })?;
@@ -309,5 +378,33 @@ pub fn stock_late_dlopen(workspace: &Path, toolchain: &Toolchain) -> Result<Stri
              runtime no longer hangs there, and docs/concurrency.md must say so",
             toolchain.llvm.major
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summarize_stacks;
+
+    #[test]
+    fn threads_in_the_same_stack_are_counted_once() {
+        let gdb = "\
+[New LWP 12]
+Thread 3 (Thread 0x7f (LWP 14) \"concurrency\"):
+#0  futex_wait (private=0, expected=2, futex_word=0x55) at ../sysdeps/nptl/futex-internal.h:146
+#1  0x00007f in __GI___lll_lock_wait (futex=0x55, private=0) at ./nptl/lowlevellock.c:49
+#2  0x00007f in lock () from /usr/lib/llvm-24/lib/libomptarget.so.24.0
+Thread 2 (Thread 0x7e (LWP 13) \"concurrency\"):
+#0  futex_wait (private=0, expected=2, futex_word=0x55) at ../sysdeps/nptl/futex-internal.h:146
+#1  0x00007f in __GI___lll_lock_wait (futex=0x55, private=0) at ./nptl/lowlevellock.c:49
+#2  0x00007f in lock () from /usr/lib/llvm-24/lib/libomptarget.so.24.0
+Thread 1 (Thread 0x7d (LWP 12) \"concurrency\"):
+#0  0x00007f in __GI___clock_nanosleep () at clock_nanosleep.c:78
+#1  0x00007f in main ()
+";
+        assert_eq!(
+            summarize_stacks(gdb),
+            "2 x futex_wait < __GI___lll_lock_wait < lock; 1 x __GI___clock_nanosleep < main"
+        );
+        assert_eq!(summarize_stacks("ptrace: Operation not permitted."), "");
     }
 }
