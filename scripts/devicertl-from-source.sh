@@ -6,7 +6,8 @@
 #   target/tools/llvmN-devicertl/lib/amdgcn-amd-amdhsa/{libomptarget-amdgpu.bc,libompdevice.a}
 # clang finds them with --libomptarget-{nvptx,amdgpu}-bc-path=DIR and -Xoffload-linker -LDIR
 # (docs/llvm22-gpu.md). Usage: scripts/devicertl-from-source.sh 21|22|23
-# (scripts/fetch-llvmN-devicertl.sh call it).
+# (scripts/fetch-llvmN-devicertl.sh call it). DEVICERTL_SOURCE_ONLY=1 only fetches the source
+# tarball and prints its path (scripts/fetch-llvm23-offload-tests.sh).
 #
 # The source: the upstream tarball of Debian's source package llvm-toolchain-N, from the main
 # archive of the Debian mirror apt is configured with (the security archive serves no source
@@ -60,6 +61,41 @@ names=(nvptx amdgpu)
 say() { printf '[devicertl-from-source %s] %s\n' "$major" "$*" >&2; }
 fail() { say "error: $*"; exit 1; }
 
+# The mirror: the first URIs/deb line of apt's configuration that serves the main archive
+# (not the security one, whose pool has no source files).
+uris='/^URIs:/ { for (i = 2; i <= NF; i++) print $i } /^deb[ \t]/ { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z+]+:\/\//) { print $i; break } }'
+mirror() {
+  local files=(/etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list)
+  for file in "${files[@]}"; do
+    if [ -f "$file" ]; then awk "$uris" "$file"; fi
+  done | grep -v -e security -e '^cdrom:' | head -n1
+}
+
+# The tarball: the one given, the cache's, or downloaded and checked.
+ensure_tarball() {
+  tarball=${given_source:-$src_dir/$orig}
+  if [ ! -f "$tarball" ] || [ "$(sha256sum "$tarball" | cut -d' ' -f1)" != "$sha256" ]; then
+    [ -z "$given_source" ] || fail "$given_source is not $orig (sha256 $sha256)"
+    base=$(mirror)
+    [ -n "$base" ] || fail "no Debian mirror in apt's configuration (/etc/apt/sources.list*): \
+set $source_var to a copy of $orig"
+    mkdir -p "$src_dir"
+    url=${base%/}/pool/main/l/llvm-toolchain-$major/$orig
+    say "downloading $orig (about 200 MB) from the main archive of $base"
+    curl -sSfL --retry 3 -o "$tarball.part" "$url" || fail "cannot download $url"
+    got=$(sha256sum "$tarball.part" | cut -d' ' -f1)
+    [ "$got" = "$sha256" ] || { rm -f "$tarball.part"; fail "$url has sha256 $got, not $sha256"; }
+    mv "$tarball.part" "$tarball"
+  fi
+}
+
+# DEVICERTL_SOURCE_ONLY=1: only the source tarball, its path on stdout (for LLVM's own tests).
+if [ "${DEVICERTL_SOURCE_ONLY:-}" = 1 ]; then
+  ensure_tarball
+  printf '%s\n' "$tarball"
+  exit 0
+fi
+
 built=1
 for i in 0 1; do
   [ -f "$dest/lib/${triples[$i]}/libomptarget-${names[$i]}.bc" ] && [ -f "$dest/lib/${triples[$i]}/libompdevice.a" ] || built=0
@@ -86,30 +122,7 @@ have=$("$bin/llvm-config" --version)
 [ "${have%%.*}" = "$major" ] || fail "$bin holds LLVM $have, this script builds the runtime of LLVM $major"
 [ "$have" = "$version" ] || say "note: the source is $version, the compiler $have (same release branch)"
 
-# The mirror: the first URIs/deb line of apt's configuration that serves the main archive
-# (not the security one, whose pool has no source files).
-uris='/^URIs:/ { for (i = 2; i <= NF; i++) print $i } /^deb[ \t]/ { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z+]+:\/\//) { print $i; break } }'
-mirror() {
-  local files=(/etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list)
-  for file in "${files[@]}"; do
-    if [ -f "$file" ]; then awk "$uris" "$file"; fi
-  done | grep -v -e security -e '^cdrom:' | head -n1
-}
-
-tarball=${given_source:-$src_dir/$orig}
-if [ ! -f "$tarball" ] || [ "$(sha256sum "$tarball" | cut -d' ' -f1)" != "$sha256" ]; then
-  [ -z "$given_source" ] || fail "$given_source is not $orig (sha256 $sha256)"
-  base=$(mirror)
-  [ -n "$base" ] || fail "no Debian mirror in apt's configuration (/etc/apt/sources.list*): \
-set $source_var to a copy of $orig"
-  mkdir -p "$src_dir"
-  url=${base%/}/pool/main/l/llvm-toolchain-$major/$orig
-  say "downloading $orig (about 200 MB) from the main archive of $base"
-  curl -sSfL --retry 3 -o "$tarball.part" "$url" || fail "cannot download $url"
-  got=$(sha256sum "$tarball.part" | cut -d' ' -f1)
-  [ "$got" = "$sha256" ] || { rm -f "$tarball.part"; fail "$url has sha256 $got, not $sha256"; }
-  mv "$tarball.part" "$tarball"
-fi
+ensure_tarball
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/llvm$major-devicertl.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -27,8 +27,20 @@ major=${1-}
 SNAPSHOT_24='1:24~++20261025103442+7e3c57157096-1~exp1'
 root=$(cd "$(dirname "$0")/.." && pwd)
 dest=$root/target/tools/sid-llvm$major
+# LLVM 24's root also holds the header-only C++ libraries of the stock-parity corpus
+# (tests/corpus/), from sid: the table of docs/llvm24.md builds the corpus with stock clang 24.
+corpus_libraries=
+corpus_header=
+if [ "$major" = 24 ]; then
+  corpus_libraries="libboost-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libglm-dev libeigen3-dev"
+  corpus_header=usr/include/glm/glm.hpp
+fi
+# A root is complete with its clang (and LLVM 24's with the corpus's libraries).
+root_complete() {
+  [ -x "$1/usr/lib/llvm-$major/bin/clang" ] && { [ -z "$corpus_header" ] || [ -f "$1/$corpus_header" ]; }
+}
 complete() {
-  [ -x "$dest/enter" ] && [ -x "$dest/bin/llvm-config" ] && [ -x "$dest/root/usr/lib/llvm-$major/bin/clang" ]
+  [ -x "$dest/enter" ] && [ -x "$dest/bin/llvm-config" ] && root_complete "$dest/root"
 }
 if complete; then
   exit 0
@@ -42,7 +54,7 @@ made=$dest/root
 if [ -n "$shared" ]; then
   made=$shared
 fi
-if [ ! -x "$made/usr/lib/llvm-$major/bin/clang" ]; then
+if ! root_complete "$made"; then
   mirror=$(awk '$1 == "URIs:" { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
   if [ -z "$mirror" ]; then
     mirror=$(awk '$1 == "deb" { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)
@@ -69,6 +81,9 @@ if [ ! -x "$made/usr/lib/llvm-$major/bin/clang" ]; then
   packages=binutils
   for name in $names; do
     packages="$packages,$name$pin"
+  done
+  for name in $corpus_libraries; do
+    packages="$packages,$name"
   done
   # Made beside its place and moved there whole: a root half made (or made by two clones at once)
   # is never taken for a complete one.

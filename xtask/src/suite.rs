@@ -303,8 +303,28 @@ fn steps_after_build(
                 ),
                 || e2e::stress::stock_late_dlopen(workspace, &toolchain),
             );
+            report.step(
+                format!(
+                    "libomptarget {}: how often each x86_64 device image is closed at exit, stock and with the project \
+                     (tests/e2e/close_count.c counts the dlclose calls)",
+                    toolchain.llvm.major
+                ),
+                || e2e::image_closes::check(workspace, &toolchain),
+            );
         }
     }
+    let newest = Toolchain::new(Llvm::newest(), tools, dist);
+    report.step(
+        format!(
+            "stock clang {major} and flang {major} by themselves against the project: every end-to-end program written as \
+             users write them, built with nothing of the project (x86_64: links? runs? the strict device?; sm_90 and \
+             gfx90a device code: lookups, untranslated calls, vtables, what it lacks) beside the project's build; the \
+             table is {}'s",
+            e2e::by_itself::PAGE,
+            major = newest.llvm.major
+        ),
+        || e2e::by_itself::check(workspace, &newest),
+    );
     for toolchain in Toolchain::all(tools, dist) {
         for target in toolchain.llvm.gpu_check_archs.iter().map(|arch| OffloadTarget::of_arch(arch)) {
             let name = match toolchain.llvm.device_rtl {

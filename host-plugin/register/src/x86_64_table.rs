@@ -50,7 +50,13 @@ static INSTALLED: Mutex<Vec<Installed>> = Mutex::new(Vec::new());
 /// `anchor` must be null or an address inside a loaded shared object.
 #[no_mangle]
 pub unsafe extern "C" fn __omptarget_indirect_x86_64_image_loaded(anchor: *const c_void) {
-    if anchor.is_null() || !runtime_fills_none() {
+    if anchor.is_null() {
+        return;
+    }
+    if runtime_closes_images_twice() && switch_from_env(HOLD_IMAGES_ENV) {
+        hold_image(anchor);
+    }
+    if !runtime_fills_none() {
         return;
     }
     let map_on_load = switch_from_env(MAP_ON_LOAD_ENV);
@@ -84,15 +90,63 @@ pub unsafe extern "C" fn __omptarget_indirect_x86_64_image_loaded(anchor: *const
 /// the two apart, whatever the file is called (a custom build's `libomptarget.so` included).
 const SINCE_FILLING_X86_64: &CStr = c"__tgt_target_sync";
 
+/// An entry point of libomptarget since LLVM 24 (its main branch), whose x86_64 device closes
+/// every image it loaded twice when the process exits: LLVM's `DynamicLibrary` handle set closes
+/// it in its static destructor, then the plugin's deinitialization closes the same handle again.
+/// The second `dlclose` reads a link map the first one freed, and the program dies at exit (or
+/// not, as the heap happens to lie): `docs/llvm24.md`.
+const SINCE_CLOSING_TWICE: &CStr = c"__tgt_get_mapped_ptr";
+
+/// The switch of [`hold_image`]: `OMPTARGET_INDIRECT_HOLD_IMAGES=0` takes no extra reference
+/// (the negative control of the double close).
+pub const HOLD_IMAGES_ENV: &str = "OMPTARGET_INDIRECT_HOLD_IMAGES";
+
+/// The libomptarget behind this library (the object defining the `__tgt_register_lib` after
+/// this library's), if any.
+fn libomptarget() -> Option<(String, Handle)> {
+    let register = next(c"__tgt_register_lib")?;
+    let file = object_file(register as *const c_void)?;
+    let handle = Handle::of_loaded(&file)?;
+    Some((file, handle))
+}
+
+/// Whether the libomptarget behind this library closes its x86_64 images twice at exit (it
+/// defines [`SINCE_CLOSING_TWICE`]). Says under `LIBOMPTARGET_INFO` what it found, once.
+fn runtime_closes_images_twice() -> bool {
+    static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        let Some((file, libomptarget)) = libomptarget() else { return false };
+        let twice = libomptarget.symbol(SINCE_CLOSING_TWICE).is_some();
+        if twice {
+            diagnostics::info(
+                NAME,
+                format_args!(
+                    "{file} defines {}: LLVM 24, which closes each x86_64 device image twice at exit; this \
+                     library holds one more reference to each",
+                    SINCE_CLOSING_TWICE.to_string_lossy()
+                ),
+            );
+        }
+        twice
+    })
+}
+
+/// Takes one more reference to the image holding `anchor` (being initialized), never released:
+/// the runtime's two `dlclose` calls at exit then leave it unloaded once, as one would have.
+/// Nothing happens when the loader knows no object there.
+fn hold_image(anchor: *const c_void) {
+    if let Some(image) = object_file(anchor).and_then(|file| Handle::of_loaded(&file)) {
+        std::mem::forget(image);
+    }
+}
+
 /// Whether the libomptarget behind this library leaves the x86_64 device without a table (LLVM
 /// 21 and older: it lacks [`SINCE_FILLING_X86_64`]). Says under `LIBOMPTARGET_INFO` what it
 /// found, once. Without a libomptarget to ask, no (nothing is installed for it).
 pub(crate) fn runtime_fills_none() -> bool {
     static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ANSWER.get_or_init(|| {
-        let Some(register) = next(c"__tgt_register_lib") else { return false };
-        let Some(file) = object_file(register as *const c_void) else { return false };
-        let Some(libomptarget) = Handle::of_loaded(&file) else { return false };
+        let Some((file, libomptarget)) = libomptarget() else { return false };
         let fills_none = libomptarget.symbol(SINCE_FILLING_X86_64).is_none();
         diagnostics::info(
             NAME,

@@ -76,7 +76,7 @@ pub fn build_as(
         return Ok(exe);
     }
     std::fs::create_dir_all(&out)?;
-    let with_plugin = program.unmodified && how != Build::WithoutPassPlugin;
+    let with_plugin = program.unmodified && !matches!(how, Build::WithoutPassPlugin | Build::Stock);
     let pass_plugin_only = how == Build::WithoutFrontendPlugin;
     let device_only = how == Build::WithoutHostPass;
     // Each unit's flags: its language's offload flags and configuration file.
@@ -90,6 +90,10 @@ pub fn build_as(
         flags.extend(how.flags().iter().map(OsString::from));
         if target.triple != OffloadTarget::x86_64().triple {
             flags.extend(program.gpu_flags.iter().map(OsString::from));
+        }
+        if how == Build::Stock {
+            // Not even the project's Fortran module directory.
+            flags.retain(|f| !f.to_string_lossy().starts_with("-I"));
         }
         if how == Build::WithoutNaming {
             flags.extend(program.without_naming.iter().map(OsString::from));
@@ -130,7 +134,9 @@ pub fn build_as(
         Ok(object)
     };
     let compile = |u: &Unit| compile_as(u, false);
-    let mut link_args = if with_plugin && !pass_plugin_only && !device_only {
+    let mut link_args = if how == Build::Stock {
+        toolchain.runtime_link_args()
+    } else if with_plugin && !pass_plugin_only && !device_only {
         toolchain.link_args_with_config()
     } else {
         toolchain.link_args()

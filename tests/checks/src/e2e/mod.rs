@@ -10,13 +10,17 @@
 //! One job a module: [`programs`] (the table, each entry only what is particular to it),
 //! [`compile`] (compiling and linking a program, extracting its device images), [`x86_64`]
 //! (running on the x86_64 device, loose and strict, with the negative controls) and [`gpu`]
-//! (building for the GPU targets and checking the images) and [`stress`] (the concurrency program
-//! run many times on each path).
+//! (building for the GPU targets and checking the images), [`stress`] (the concurrency program
+//! run many times on each path), [`image_closes`] (how often a stock runtime closes each x86_64
+//! image at exit) and [`by_itself`] (what the newest release does with the programs
+//! without the project, against what it does with it).
 //!
 //! [`Toolchain`]: crate::toolchain::Toolchain
 
+pub mod by_itself;
 pub mod compile;
 pub mod gpu;
+pub mod image_closes;
 pub mod programs;
 pub mod stress;
 pub mod x86_64;

@@ -217,6 +217,9 @@ pub enum Build {
     /// (`OMPTARGET_INDIRECT_BINDING_COPIES=0`): the negative control of
     /// [`Program::binding_copies`].
     WithoutBindingCopies,
+    /// `-O2` by the release's clang and flang alone: no configuration file, plugin or library of
+    /// the project, linked against the release's runtime only (what the release does by itself).
+    Stock,
 }
 
 impl Build {
@@ -228,7 +231,8 @@ impl Build {
             | Build::WithoutFrontendPlugin
             | Build::WithoutHostPass
             | Build::WithoutPolymorphicMaps
-            | Build::WithoutBindingCopies => &["-O2"],
+            | Build::WithoutBindingCopies
+            | Build::Stock => &["-O2"],
             Build::O0 => &["-O0"],
             Build::OffloadLto => &["-O2", "-foffload-lto"],
         }
@@ -246,6 +250,7 @@ impl Build {
             Build::WithoutHostPass => "without-host-pass",
             Build::WithoutPolymorphicMaps => "without-polymorphic-maps",
             Build::WithoutBindingCopies => "without-binding-copies",
+            Build::Stock => "stock",
         }
     }
 }

@@ -556,7 +556,7 @@ fn extension_components(
 /// the device does not have: the procedure is undefined, or, with the procedure's module in a
 /// static archive, the archive's host member that defines it is pulled into the x86_64 device link
 /// beside the module's device code (a multiple definition).
-fn device_link_error(build_error: &str) -> Option<String> {
+pub(super) fn device_link_error(build_error: &str) -> Option<String> {
     ["undefined reference to `", "multiple definition of `"].into_iter().find_map(|what| {
         let symbol = build_error.split(what).nth(1)?.split('\'').next()?;
         Some(format!("{what}{symbol}'"))
