@@ -7,6 +7,10 @@
 //! (`virtual_arrays.cpp`, `virtual_sweeps.cpp`): one class, 4 classes grouped, 4 and 64 classes
 //! in random order, host-built objects against device-built ones without the pass plugin, and
 //! device-built ones with it against the same without it (`target/bench/virtual_arrays.csv`).
+//! Last, the arrays built the README's way by the reference release and by the newest, through
+//! their stock libomptarget: the newest's stock loop calls LLVM's own lookup before every
+//! virtual call, which the project's loop and table are measured against
+//! (`target/bench/virtual_arrays_llvm<major>.csv`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -187,7 +191,14 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     report_ratios(&printed, &DEVICE_BUILT_RATIOS)?;
     explain_device_built_missed(&printed)?;
     println!("figures: target/bench/{name}.csv");
-    run_arrays_on_stock_runtime(workspace, tools, dist)
+    // The reference release stands for the stock runtimes (its figures are the table's); the
+    // newest is the one whose stock clang inserts LLVM's own lookup before every virtual call.
+    let mut releases = vec![Llvm::reference(), Llvm::newest()];
+    releases.dedup();
+    for llvm in releases {
+        run_arrays_on_stock_runtime(workspace, tools, dist, llvm)?;
+    }
+    Ok(())
 }
 
 /// The configurations of the stock runtime's part: (prefix of the cases, environment). The
@@ -206,15 +217,15 @@ const STOCK_PASSES: usize = 3;
 /// Goal of host-built objects against device-built ones through the stock runtime's path.
 const GOAL_STOCK_HOST_BUILT: f64 = 1.2;
 
-/// The array benchmark as a user of clang 22 builds it (its configuration file, the stock
-/// libomptarget 22 and the registration library), the configurations of
-/// [`STOCK_CONFIGURATIONS`] in turn: host-built against device-built objects, device-built ones
-/// with the project against the loop compiled stock, and the table with its index against the
-/// stock table (`target/bench/virtual_arrays_llvm22.csv`).
-fn run_arrays_on_stock_runtime(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
-    // The reference release stands for the stock runtimes (its figures are the table's).
-    let toolchain = Toolchain::new(Llvm::reference(), tools, dist);
-    let major = Llvm::reference().major;
+/// The array benchmark as a user of clang `llvm` builds it (its configuration file, its stock
+/// libomptarget and the registration library), the configurations of [`STOCK_CONFIGURATIONS`]
+/// in turn: host-built against device-built objects, device-built ones with the project against
+/// the loop compiled stock, and the table with its index against the stock table; where the
+/// stock clang inserts LLVM's own lookup, also the project against that lookup on the stock
+/// table (`target/bench/virtual_arrays_llvm<major>.csv`).
+fn run_arrays_on_stock_runtime(workspace: &Path, tools: &Tools, dist: &Dist, llvm: Llvm) -> Result<()> {
+    let toolchain = Toolchain::new(llvm, tools, dist);
+    let major = llvm.major;
     let sources = workspace.join("tests/bench");
     let out = workspace.join(format!("target/bench/virtual-cost-llvm{major}"));
     std::fs::create_dir_all(&out)?;
@@ -264,7 +275,7 @@ fn run_arrays_on_stock_runtime(workspace: &Path, tools: &Tools, dist: &Dist) -> 
     }
     std::fs::write(workspace.join(format!("target/bench/virtual_arrays_llvm{major}.csv")), &printed)?;
     println!(
-        "\nthe same arrays built the README's way with clang 22, through the stock libomptarget 22 and the \
+        "\nthe same arrays built the README's way with clang {major}, through the stock libomptarget {major} and the \
          registration library's table ({STOCK_PASSES} passes of 7 rounds, the configurations in turn):"
     );
     let patterns = ["1_class", "4_grouped", "4_random", "64_random"];
@@ -277,14 +288,28 @@ fn run_arrays_on_stock_runtime(workspace: &Path, tools: &Tools, dist: &Dist) -> 
     let vs_stock = names(&|p| (format!("host_built_{p}"), format!("stock_table_host_built_{p}"), f64::NAN));
     let control =
         names(&|p| (format!("index_off_host_built_{p}"), format!("stock_table_host_built_{p}"), f64::NAN));
-    for (title, ratios) in [
+    let mut groups = vec![
         ("host-built objects against device-built ones through the loop compiled stock:", host_built),
         ("device-built objects through the loop compiled with the project, against the same compiled stock:", device_built),
         ("host-built objects, the installed table with its index against the stock per-image table:", vs_stock),
         ("the control: the installed table without its index against the stock table (about 1x):", control),
-    ] {
+    ];
+    if llvm.inserts_own_lookup {
+        // The stock loop calls LLVM's own lookup before every virtual call; with nothing of the
+        // project's table installed it searches the stock per-image table, as LLVM's does.
+        let vs_own_lookup = names(&|p| {
+            (format!("device_built_{p}"), format!("stock_table_device_built_plain_{p}"), f64::NAN)
+        });
+        groups.push((
+            "device-built objects, the project's loop and table against the stock loop's own lookup (LLVM's, before \
+             every virtual call) on the stock table:",
+            vs_own_lookup,
+        ));
+    }
+    for (title, ratios) in groups {
         println!("  {title}");
-        let ratios: Vec<(&str, &str, f64)> = ratios.iter().map(|(a, b, g)| (a.as_str(), b.as_str(), *g)).collect();
+        let ratios: Vec<(&str, &str, f64)> =
+            ratios.iter().map(|(a, b, g)| (a.as_str(), b.as_str(), *g)).collect();
         report_ratios(&printed, &ratios)?;
     }
     println!("figures: target/bench/virtual_arrays_llvm{major}.csv");
