@@ -320,7 +320,7 @@ fn steps_after_build(
              users write them, built with nothing of the project (x86_64: links? runs? the strict device?; sm_90 and \
              gfx90a device code: lookups, untranslated calls, vtables, what it lacks) beside the project's build; the \
              table is {}'s",
-            e2e::by_itself::PAGE,
+            e2e::by_itself::page(newest.llvm),
             major = newest.llvm.major
         ),
         || e2e::by_itself::check(workspace, &newest),

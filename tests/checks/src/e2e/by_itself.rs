@@ -1,8 +1,8 @@
 //! What a release's clang and flang do by themselves, beside the same code with the project: the
-//! table of [`PAGE`], measured. Its subjects: the end-to-end programs written as users write them
+//! table of [`page`], measured. Its subjects: the end-to-end programs written as users write them
 //! ([`Program::unmodified`]), the corpus of third-party C++ libraries (`tests/corpus/`) and LLVM's
-//! own offload tests of indirect and virtual calls (`llvm23-offload-tests` of the requirements,
-//! as LLVM wrote them). Each is built with nothing of the project ([`Build::Stock`]): whether it
+//! own offload tests of indirect and virtual calls (`llvmNN-offload-tests` of the requirements, from
+//! the newest release whose source the project fetches, as LLVM wrote them). Each is built with nothing of the project ([`Build::Stock`]): whether it
 //! links and what it does on the x86_64 device, loose and strict; what its device code is for
 //! sm_90 and gfx90a (each unit compiled to device IR by the stock compiler: the calls it translates
 //! through `__llvm_omp_indirect_call_lookup`, those it leaves untranslated, the vtables it defines,
@@ -20,12 +20,15 @@ use anyhow::{ensure, Context, Result};
 use super::compile::{build, build_as, needed, shared_library_of};
 use super::programs::{Build, Program, Unit, PROGRAMS};
 use super::x86_64::{device_link_error, run_with, Device, MapSetup};
+use crate::llvm::{DeviceRtl, Llvm};
 use crate::offload::OffloadTarget;
 use crate::toolchain::{is_fortran, module_dir_args, Toolchain};
 use crate::{cmd, corpus, requirements};
 
-/// The page that holds the table, between [`BEGIN`] and [`END`].
-pub const PAGE: &str = "docs/llvm24.md";
+/// The page that holds `llvm`'s table, between [`BEGIN`] and [`END`].
+pub fn page(llvm: Llvm) -> String {
+    format!("docs/llvm{}.md", llvm.major)
+}
 const BEGIN: &str = "<!-- the suite measures the table below: begin -->";
 const END: &str = "<!-- the suite measures the table above: end -->";
 
@@ -85,7 +88,13 @@ fn subjects(workspace: &Path, toolchain: &Toolchain) -> Result<Vec<Subject>> {
         let source = workspace.join("tests/corpus").join(format!("{name}.cpp"));
         subjects.push(Subject::File { name: name.to_string(), source, expected: vec![format!("{name}: ")] });
     }
-    let one = requirements::program("llvm23-offload-tests");
+    // LLVM's tests come with its source, which the project fetches for the releases whose
+    // DeviceRTL it builds from source.
+    let from_source = Llvm::all()
+        .rev()
+        .find(|llvm| matches!(llvm.device_rtl, DeviceRtl::FromSource { .. }))
+        .context("no release's DeviceRTL is built from source")?;
+    let one = requirements::program(&format!("llvm{}-offload-tests", from_source.major));
     let tests = one.parent().and_then(Path::parent).context("the offload tests' directory")?;
     let mut sources = Vec::new();
     for dir in ["api", "offloading"] {
@@ -110,7 +119,7 @@ fn subjects(workspace: &Path, toolchain: &Toolchain) -> Result<Vec<Subject>> {
     Ok(subjects)
 }
 
-/// Measures the table for `toolchain`'s release and compares it with [`PAGE`]'s.
+/// Measures the table for `toolchain`'s release and compares it with its [`page`]'s.
 pub fn check(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
     ensure!(!toolchain.llvm.runs_project_plugins(), "the table shows a stock runtime by itself");
     let subjects = subjects(workspace, toolchain)?;
@@ -134,16 +143,17 @@ pub fn check(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
         measured.display(),
         regressions.join("\n")
     );
-    let page = std::fs::read_to_string(workspace.join(PAGE))?;
+    let page = page(toolchain.llvm);
+    let text = std::fs::read_to_string(workspace.join(&page))?;
     let documented =
-        between(&page, BEGIN, END).with_context(|| format!("{PAGE} has no {BEGIN} ... {END}"))?;
+        between(&text, BEGIN, END).with_context(|| format!("{page} has no {BEGIN} ... {END}"))?;
     let differing: Vec<&str> = {
         let documented: HashSet<&str> = documented.lines().map(str::trim).collect();
         table.lines().filter(|l| !documented.contains(l.trim())).collect()
     };
     ensure!(
         differing.is_empty() && documented.trim().lines().count() == table.trim().lines().count(),
-        "{PAGE}'s table is not what clang {} does now (measured: {}); rows that differ:\n{}",
+        "{page}'s table is not what clang {} does now (measured: {}); rows that differ:\n{}",
         toolchain.llvm.major,
         measured.display(),
         differing.join("\n")
@@ -153,7 +163,7 @@ pub fn check(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
     let project = rows.iter().filter(|r| r.project == PROJECT_PASSES).count();
     Ok(format!(
         "{} subjects: stock clang {major} links {links} for x86_64, {passes} of them pass by themselves, loose and \
-         strict (reported as such); with the project {project} pass, loose and strict; the table is {PAGE}'s",
+         strict (reported as such); with the project {project} pass, loose and strict; the table is {page}'s",
         rows.len(),
         major = toolchain.llvm.major
     ))
