@@ -13,6 +13,9 @@
 #![no_std]
 #![deny(missing_docs)]
 
+pub mod fortran;
+pub mod map_type;
+
 /// One entry of the function-pointer map: `struct __omp_offloading_fptr_map_ty { int64_t
 /// host_ptr; int64_t tgt_ptr; }` (16 bytes, 8-aligned).
 ///
@@ -240,6 +243,18 @@ symbol_names! {
     EXTENDS_TYPE_OF = "__omptarget_indirect_extends_type_of";
     /// flang's runtime `extends_type_of`: `bool (const Descriptor &a, const Descriptor &mold)`.
     FLANG_EXTENDS_TYPE_OF = "_FortranAExtendsTypeOf";
+    /// The registration library's mapper of a polymorphic Fortran object, with a mapper's
+    /// signature (`void (void *handle, void *base, void *begin, int64_t size, int64_t type, void
+    /// *name)`) and the object's descriptor for `base`: it maps the object's dynamic type's
+    /// components, its allocatable components' data with them. The pass plugin gives it to the
+    /// map entries of polymorphic objects in flang's host modules.
+    MAP_POLYMORPHIC = "__omptarget_indirect_map_polymorphic";
+    /// libomptarget's `void __tgt_push_mapper_component(void *handle, void *base, void *begin,
+    /// int64_t size, int64_t type, void *name)`: a mapper's one component.
+    PUSH_MAPPER_COMPONENT = "__tgt_push_mapper_component";
+    /// libomptarget's `int64_t __tgt_mapper_num_components(void *handle)`: the components pushed
+    /// so far.
+    MAPPER_NUM_COMPONENTS = "__tgt_mapper_num_components";
 }
 
 /// Whether `name` is a dispatch table the host and the device each define and pair word by word

@@ -11,6 +11,12 @@
 ! derived type's `class(shape)` components (the first and a later one) mapped with the object,
 ! in the program and in a routine's region over its dummy argument.
 !
+! Extensions with allocatable components of their own (a `disc`'s `weights(:)`, a `tile`'s
+! `marks(:)` besides the `weights` it inherits, a `cluster`'s `class(shape)` component holding a
+! disc): their data is mapped with the object, so that what the device writes in a `map(to:)`
+! region stays on the device, `target update` moves it, and `map(from:)` brings it back; as a
+! scalar, an element of a polymorphic array, and a holder's component.
+!
 ! `./fortran_extensions empty`: a `class(figure)` of an abstract type without components, holding
 ! a `ring`: flang's default mapper divides by the declared size, 0, and the host program died with
 ! SIGFPE at the map.
@@ -41,6 +47,20 @@ module geometry
   end type
 
   type, abstract :: figure
+  end type
+
+  type, extends(circle) :: disc
+    real, allocatable :: weights(:)
+  contains
+    procedure :: size_of => disc_size
+  end type
+
+  type, extends(disc) :: tile
+    integer, allocatable :: marks(:)
+  end type
+
+  type, extends(shape) :: cluster
+    class(shape), allocatable :: inner
   end type
 
   ! A derived type whose polymorphic components the default mapper maps.
@@ -94,6 +114,12 @@ contains
     circle_size = self%r
   end function
 
+  real function disc_size(self)
+    !$omp declare target
+    class(disc), intent(in) :: self
+    disc_size = self%r + sum(self%weights)
+  end function
+
   real function sphere_size(self)
     !$omp declare target
     class(sphere), intent(in) :: self
@@ -117,6 +143,9 @@ program fortran_extensions
   type(circle), target :: small
   type(sphere), target :: ball
   real :: got, via_binding, width
+  class(shape), allocatable :: d, discs(:)
+  type(holder) :: h2
+  integer :: marked
   character(len=16) :: mode
 
   call get_command_argument(1, mode)
@@ -294,9 +323,176 @@ program fortran_extensions
   end select
   call expect_calls('a holder''s components', [1, 1])
 
+  call allocatable_components()
+
   print '(a, ": ", i0, " checks, ", i0, " failed")', 'fortran_extensions', checks, failures
   if (failures /= 0) stop 1
 
 contains
+  ! The data of an extension's allocatable components (the program's header).
+  subroutine allocatable_components()
+    real :: host_weight
+
+    ! map(to:): read on the device (by a binding and by select type); what the device writes
+    ! stays there.
+    allocate(d, source=disc(3, 1.0, [1.0, 2.0, 3.0]))
+    got = 0
+    via_binding = 0
+    !$omp target map(to: d) map(from: got, via_binding)
+    via_binding = d%size_of()
+    select type (d)
+    type is (disc)
+      got = d%weights(3)
+      d%weights(1) = 100
+    end select
+    !$omp end target
+    call check(via_binding == 7.0, 'map(to:) of a disc, its binding: r + sum(weights)', nint(via_binding))
+    call check(got == 3.0, 'map(to:) of a disc: weights(3)', nint(got))
+    select type (d)
+    type is (disc)
+      call check(d%weights(1) == 1.0, 'map(to:) of a disc: the device''s write stays there, weights(1)', &
+                 nint(d%weights(1)))
+    end select
+
+    ! map(tofrom:): written on the device, seen on the host.
+    !$omp target map(tofrom: d)
+    select type (d)
+    type is (disc)
+      d%weights = d%weights * 2
+      d%r = 5
+    end select
+    !$omp end target
+    select type (d)
+    type is (disc)
+      call check(all(d%weights == [2.0, 4.0, 6.0]), 'map(tofrom:) of a disc: weights doubled, weights(3)', &
+                 nint(d%weights(3)))
+      call check(d%r == 5.0, 'map(tofrom:) of a disc: r', nint(d%r))
+    end select
+
+    ! target enter data: the device's copy is read until target update moves the host's.
+    !$omp target enter data map(to: d)
+    select type (d)
+    type is (disc)
+      d%weights(2) = 50
+    end select
+    got = 0
+    !$omp target map(from: got)
+    select type (d)
+    type is (disc)
+      got = d%weights(2)
+    end select
+    !$omp end target
+    call check(got == 4.0, 'target enter data of a disc: the device''s copy, weights(2)', nint(got))
+    !$omp target update to(d)
+    got = 0
+    !$omp target map(from: got)
+    select type (d)
+    type is (disc)
+      got = d%weights(2)
+      d%weights(3) = -6
+    end select
+    !$omp end target
+    call check(got == 50.0, 'target update to of a disc: weights(2)', nint(got))
+    !$omp target exit data map(from: d)
+    select type (d)
+    type is (disc)
+      call check(d%weights(3) == -6.0, 'target exit data map(from:) of a disc: weights(3)', nint(d%weights(3)))
+    end select
+
+    ! An extension of an extension, with an allocatable component of its own and one inherited.
+    deallocate(d)
+    allocate(d, source=tile(4, 2.0, [0.5, 0.5], [3, 4, 5]))
+    marked = 0
+    via_binding = 0
+    !$omp target map(to: d) map(from: marked, via_binding)
+    via_binding = d%size_of()
+    select type (d)
+    type is (tile)
+      marked = sum(d%marks)
+      d%marks(1) = 0
+      d%weights(1) = 0
+    end select
+    !$omp end target
+    call check(marked == 12, 'map(to:) of a tile: sum(marks)', marked)
+    call check(via_binding == 3.0, 'map(to:) of a tile, the binding it inherits: r + sum(weights)', &
+               nint(via_binding))
+    select type (d)
+    type is (tile)
+      call check(d%marks(1) == 3 .and. d%weights(1) == 0.5, &
+                 'map(to:) of a tile: the device''s writes stay there, marks(1)', d%marks(1))
+    end select
+
+    ! An extension whose allocatable component is polymorphic itself, holding a disc.
+    deallocate(d)
+    allocate(d, source=cluster(5, disc(6, 1.0, [4.0, 4.0])))
+    got = 0
+    !$omp target map(to: d) map(from: got)
+    select type (d)
+    type is (cluster)
+      got = d%inner%size_of()
+      select type (inner => d%inner)
+      type is (disc)
+        inner%weights(2) = 0
+      end select
+    end select
+    !$omp end target
+    call check(got == 9.0, 'map(to:) of a cluster holding a disc: its binding, r + sum(weights)', nint(got))
+    select type (d)
+    type is (cluster)
+      select type (inner => d%inner)
+      type is (disc)
+        call check(inner%weights(2) == 4.0, 'map(to:) of a cluster: the device''s write stays there', &
+                   nint(inner%weights(2)))
+      end select
+    end select
+
+    ! A polymorphic array of discs, each with its own weights, in a teams loop.
+    allocate(disc :: discs(n))
+    do i = 1, n
+      select type (e => discs(i))
+      type is (disc)
+        e%r = i
+        allocate(e%weights(i))
+        e%weights = 1
+      end select
+    end do
+    sizes = 0
+    !$omp target teams distribute parallel do map(to: discs) map(from: sizes)
+    do i = 1, n
+      sizes(i) = discs(i)%size_of()
+      select type (e => discs(i))
+      type is (disc)
+        e%weights(1) = -1
+      end select
+    end do
+    do i = 1, n
+      call check(sizes(i) == 2 * i, 'polymorphic array of discs: r + sum(weights) of element', i)
+    end do
+    select type (e => discs(n))
+    type is (disc)
+      call check(e%weights(1) == 1.0, 'polymorphic array of discs: the device''s writes stay there', &
+                 nint(e%weights(1)))
+    end select
+
+    ! A holder's class(shape) component holding a disc.
+    allocate(h2%first, source=disc(7, 0.5, [2.0, 2.0]))
+    allocate(h2%second, source=circle(8, 1.0))
+    got = 0
+    host_weight = 0
+    !$omp target map(tofrom: h2) map(from: got)
+    got = h2%first%size_of()
+    select type (first => h2%first)
+    type is (disc)
+      first%weights(2) = 10
+    end select
+    !$omp end target
+    call check(got == 4.5, 'a holder''s component holding a disc: r + sum(weights), * 10', nint(10 * got))
+    select type (first => h2%first)
+    type is (disc)
+      host_weight = first%weights(2)
+    end select
+    call check(host_weight == 10.0, 'a holder''s disc mapped tofrom: weights(2)', nint(host_weight))
+  end subroutine
+
 #include "fortran_checks.inc"
 end program

@@ -17,17 +17,24 @@
 //!   still for an unallocated object, as flang's `select` had it);
 //! - an array's size (element count times the declared type's size) and its first element's
 //!   address (a section's) are computed with `elem_len` instead ([`fix_array_entry`]);
-//! - the mapper is dropped, when all it does is map the declared type's own components in place
-//!   (no pointer loads: no allocatable or pointer component to follow): libomptarget then maps
-//!   the object's bytes, all of them. An entry whose mapper follows components is left as flang
-//!   made it.
+//! - the entry's mapper becomes the registration library's [`MAP_POLYMORPHIC`] and its base the
+//!   object's descriptor: that mapper maps the components of the dynamic type the descriptor
+//!   names, with its allocatable components' data ([`use_dynamic_mapper`]);
+//! - where the call has no mappers array or the entry's base is not one store, the mapper is
+//!   dropped instead, when all it does is map the declared type's own components in place (no
+//!   pointer loads: no allocatable or pointer component to follow): libomptarget then maps the
+//!   object's bytes, all of them. Otherwise the entry is left as flang made it.
 //!
 //! The same holds inside a derived type's default mapper, for its scalar `class(...)` components
-//! ([`fix_component_map`]). A flang that maps the dynamic size already (a size that is not a
-//! constant) is left alone, so the fix is never applied twice. An extension's allocatable
-//! components and polymorphic array components are not covered (`docs/fortran.md`).
+//! ([`fix_component_map`]): their map calls call [`MAP_POLYMORPHIC`], whose base flang already
+//! passes as the component's descriptor. A flang that maps the dynamic size already (a size that
+//! is not a constant) is left alone, so the fix is never applied twice. Polymorphic array
+//! components are not covered (`docs/fortran.md`).
 
 use std::collections::HashMap;
+
+use omptarget_indirect_abi::c_names::{MAP_POLYMORPHIC, PUSH_MAPPER_COMPONENT};
+use omptarget_indirect_abi::map_type::{ATTACH, TARGET_PARAM};
 
 use crate::fortran_dispatch::addendum_field;
 use crate::ir::{instructions, value_name_bytes};
@@ -39,14 +46,11 @@ use crate::llvm::LLVMTypeKind;
 /// sizes as they are (the negative control).
 pub const SWITCH: &str = "OMPTARGET_INDIRECT_POLYMORPHIC_MAPS";
 
-/// `__tgt_kernel_arguments`' fields holding the pointers, sizes, map types and mappers arrays.
-const KERNEL_ARGUMENT_FIELDS: [u64; 4] = [3, 4, 5, 7];
+/// `__tgt_kernel_arguments`' fields holding the base pointers, pointers, sizes, map types and
+/// mappers arrays.
+const KERNEL_ARGUMENT_FIELDS: [u64; 5] = [2, 3, 4, 5, 7];
 /// The operands of `__tgt_target_data_*_mapper` that are those arrays.
-const DATA_MAPPER_OPERANDS: [u32; 4] = [4, 5, 6, 8];
-
-/// libomptarget's map-type bit of an entry that attaches a pointer to data mapped by another
-/// entry (its size is the pointer's, not the data's): left alone.
-const MAP_ATTACH: u64 = 0x4000;
+const DATA_MAPPER_OPERANDS: [u32; 5] = [3, 4, 5, 6, 8];
 
 /// Gives the map entries of scalar polymorphic objects their dynamic type's size (module
 /// documentation). Returns how many entries it changed.
@@ -95,7 +99,7 @@ unsafe fn in_function(function: LLVMValueRef) -> usize {
             }
         }
         let mut changed = component_maps.into_iter().filter(|&call| fix_component_map(call)).count();
-        for Offload { pointers, sizes, map_types, mappers } in offloads {
+        for Offload { bases, pointers, sizes, map_types, mappers } in offloads {
             let entries: Vec<u64> =
                 stores.keys().filter(|&&(array, _)| array == pointers).map(|&(_, index)| index).collect();
             for index in entries {
@@ -104,7 +108,10 @@ unsafe fn in_function(function: LLVMValueRef) -> usize {
                 else {
                     continue;
                 };
-                if map_type(map_types, index).is_none_or(|t| t & MAP_ATTACH != 0) {
+                // An attachment entry's size is the pointer's, not the data's; a kernel argument's
+                // base is the argument: both are left alone.
+                let Some(map_type) = map_type(map_types, index) else { continue };
+                if map_type & ATTACH != 0 {
                     continue;
                 }
                 // No mappers array: no entry has a mapper.
@@ -115,7 +122,10 @@ unsafe fn in_function(function: LLVMValueRef) -> usize {
                     },
                     None => None,
                 };
-                if fix_entry(pointer, size, mapper_store) {
+                let base_store = bases
+                    .and_then(|bases| only(&stores, bases, index))
+                    .filter(|_| map_type & TARGET_PARAM == 0);
+                if fix_entry(pointer, size, mapper_store, base_store) {
                     changed += 1;
                 }
             }
@@ -132,21 +142,32 @@ fn only(stores: &Stores, array: LLVMValueRef, index: u64) -> Option<LLVMValueRef
     }
 }
 
-/// Changes the entry whose pointer, size and mapper these stores write, if it maps a scalar
-/// polymorphic object with a constant size through a default mapper that only maps the declared
-/// type's components in place.
-unsafe fn fix_entry(pointer: LLVMValueRef, size: LLVMValueRef, mapper_store: Option<LLVMValueRef>) -> bool {
+/// Changes the entry whose pointer, size, mapper and base these stores write, if it maps a
+/// polymorphic object with a constant size through a default mapper or none (module
+/// documentation).
+unsafe fn fix_entry(
+    pointer: LLVMValueRef,
+    size: LLVMValueRef,
+    mapper_store: Option<LLVMValueRef>,
+    base_store: Option<LLVMValueRef>,
+) -> bool {
     // SAFETY: operand and type queries on valid instructions; new instructions before `size`.
     unsafe {
-        // The entry's mapper, to be dropped: none, or a default mapper that maps in place.
+        // The entry's mapper, replaced: none, or a default mapper (that maps in place, where it
+        // is to be dropped).
         let mapper = mapper_store.map(|store| LLVMGetOperand(store, 0)).filter(|m| LLVMIsNull(*m) == 0);
+        let dynamic_mapper = mapper_store.zip(base_store);
         if let Some(mapper) = mapper {
             let is_default_mapper = !LLVMIsAFunction(mapper).is_null()
                 && value_name_bytes(mapper).is_some_and(|n| n.ends_with(b"_omp_default_mapper"));
-            if !(is_default_mapper && maps_in_place(mapper)) {
+            if !is_default_mapper || (dynamic_mapper.is_none() && !maps_in_place(mapper)) {
                 return false;
             }
         }
+        let replace_mapper = |descriptor: &Descriptor| match dynamic_mapper {
+            Some((mapper_store, base_store)) => use_dynamic_mapper(mapper_store, base_store, descriptor),
+            None => drop_mapper(mapper_store, mapper),
+        };
         // A scalar's entry points at the base address loaded from its descriptor; an array's at
         // an element of it (`getelementptr <declared type>, ptr %base, i64 %first`).
         let mut target = LLVMGetOperand(pointer, 0);
@@ -161,7 +182,7 @@ unsafe fn fix_entry(pointer: LLVMValueRef, size: LLVMValueRef, mapper_store: Opt
         let Some(descriptor) = descriptor_of(LLVMGetOperand(target, 0)) else { return false };
         if descriptor.rank > 0 {
             let Some(element) = element else { return false };
-            return fix_array_entry(&descriptor, element, size) && drop_mapper(mapper_store, mapper);
+            return fix_array_entry(&descriptor, element, size) && replace_mapper(&descriptor);
         }
         if element.is_some() {
             return false;
@@ -174,12 +195,9 @@ unsafe fn fix_entry(pointer: LLVMValueRef, size: LLVMValueRef, mapper_store: Opt
         let dynamic = with_elem_len(builder, static_size, elem_len);
         LLVMDisposeBuilder(builder);
         LLVMSetOperand(size, 0, dynamic);
-        drop_mapper(mapper_store, mapper)
+        replace_mapper(&descriptor)
     }
 }
-
-/// The runtime's call that maps one component in a mapper, whose operands are the mappers' own.
-const PUSH_COMPONENT: &std::ffi::CStr = c"__tgt_push_mapper_component";
 
 /// Whether `call` maps a component inside a mapper: `__tgt_push_mapper_component(handle, base,
 /// begin, size, type, name)`, or a call of a default mapper with those operands.
@@ -190,15 +208,15 @@ unsafe fn is_component_map(call: LLVMValueRef) -> bool {
         LLVMGetNumArgOperands(call) == 6
             && !LLVMIsAFunction(callee).is_null()
             && value_name_bytes(callee)
-                .is_some_and(|n| n == PUSH_COMPONENT.to_bytes() || n.ends_with(b"_omp_default_mapper"))
+                .is_some_and(|n| n == PUSH_MAPPER_COMPONENT.to_bytes() || n.ends_with(b"_omp_default_mapper"))
     }
 }
 
 /// A polymorphic scalar component a mapper maps (flang's default mapper of a derived type with a
 /// `class(...)` component): its size, a constant (in a `select` for an unallocated one), becomes
 /// the descriptor's `elem_len`, read before the call from the address the `begin` operand was
-/// loaded from (the descriptor's); a call of the declared type's default mapper that maps in place
-/// calls `__tgt_push_mapper_component` instead (same operands): the object's bytes, all of them.
+/// loaded from (the descriptor's), and the call (`__tgt_push_mapper_component` or the declared
+/// type's default mapper) calls [`MAP_POLYMORPHIC`] instead, with that address for its base.
 unsafe fn fix_component_map(call: LLVMValueRef) -> bool {
     // SAFETY: operand queries on a valid call; new instructions before it, its operands replaced.
     unsafe {
@@ -207,14 +225,10 @@ unsafe fn fix_component_map(call: LLVMValueRef) -> bool {
             return false;
         }
         let address = LLVMGetOperand(begin, 0);
-        if descriptor_rank_at(address) != Some(0) {
+        if descriptor_rank_at(address) != Some(0) || is_attachment(LLVMGetArgOperand(call, 4)) {
             return false;
         }
         let callee = LLVMGetCalledValue(call);
-        let push = value_name_bytes(callee).is_some_and(|n| n == PUSH_COMPONENT.to_bytes());
-        if !push && !maps_in_place(callee) {
-            return false;
-        }
         let static_size = LLVMGetArgOperand(call, 3);
         let Some(constant) = constant_size(static_size) else { return false };
         let i64 = LLVMTypeOf(constant);
@@ -234,17 +248,28 @@ unsafe fn fix_component_map(call: LLVMValueRef) -> bool {
         let dynamic = with_elem_len(builder, static_size, elem_len);
         LLVMDisposeBuilder(builder);
         LLVMSetOperand(call, 3, dynamic);
-        if !push {
-            let module = LLVMGetGlobalParent(callee);
-            let mut runtime = LLVMGetNamedFunction(module, PUSH_COMPONENT.as_ptr());
-            if runtime.is_null() {
-                runtime = LLVMAddFunction(module, PUSH_COMPONENT.as_ptr(), LLVMGlobalGetValueType(callee));
-            }
-            let callee_operand = LLVMGetNumOperands(call) - 1;
-            LLVMSetOperand(call, callee_operand as u32, runtime);
-            LLVMSetInstructionCallConv(call, LLVMGetFunctionCallConv(runtime));
-        }
+        // The base operand is the component's descriptor already (where `begin` was loaded from).
+        LLVMSetOperand(call, 1, address);
+        let runtime = dynamic_mapper(LLVMGetGlobalParent(callee));
+        let callee_operand = LLVMGetNumOperands(call) - 1;
+        LLVMSetOperand(call, callee_operand as u32, runtime);
+        LLVMSetInstructionCallConv(call, LLVMGetFunctionCallConv(runtime));
         true
+    }
+}
+
+/// Whether a component's map type is an attachment's (its size the descriptor's, its data mapped
+/// by the component before it): the constant, or every constant a `phi` of flang's chooses from.
+unsafe fn is_attachment(map_type: LLVMValueRef) -> bool {
+    // SAFETY: operand queries on a valid value.
+    unsafe {
+        let attaches =
+            |v: LLVMValueRef| !LLVMIsAConstantInt(v).is_null() && LLVMConstIntGetZExtValue(v) & ATTACH != 0;
+        if LLVMIsAPHINode(map_type).is_null() {
+            return attaches(map_type);
+        }
+        let incoming = LLVMCountIncoming(map_type);
+        incoming > 0 && (0..incoming).all(|i| attaches(LLVMGetIncomingValue(map_type, i)))
     }
 }
 
@@ -267,6 +292,44 @@ unsafe fn with_elem_len(builder: LLVMBuilderRef, size: LLVMValueRef, elem_len: L
             return elem_len;
         }
         LLVMBuildSelect(builder, LLVMGetOperand(size, 0), LLVMGetOperand(size, 1), elem_len, c"".as_ptr())
+    }
+}
+
+/// Makes [`MAP_POLYMORPHIC`] the entry's mapper and `descriptor` its base. True.
+unsafe fn use_dynamic_mapper(
+    mapper_store: LLVMValueRef,
+    base_store: LLVMValueRef,
+    descriptor: &Descriptor,
+) -> bool {
+    // SAFETY: the descriptor's address built before the base store, whose operand it replaces;
+    // the mapper store's operand replaced by a function of the module.
+    unsafe {
+        let builder = LLVMCreateBuilderInContext(LLVMGetTypeContext(descriptor.base_type));
+        LLVMPositionBuilderBefore(builder, base_store);
+        let address = descriptor.address(builder);
+        LLVMDisposeBuilder(builder);
+        LLVMSetOperand(base_store, 0, address);
+        let module = LLVMGetGlobalParent(LLVMGetBasicBlockParent(LLVMGetInstructionParent(mapper_store)));
+        LLVMSetOperand(mapper_store, 0, dynamic_mapper(module));
+        true
+    }
+}
+
+/// The module's declaration of [`MAP_POLYMORPHIC`] (`void (ptr, ptr, ptr, i64, i64, ptr)`),
+/// added if it has none.
+unsafe fn dynamic_mapper(module: LLVMModuleRef) -> LLVMValueRef {
+    // SAFETY: a function looked up or added in a valid module.
+    unsafe {
+        let existing = LLVMGetNamedFunction(module, MAP_POLYMORPHIC.as_ptr());
+        if !existing.is_null() {
+            return existing;
+        }
+        let context = LLVMGetModuleContext(module);
+        let ptr = LLVMPointerTypeInContext(context, 0);
+        let i64 = LLVMInt64TypeInContext(context);
+        let mut parameters = [ptr, ptr, ptr, i64, i64, ptr];
+        let ty = LLVMFunctionType(LLVMVoidTypeInContext(context), parameters.as_mut_ptr(), 6, 0);
+        LLVMAddFunction(module, MAP_POLYMORPHIC.as_ptr(), ty)
     }
 }
 
@@ -365,6 +428,29 @@ struct Descriptor {
 }
 
 impl Descriptor {
+    /// The descriptor's address, built at the builder's position.
+    unsafe fn address(&self, builder: LLVMBuilderRef) -> LLVMValueRef {
+        // SAFETY: a field address of a value of this type.
+        unsafe {
+            if self.path.is_empty() {
+                return self.base;
+            }
+            let i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(self.base_type));
+            let mut indices: Vec<LLVMValueRef> = std::iter::once(0)
+                .chain(self.path.iter().copied())
+                .map(|i| LLVMConstInt(i32, i, 0))
+                .collect();
+            LLVMBuildInBoundsGEP2(
+                builder,
+                self.base_type,
+                self.base,
+                indices.as_mut_ptr(),
+                indices.len() as u32,
+                c"".as_ptr(),
+            )
+        }
+    }
+
     /// Loads the descriptor's `elem_len` (its second word) at the builder's position.
     unsafe fn elem_len(&self, builder: LLVMBuilderRef, i64: LLVMTypeRef) -> LLVMValueRef {
         // SAFETY: a field address of a value of this type, and a load from it.
@@ -541,6 +627,7 @@ unsafe fn array_element(address: LLVMValueRef) -> Option<(LLVMValueRef, u64)> {
 /// types (a constant array), and its mappers array (none when the call passes null: no entry has
 /// a mapper).
 struct Offload {
+    bases: Option<LLVMValueRef>,
     pointers: LLVMValueRef,
     sizes: LLVMValueRef,
     map_types: LLVMValueRef,
@@ -555,14 +642,14 @@ unsafe fn offload_arrays(call: LLVMValueRef, stores: &Stores) -> Option<Offload>
         let name = value_name_bytes(LLVMGetCalledValue(call))?;
         let array_of =
             |value: LLVMValueRef| array_element(value).and_then(|(array, i)| (i == 0).then_some(array));
-        let [p, s, t, m] = if name == b"__tgt_target_kernel" && LLVMGetNumArgOperands(call) == 6 {
+        let [b, p, s, t, m] = if name == b"__tgt_target_kernel" && LLVMGetNumArgOperands(call) == 6 {
             let arguments = LLVMGetOperand(call, 5);
             let field = |k: u64| -> Option<LLVMValueRef> {
                 let [store] = stores.get(&(arguments, k))?.as_slice() else { return None };
                 Some(LLVMGetOperand(*store, 0))
             };
-            let [p, s, t, m] = KERNEL_ARGUMENT_FIELDS;
-            [field(p)?, field(s)?, field(t)?, field(m)?]
+            let [b, p, s, t, m] = KERNEL_ARGUMENT_FIELDS;
+            [field(b).unwrap_or(std::ptr::null_mut()), field(p)?, field(s)?, field(t)?, field(m)?]
         } else if name.starts_with(b"__tgt_target_data_")
             && name.ends_with(b"_mapper")
             && LLVMGetNumArgOperands(call) >= 9
@@ -577,6 +664,7 @@ unsafe fn offload_arrays(call: LLVMValueRef, stores: &Stores) -> Option<Offload>
         let map_types = LLVMGetInitializer(t);
         let mappers = if LLVMIsNull(m) != 0 { None } else { Some(array_of(m)?) };
         (!map_types.is_null()).then_some(Offload {
+            bases: if b.is_null() { None } else { array_of(b) },
             pointers: array_of(p)?,
             sizes: array_of(s)?,
             map_types,

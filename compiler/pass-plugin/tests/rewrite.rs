@@ -1429,8 +1429,64 @@ define internal void @.omp_mapper._QQMgeoholder_omp_default_mapper(ptr %h, ptr %
     let text = module.text();
     assert!(text.contains("getelementptr inbounds i8, ptr %first, i64 8"), "{text}");
     assert!(text.contains("select i1 %none, i64 0, i64 %elem_len"), "{text}");
-    // The declared type's mapper, which maps in place, gives way to the runtime's call.
+    // The declared type's mapper gives way to the registration library's, which maps the
+    // dynamic type's components; its base is the component's descriptor.
     let call = module.line_in(".omp_mapper._QQMgeoholder_omp_default_mapper", "call void @");
-    assert!(call.contains("@__tgt_push_mapper_component(ptr %h, ptr %first, ptr %data, i64 %"), "{call}");
+    assert!(
+        call.contains("@__omptarget_indirect_map_polymorphic(ptr %h, ptr %first, ptr %data, i64 %"),
+        "{call}"
+    );
     assert!(!call.contains("i64 %bytes"), "{call}");
+}
+
+/// `polymorphic_map`'s module with the base pointers array flang writes: the entry's base is the
+/// descriptor, `@_QFEs` (BASE, a store of it).
+fn polymorphic_map_with_bases(mapper_load: &str, map_type: u64, base: &str) -> String {
+    polymorphic_map("select i1 %none, i64 0, i64 4", mapper_load, map_type)
+        .replace(
+            "  %pointers = alloca [2 x ptr]\n",
+            "  %bases = alloca [2 x ptr]\n  %pointers = alloca [2 x ptr]\n",
+        )
+        .replace(
+            "  store ptr %data, ptr %p1\n",
+            &format!(
+                "  store ptr %data, ptr %p1\n  %b1 = getelementptr inbounds [2 x ptr], ptr %bases, i32 0, i32 1\n  store ptr {base}, ptr %b1\n"
+            ),
+        )
+        .replace(
+            "  %a3 = getelementptr",
+            "  %bases0 = getelementptr inbounds [2 x ptr], ptr %bases, i32 0, i32 0\n  %a2 = getelementptr inbounds %kernel_arguments, ptr %args, i32 0, i32 2\n  store ptr %bases0, ptr %a2\n  %a3 = getelementptr",
+        )
+}
+
+#[test]
+fn a_polymorphic_object_is_mapped_by_the_registration_librarys_mapper_from_its_descriptor() {
+    // Whether the declared type's mapper maps in place or follows an allocatable component, the
+    // entry gets the mapper that reads the dynamic type's components, and its base stays the
+    // descriptor.
+    for mapper_load in ["i64", "ptr"] {
+        let module = Module::parse(&polymorphic_map_with_bases(mapper_load, 3, "@_QFEs"));
+        assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 1, "{}", module.text());
+        let text = module.text();
+        assert!(text.contains("store ptr @__omptarget_indirect_map_polymorphic, ptr %m1"), "{text}");
+        assert!(text.contains("store ptr @_QFEs, ptr %b1"), "{text}");
+        assert!(
+            text.contains("declare void @__omptarget_indirect_map_polymorphic(ptr, ptr, ptr, i64, i64, ptr)"),
+            "{text}"
+        );
+        assert!(text.contains("select i1 %none, i64 0, i64 %elem_len"), "{text}");
+    }
+    // A base flang did not make the descriptor becomes it.
+    let module = Module::parse(&polymorphic_map_with_bases("i64", 3, "%data"));
+    assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 1, "{}", module.text());
+    assert!(module.text().contains("store ptr @_QFEs, ptr %b1"), "{}", module.text());
+    // A kernel argument's entry (its base the argument) keeps its base: only the in-place mapper
+    // is dropped, as without a base.
+    let module = Module::parse(&polymorphic_map_with_bases("i64", 0x23, "%data"));
+    assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 1, "{}", module.text());
+    let text = module.text();
+    assert!(text.contains("store ptr %data, ptr %b1") && text.contains("store ptr null, ptr %m1"), "{text}");
+    // An attachment entry is left alone.
+    let module = Module::parse(&polymorphic_map_with_bases("ptr", 0x4000, "@_QFEs"));
+    assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 0, "{}", module.text());
 }

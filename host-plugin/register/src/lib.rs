@@ -30,8 +30,10 @@
 //! failure registers the original descriptor unchanged.
 
 mod device_table;
+mod fortran_maps;
 mod x86_64_table;
 
+pub use fortran_maps::__omptarget_indirect_map_polymorphic;
 pub use x86_64_table::__omptarget_indirect_x86_64_image_loaded;
 
 use std::ffi::{c_void, CString};
