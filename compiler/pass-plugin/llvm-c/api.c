@@ -20,12 +20,14 @@ _Static_assert(LLVMAddrSpaceCast == 60, "LLVMAddrSpaceCast"); /* LLVMAddrSpaceCa
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMAliasGetAliasee), LLVMValueRef (LLVMValueRef)), "LLVMAliasGetAliasee"); /* LLVMAliasGetAliasee */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMAppendBasicBlockInContext), LLVMBasicBlockRef (LLVMContextRef, LLVMValueRef, const char *)), "LLVMAppendBasicBlockInContext"); /* LLVMAppendBasicBlockInContext */
 _Static_assert(LLVMAppendingLinkage == 7, "LLVMAppendingLinkage"); /* LLVMAppendingLinkage */
+_Static_assert(__builtin_types_compatible_p(__typeof__(LLVMArrayType2), LLVMTypeRef (LLVMTypeRef, uint64_t)), "LLVMArrayType2"); /* LLVMArrayType2 */
 _Static_assert(LLVMArrayTypeKind == 11, "LLVMArrayTypeKind"); /* LLVMArrayTypeKind */
 _Static_assert(LLVMAttributeFunctionIndex == -1, "LLVMAttributeFunctionIndex"); /* LLVMAttributeFunctionIndex */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMAttributeRef), struct LLVMOpaqueAttributeRef *), "LLVMAttributeRef"); /* LLVMAttributeRef */
 _Static_assert(LLVMAvailableExternallyLinkage == 1, "LLVMAvailableExternallyLinkage"); /* LLVMAvailableExternallyLinkage */
 _Static_assert(LLVMBitCast == 41, "LLVMBitCast"); /* LLVMBitCast */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMBuildAddrSpaceCast), LLVMValueRef (LLVMBuilderRef, LLVMValueRef, LLVMTypeRef, const char *)), "LLVMBuildAddrSpaceCast"); /* LLVMBuildAddrSpaceCast */
+_Static_assert(__builtin_types_compatible_p(__typeof__(LLVMBuildAlloca), LLVMValueRef (LLVMBuilderRef, LLVMTypeRef, const char *)), "LLVMBuildAlloca"); /* LLVMBuildAlloca */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMBuildCall2), LLVMValueRef (LLVMBuilderRef, LLVMTypeRef, LLVMValueRef, LLVMValueRef *, unsigned int, const char *)), "LLVMBuildCall2"); /* LLVMBuildCall2 */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMBuildGlobalString), LLVMValueRef (LLVMBuilderRef, const char *, const char *)), "LLVMBuildGlobalString"); /* LLVMBuildGlobalString */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMBuildInBoundsGEP2), LLVMValueRef (LLVMBuilderRef, LLVMTypeRef, LLVMValueRef, LLVMValueRef *, unsigned int, const char *)), "LLVMBuildInBoundsGEP2"); /* LLVMBuildInBoundsGEP2 */
@@ -34,6 +36,7 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMBuildMul), LLVMValueR
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMBuildRetVoid), LLVMValueRef (LLVMBuilderRef)), "LLVMBuildRetVoid"); /* LLVMBuildRetVoid */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMBuildSExtOrBitCast), LLVMValueRef (LLVMBuilderRef, LLVMValueRef, LLVMTypeRef, const char *)), "LLVMBuildSExtOrBitCast"); /* LLVMBuildSExtOrBitCast */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMBuildSelect), LLVMValueRef (LLVMBuilderRef, LLVMValueRef, LLVMValueRef, LLVMValueRef, const char *)), "LLVMBuildSelect"); /* LLVMBuildSelect */
+_Static_assert(__builtin_types_compatible_p(__typeof__(LLVMBuildStore), LLVMValueRef (LLVMBuilderRef, LLVMValueRef, LLVMValueRef)), "LLVMBuildStore"); /* LLVMBuildStore */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMBuildUnreachable), LLVMValueRef (LLVMBuilderRef)), "LLVMBuildUnreachable"); /* LLVMBuildUnreachable */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMBuilderRef), struct LLVMOpaqueBuilder *), "LLVMBuilderRef"); /* LLVMBuilderRef */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMConstArray2), LLVMValueRef (LLVMTypeRef, LLVMValueRef *, uint64_t)), "LLVMConstArray2"); /* LLVMConstArray2 */
@@ -80,6 +83,7 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetConstOpcode), LLVM
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetDataLayoutStr), const char *(LLVMModuleRef)), "LLVMGetDataLayoutStr"); /* LLVMGetDataLayoutStr */
 _Static_assert(LLVMGetElementPtr == 29, "LLVMGetElementPtr"); /* LLVMGetElementPtr */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetElementType), LLVMTypeRef (LLVMTypeRef)), "LLVMGetElementType"); /* LLVMGetElementType */
+_Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetEntryBasicBlock), LLVMBasicBlockRef (LLVMValueRef)), "LLVMGetEntryBasicBlock"); /* LLVMGetEntryBasicBlock */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetEnumAttributeKindForName), unsigned int (const char *, size_t)), "LLVMGetEnumAttributeKindForName"); /* LLVMGetEnumAttributeKindForName */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetFirstBasicBlock), LLVMBasicBlockRef (LLVMValueRef)), "LLVMGetFirstBasicBlock"); /* LLVMGetFirstBasicBlock */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetFirstFunction), LLVMValueRef (LLVMModuleRef)), "LLVMGetFirstFunction"); /* LLVMGetFirstFunction */

@@ -99,7 +99,7 @@ unsafe fn in_function(function: LLVMValueRef) -> usize {
             }
         }
         let mut changed = component_maps.into_iter().filter(|&call| fix_component_map(call)).count();
-        for Offload { bases, pointers, sizes, map_types, mappers } in offloads {
+        for Offload { call, bases, pointers, sizes, map_types, mut mappers, mappers_use } in offloads {
             let entries: Vec<u64> =
                 stores.keys().filter(|&&(array, _)| array == pointers).map(|&(_, index)| index).collect();
             for index in entries {
@@ -114,7 +114,14 @@ unsafe fn in_function(function: LLVMValueRef) -> usize {
                 if map_type & ATTACH != 0 {
                     continue;
                 }
-                // No mappers array: no entry has a mapper.
+                let base_store = bases
+                    .and_then(|bases| only(&stores, bases, index))
+                    .filter(|_| map_type & TARGET_PARAM == 0);
+                // No mappers array (no entry has a mapper): one of null mappers is made for a
+                // polymorphic object's entry that is to get one (flang 24 passes none).
+                if mappers.is_none() && base_store.is_some() && entry_descriptor(pointer).is_some() {
+                    mappers = null_mappers(call, pointers, mappers_use, &mut stores);
+                }
                 let mapper_store = match mappers {
                     Some(mappers) => match only(&stores, mappers, index) {
                         Some(store) => Some(store),
@@ -122,9 +129,6 @@ unsafe fn in_function(function: LLVMValueRef) -> usize {
                     },
                     None => None,
                 };
-                let base_store = bases
-                    .and_then(|bases| only(&stores, bases, index))
-                    .filter(|_| map_type & TARGET_PARAM == 0);
                 if fix_entry(pointer, size, mapper_store, base_store) {
                     changed += 1;
                 }
@@ -168,18 +172,7 @@ unsafe fn fix_entry(
             Some((mapper_store, base_store)) => use_dynamic_mapper(mapper_store, base_store, descriptor),
             None => drop_mapper(mapper_store, mapper),
         };
-        // A scalar's entry points at the base address loaded from its descriptor; an array's at
-        // an element of it (`getelementptr <declared type>, ptr %base, i64 %first`).
-        let mut target = LLVMGetOperand(pointer, 0);
-        let element = (!LLVMIsAGetElementPtrInst(target).is_null() && LLVMGetNumOperands(target) == 2)
-            .then_some(target);
-        if let Some(element) = element {
-            target = LLVMGetOperand(element, 0);
-        }
-        if LLVMIsALoadInst(target).is_null() {
-            return false;
-        }
-        let Some(descriptor) = descriptor_of(LLVMGetOperand(target, 0)) else { return false };
+        let Some((descriptor, element)) = entry_descriptor(pointer) else { return false };
         if descriptor.rank > 0 {
             let Some(element) = element else { return false };
             return fix_array_entry(&descriptor, element, size) && replace_mapper(&descriptor);
@@ -196,6 +189,64 @@ unsafe fn fix_entry(
         LLVMDisposeBuilder(builder);
         LLVMSetOperand(size, 0, dynamic);
         replace_mapper(&descriptor)
+    }
+}
+
+/// The polymorphic descriptor whose data the entry with this pointer store maps, and the element
+/// address of an array's: a scalar's entry points at the base address loaded from its descriptor;
+/// an array's at an element of it (`getelementptr <declared type>, ptr %base, i64 %first`).
+unsafe fn entry_descriptor(pointer: LLVMValueRef) -> Option<(Descriptor, Option<LLVMValueRef>)> {
+    // SAFETY: operand queries on a valid store.
+    unsafe {
+        let mut target = LLVMGetOperand(pointer, 0);
+        let element = (!LLVMIsAGetElementPtrInst(target).is_null() && LLVMGetNumOperands(target) == 2)
+            .then_some(target);
+        if let Some(element) = element {
+            target = LLVMGetOperand(element, 0);
+        }
+        if LLVMIsALoadInst(target).is_null() {
+            return None;
+        }
+        Some((descriptor_of(LLVMGetOperand(target, 0))?, element))
+    }
+}
+
+/// A mappers array for `call`, which passes none (`mappers_use`: the operand that passes it): an
+/// `alloca` as long as `pointers`, every element stored null before the call (the stores entered
+/// in `stores`), passed in place of the null.
+unsafe fn null_mappers(
+    call: LLVMValueRef,
+    pointers: LLVMValueRef,
+    mappers_use: Option<(LLVMValueRef, u32)>,
+    stores: &mut Stores,
+) -> Option<LLVMValueRef> {
+    // SAFETY: an alloca at the top of the call's function, stores before the instruction that
+    // passes the array, and that operand replaced by the alloca.
+    unsafe {
+        let (user, operand) = mappers_use?;
+        let array_type = LLVMGetAllocatedType(pointers);
+        if LLVMGetTypeKind(array_type) != LLVMTypeKind::LLVMArrayTypeKind {
+            return None;
+        }
+        let count = LLVMGetArrayLength2(array_type);
+        let context = LLVMGetTypeContext(array_type);
+        let ptr = LLVMPointerTypeInContext(context, 0);
+        let i32 = LLVMInt32TypeInContext(context);
+        let builder = LLVMCreateBuilderInContext(context);
+        let function = LLVMGetBasicBlockParent(LLVMGetInstructionParent(call));
+        LLVMPositionBuilderBefore(builder, LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(function)));
+        let ty = LLVMArrayType2(ptr, count);
+        let array = LLVMBuildAlloca(builder, ty, c".offload_mappers".as_ptr());
+        LLVMPositionBuilderBefore(builder, user);
+        for index in 0..count {
+            let mut indices = [LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, index, 0)];
+            let element = LLVMBuildInBoundsGEP2(builder, ty, array, indices.as_mut_ptr(), 2, c"".as_ptr());
+            let store = LLVMBuildStore(builder, LLVMConstNull(ptr), element);
+            stores.insert((array, index), vec![store]);
+        }
+        LLVMDisposeBuilder(builder);
+        LLVMSetOperand(user, operand, array);
+        Some(array)
     }
 }
 
@@ -627,6 +678,10 @@ unsafe fn array_element(address: LLVMValueRef) -> Option<(LLVMValueRef, u64)> {
 /// types (a constant array), and its mappers array (none when the call passes null: no entry has
 /// a mapper).
 struct Offload {
+    call: LLVMValueRef,
+    /// Where a call that passes no mappers array passes null: (the instruction, its operand),
+    /// the store into the kernel arguments' field or the data call itself.
+    mappers_use: Option<(LLVMValueRef, u32)>,
     bases: Option<LLVMValueRef>,
     pointers: LLVMValueRef,
     sizes: LLVMValueRef,
@@ -642,28 +697,34 @@ unsafe fn offload_arrays(call: LLVMValueRef, stores: &Stores) -> Option<Offload>
         let name = value_name_bytes(LLVMGetCalledValue(call))?;
         let array_of =
             |value: LLVMValueRef| array_element(value).and_then(|(array, i)| (i == 0).then_some(array));
-        let [b, p, s, t, m] = if name == b"__tgt_target_kernel" && LLVMGetNumArgOperands(call) == 6 {
-            let arguments = LLVMGetOperand(call, 5);
-            let field = |k: u64| -> Option<LLVMValueRef> {
-                let [store] = stores.get(&(arguments, k))?.as_slice() else { return None };
-                Some(LLVMGetOperand(*store, 0))
+        let ([b, p, s, t, m], mappers_use) =
+            if name == b"__tgt_target_kernel" && LLVMGetNumArgOperands(call) == 6 {
+                let arguments = LLVMGetOperand(call, 5);
+                let store_of = |k: u64| -> Option<LLVMValueRef> {
+                    let [store] = stores.get(&(arguments, k))?.as_slice() else { return None };
+                    Some(*store)
+                };
+                let field = |k: u64| store_of(k).map(|store| LLVMGetOperand(store, 0));
+                let [b, p, s, t, m] = KERNEL_ARGUMENT_FIELDS;
+                let values =
+                    [field(b).unwrap_or(std::ptr::null_mut()), field(p)?, field(s)?, field(t)?, field(m)?];
+                (values, store_of(m).map(|store| (store, 0)))
+            } else if name.starts_with(b"__tgt_target_data_")
+                && name.ends_with(b"_mapper")
+                && LLVMGetNumArgOperands(call) >= 9
+            {
+                (DATA_MAPPER_OPERANDS.map(|i| LLVMGetOperand(call, i)), Some((call, DATA_MAPPER_OPERANDS[4])))
+            } else {
+                return None;
             };
-            let [b, p, s, t, m] = KERNEL_ARGUMENT_FIELDS;
-            [field(b).unwrap_or(std::ptr::null_mut()), field(p)?, field(s)?, field(t)?, field(m)?]
-        } else if name.starts_with(b"__tgt_target_data_")
-            && name.ends_with(b"_mapper")
-            && LLVMGetNumArgOperands(call) >= 9
-        {
-            DATA_MAPPER_OPERANDS.map(|i| LLVMGetOperand(call, i))
-        } else {
-            return None;
-        };
         if LLVMIsAGlobalVariable(t).is_null() || LLVMIsGlobalConstant(t) == 0 {
             return None;
         }
         let map_types = LLVMGetInitializer(t);
         let mappers = if LLVMIsNull(m) != 0 { None } else { Some(array_of(m)?) };
         (!map_types.is_null()).then_some(Offload {
+            call,
+            mappers_use,
             bases: if b.is_null() { None } else { array_of(b) },
             pointers: array_of(p)?,
             sizes: array_of(s)?,
