@@ -117,7 +117,12 @@ contains
   real function disc_size(self)
     !$omp declare target
     class(disc), intent(in) :: self
-    disc_size = self%r + sum(self%weights)
+    integer :: k
+    ! Loops, not array intrinsics: a GPU image has no flang runtime to call.
+    disc_size = self%r
+    do k = 1, size(self%weights)
+      disc_size = disc_size + self%weights(k)
+    end do
   end function
 
   real function sphere_size(self)
@@ -332,6 +337,7 @@ contains
   ! The data of an extension's allocatable components (the program's header).
   subroutine allocatable_components()
     real :: host_weight
+    integer :: k
 
     ! map(to:): read on the device (by a binding and by select type); what the device writes
     ! stays there.
@@ -358,7 +364,9 @@ contains
     !$omp target map(tofrom: d)
     select type (d)
     type is (disc)
-      d%weights = d%weights * 2
+      do k = 1, size(d%weights)
+        d%weights(k) = d%weights(k) * 2
+      end do
       d%r = 5
     end select
     !$omp end target
@@ -408,7 +416,10 @@ contains
     via_binding = d%size_of()
     select type (d)
     type is (tile)
-      marked = sum(d%marks)
+      marked = 0
+      do k = 1, size(d%marks)
+        marked = marked + d%marks(k)
+      end do
       d%marks(1) = 0
       d%weights(1) = 0
     end select
