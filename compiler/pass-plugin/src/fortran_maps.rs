@@ -481,14 +481,31 @@ struct Descriptor {
 impl Descriptor {
     /// The descriptor's address, built at the builder's position.
     unsafe fn address(&self, builder: LLVMBuilderRef) -> LLVMValueRef {
+        // SAFETY: as `field`.
+        unsafe { self.field(builder, &[]) }
+    }
+
+    /// Loads the descriptor's `elem_len` (its second word) at the builder's position.
+    unsafe fn elem_len(&self, builder: LLVMBuilderRef, i64: LLVMTypeRef) -> LLVMValueRef {
+        // SAFETY: a field address of the descriptor, and a load from it.
+        unsafe {
+            let field = self.field(builder, &[1]);
+            LLVMBuildLoad2(builder, i64, field, c"elem_len".as_ptr())
+        }
+    }
+
+    /// The address of the descriptor's field at `inner` (none: the descriptor itself), built at
+    /// the builder's position.
+    unsafe fn field(&self, builder: LLVMBuilderRef, inner: &[u64]) -> LLVMValueRef {
         // SAFETY: a field address of a value of this type.
         unsafe {
-            if self.path.is_empty() {
+            if self.path.is_empty() && inner.is_empty() {
                 return self.base;
             }
             let i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(self.base_type));
             let mut indices: Vec<LLVMValueRef> = std::iter::once(0)
                 .chain(self.path.iter().copied())
+                .chain(inner.iter().copied())
                 .map(|i| LLVMConstInt(i32, i, 0))
                 .collect();
             LLVMBuildInBoundsGEP2(
@@ -499,28 +516,6 @@ impl Descriptor {
                 indices.len() as u32,
                 c"".as_ptr(),
             )
-        }
-    }
-
-    /// Loads the descriptor's `elem_len` (its second word) at the builder's position.
-    unsafe fn elem_len(&self, builder: LLVMBuilderRef, i64: LLVMTypeRef) -> LLVMValueRef {
-        // SAFETY: a field address of a value of this type, and a load from it.
-        unsafe {
-            let i32 = LLVMInt32TypeInContext(LLVMGetTypeContext(i64));
-            let mut indices: Vec<LLVMValueRef> = std::iter::once(0)
-                .chain(self.path.iter().copied())
-                .chain(std::iter::once(1))
-                .map(|i| LLVMConstInt(i32, i, 0))
-                .collect();
-            let field = LLVMBuildInBoundsGEP2(
-                builder,
-                self.base_type,
-                self.base,
-                indices.as_mut_ptr(),
-                indices.len() as u32,
-                c"".as_ptr(),
-            );
-            LLVMBuildLoad2(builder, i64, field, c"elem_len".as_ptr())
         }
     }
 }

@@ -144,11 +144,15 @@ impl Mapper {
     unsafe fn objects(&self, descriptor: *mut u8, begin: *mut u8, size: u64, map_type: u64, depth: u32) {
         // SAFETY: reads of the descriptor (the caller's guarantee) and of the type it leads to.
         unsafe {
-            let elem_len = read::<u64>(descriptor, layout::DESCRIPTOR_ELEM_LEN);
-            let ty = dynamic_type(descriptor);
-            if size == 0 {
+            if size == 0 || begin.is_null() {
                 return;
             }
+            if descriptor.is_null() {
+                self.push(begin, begin, size, map_type);
+                return;
+            }
+            let elem_len = read::<u64>(descriptor, layout::DESCRIPTOR_ELEM_LEN);
+            let ty = dynamic_type(descriptor);
             if ty.is_null() || elem_len == 0 || size % elem_len != 0 || depth > DEEPEST {
                 self.push(descriptor, begin, size, map_type);
                 return;
