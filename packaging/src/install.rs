@@ -30,6 +30,7 @@ use crate::cmd;
 use crate::dist::{Dist, PLUGINS};
 use crate::llvm::Llvm;
 use crate::requirements;
+use omptarget_indirect_abi::VENDOR_COMPILERS;
 
 /// The templates of `install/` and where each goes in the tree.
 const TEMPLATES: [(&str, &str); 4] = [
@@ -187,7 +188,16 @@ fn filled_template(workspace: &Path, name: &str, parts: &crate::dist::Parts) -> 
             "@FORTRAN_MAJORS@",
             &Llvm::fortran_releases().map(|l| l.major).collect::<Vec<_>>().join(" or "),
         )
-        .replace("@FORTRAN_CASES@", &cmake_fortran_cases()))
+        .replace("@FORTRAN_CASES@", &cmake_fortran_cases())
+        .replace("@VENDOR_MARKERS@", &cmake_vendor_markers()))
+}
+
+/// The vendors' compilers as a quoted CMake list of `marker=name` pairs: the text of the first
+/// line of their `--version` that tells them, and what they are.
+fn cmake_vendor_markers() -> String {
+    let pairs: Vec<String> =
+        VENDOR_COMPILERS.iter().map(|(marker, name)| format!("{marker}={name}")).collect();
+    format!("\"{}\"", pairs.join(";"))
 }
 
 /// The CMake package's Fortran options, one case per release whose flang compiles the programs:

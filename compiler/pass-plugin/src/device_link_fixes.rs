@@ -102,8 +102,11 @@ impl Pass<'_> {
         }
     }
 
-    /// Gives the declaration `function` a body that writes `message` (if any: the x86_64
-    /// device) to the standard error stream and traps.
+    /// Gives the declaration `function` a body that reports `message` (if any) where the device
+    /// can, then traps: the x86_64 device writes it to the standard error stream; NVPTX hands it
+    /// to CUDA's `__assertfail`, which prints it with the block and thread before the kernel
+    /// stops; AMDGPU traps alone (its DeviceRTL's `vprintf` prints nothing without LLVM's GPU
+    /// libc, which OpenMP programs do not link).
     pub(crate) unsafe fn build_trap_body(&self, function: LLVMValueRef, message: Option<&str>) {
         // SAFETY: new blocks and instructions of the module's context, in a function that has none.
         unsafe {
@@ -111,24 +114,74 @@ impl Pass<'_> {
             let entry = LLVMAppendBasicBlockInContext(self.context, function, c"entry".as_ptr());
             LLVMPositionBuilderAtEnd(builder, entry);
             if let Some(message) = message {
-                // `dprintf(2, "%s", message)`: the message holds a symbol name, which is data.
-                // A pointer to a global is the global itself (opaque pointers).
-                let format = LLVMBuildGlobalString(builder, c"%s".as_ptr(), c"".as_ptr());
-                let text =
-                    LLVMBuildGlobalString(builder, format!("{message}\0").as_ptr().cast(), c"".as_ptr());
-                let int = LLVMInt32TypeInContext(self.context);
-                let ptr = LLVMPointerTypeInContext(self.context, 0);
-                let mut params = [int, ptr];
-                let dprintf_type = LLVMFunctionType(int, params.as_mut_ptr(), 2, 1);
-                let mut dprintf = LLVMGetNamedFunction(self.module, c"dprintf".as_ptr());
-                if dprintf.is_null() {
-                    dprintf = LLVMAddFunction(self.module, c"dprintf".as_ptr(), dprintf_type);
+                let target = std::ffi::CStr::from_ptr(LLVMGetTarget(self.module)).to_bytes();
+                if self.on_x86_64() {
+                    self.build_dprintf(builder, message);
+                } else if target.starts_with(b"nvptx") {
+                    self.build_assertfail(builder, message.trim_end());
                 }
-                let mut args = [LLVMConstInt(int, 2, 0), format, text];
-                LLVMBuildCall2(builder, dprintf_type, dprintf, args.as_mut_ptr(), 3, c"".as_ptr());
             }
             self.build_trap(builder);
             LLVMDisposeBuilder(builder);
+        }
+    }
+
+    /// Builds `dprintf(2, "%s", message)` at the builder's position: the message holds a symbol
+    /// name, which is data.
+    unsafe fn build_dprintf(&self, builder: LLVMBuilderRef, message: &str) {
+        // SAFETY: new constants and a call of the module's context at the builder's position.
+        unsafe {
+            // A pointer to a global is the global itself (opaque pointers).
+            let format = LLVMBuildGlobalString(builder, c"%s".as_ptr(), c"".as_ptr());
+            let text = self.global_string(builder, message);
+            let int = LLVMInt32TypeInContext(self.context);
+            let ptr = LLVMPointerTypeInContext(self.context, 0);
+            let mut params = [int, ptr];
+            let dprintf_type = LLVMFunctionType(int, params.as_mut_ptr(), 2, 1);
+            let dprintf = self.declared(c"dprintf", dprintf_type);
+            let mut args = [LLVMConstInt(int, 2, 0), format, text];
+            LLVMBuildCall2(builder, dprintf_type, dprintf, args.as_mut_ptr(), 3, c"".as_ptr());
+        }
+    }
+
+    /// Builds CUDA's `__assertfail(message, file, line, function, 1)` at the builder's position:
+    /// a PTX system call that prints `file:line: function: block: [...], thread: [...] Assertion
+    /// `message` failed.` once the kernel stops, where `printf` output before a trap may be lost.
+    unsafe fn build_assertfail(&self, builder: LLVMBuilderRef, message: &str) {
+        // SAFETY: new constants and a call of the module's context at the builder's position.
+        unsafe {
+            let text = self.global_string(builder, message);
+            let file = LLVMBuildGlobalString(builder, c"omptarget-indirect".as_ptr(), c"".as_ptr());
+            let place = LLVMBuildGlobalString(builder, c"device code".as_ptr(), c"".as_ptr());
+            let int = LLVMInt32TypeInContext(self.context);
+            let size = LLVMInt64TypeInContext(self.context);
+            let ptr = LLVMPointerTypeInContext(self.context, 0);
+            let void = LLVMVoidTypeInContext(self.context);
+            let mut params = [ptr, ptr, int, ptr, size];
+            let assertfail_type = LLVMFunctionType(void, params.as_mut_ptr(), 5, 0);
+            let assertfail = self.declared(c"__assertfail", assertfail_type);
+            let mut args = [text, file, LLVMConstInt(int, 0, 0), place, LLVMConstInt(size, 1, 0)];
+            LLVMBuildCall2(builder, assertfail_type, assertfail, args.as_mut_ptr(), 5, c"".as_ptr());
+        }
+    }
+
+    /// A constant string of the module holding `text`, at the builder's position.
+    unsafe fn global_string(&self, builder: LLVMBuilderRef, text: &str) -> LLVMValueRef {
+        let text = std::ffi::CString::new(text.replace('\0', "")).unwrap_or_default();
+        // SAFETY: a new constant of the module's context; the name is NUL-terminated.
+        unsafe { LLVMBuildGlobalString(builder, text.as_ptr(), c"".as_ptr()) }
+    }
+
+    /// The module's function `name`, declared with `function_type` where the module lacks it.
+    unsafe fn declared(&self, name: &std::ffi::CStr, function_type: LLVMTypeRef) -> LLVMValueRef {
+        // SAFETY: a lookup, and a new declaration, in the module.
+        unsafe {
+            let known = LLVMGetNamedFunction(self.module, name.as_ptr());
+            if known.is_null() {
+                LLVMAddFunction(self.module, name.as_ptr(), function_type)
+            } else {
+                known
+            }
         }
     }
 }

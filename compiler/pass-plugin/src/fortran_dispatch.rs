@@ -106,8 +106,8 @@ impl Pass<'_> {
     /// Fills every procedure address flang left `undef` in a binding table of the module
     /// (`_Q...EXvX<type>`: the procedure bound is not on the device in this unit, not `declare
     /// target` or defined by another file) with the address of a stub that says which binding of
-    /// which type device code called and traps (on the x86_64 device it writes `omptarget-indirect:
-    /// type-bound procedure ...` first). A type-bound call through such a slot jumped to address 0
+    /// which type device code called and traps (the x86_64 device and NVPTX report
+    /// `omptarget-indirect: type-bound procedure ...` first: [`Pass::build_trap_body`]). A type-bound call through such a slot jumped to address 0
     /// or to garbage, and the program died with a segmentation fault and no message. Where
     /// another unit's copy is complete, it still wins at the link ([`share_type_descriptors`]
     /// decided by these `undef`s, so this runs after it). Returns how many slots it filled.
@@ -115,7 +115,6 @@ impl Pass<'_> {
         // SAFETY: reads of the module's globals and constants; new constants and functions of its
         // context; an initializer replaced by one of the same type.
         unsafe {
-            let prints = self.on_x86_64();
             let mut filled = 0;
             let mut global = LLVMGetFirstGlobal(self.module);
             while !global.is_null() {
@@ -135,7 +134,7 @@ impl Pass<'_> {
                         let Some(address) = unbound_address(*element) else { continue };
                         let binding = binding_name(*element).unwrap_or_else(|| format!("#{}", slot + 1));
                         let why = uncopied.get(&(type_name.clone(), binding.clone())).map(String::as_str);
-                        let stub = self.unbound_stub(&type_name, &binding, why, prints);
+                        let stub = self.unbound_stub(&type_name, &binding, why);
                         let value = address_as(stub, LLVMTypeOf(address));
                         let mut fields: Vec<LLVMValueRef> = (0..LLVMGetNumOperands(*element).max(0) as u32)
                             .map(|i| LLVMGetOperand(*element, i))
@@ -170,13 +169,7 @@ impl Pass<'_> {
     }
 
     /// The stub for binding `binding` of type `type_name`: one per binding and module, internal.
-    unsafe fn unbound_stub(
-        &self,
-        type_name: &str,
-        binding: &str,
-        why: Option<&str>,
-        prints: bool,
-    ) -> LLVMValueRef {
+    unsafe fn unbound_stub(&self, type_name: &str, binding: &str, why: Option<&str>) -> LLVMValueRef {
         // SAFETY: a new function of the module's context, given a body once.
         unsafe {
             let name =
@@ -199,7 +192,7 @@ impl Pass<'_> {
                  device ({}), but device code called it\n",
                 unbound_fix(why)
             );
-            self.build_trap_body(stub, prints.then_some(message.as_str()));
+            self.build_trap_body(stub, Some(message.as_str()));
             stub
         }
     }
@@ -210,7 +203,10 @@ impl Pass<'_> {
 /// defines it.
 fn unbound_fix(why: Option<&str>) -> String {
     match why {
-        Some(why) => format!("{why}, so it has no device copy"),
+        Some(why) => format!(
+            "{why}, so it has no device copy: make the procedure `!$omp declare target` and keep such \
+             calls out of it"
+        ),
         None => {
             "its procedure is not `!$omp declare target` and no host IR of this file defines it: compile the \
                  file that does with the configuration file, or make the procedure `!$omp declare target`"

@@ -17,8 +17,8 @@
 //! symbols from the host process). Each one a vtable names is replaced, in the vtables and
 //! wherever else the module uses it, by an internal stub of the same type that says which function
 //! was called and traps: on the x86_64 device it writes `omptarget-indirect: <mangled name> is not
-//! compiled for the device ...` to the standard error stream first; on a GPU the trap's stub is
-//! named after the function. What only the replaced functions reached is then deleted (where the
+//! compiled for the device ...` to the standard error stream first, NVPTX prints the same line
+//! through CUDA's `__assertfail`, and on AMDGPU the trap's stub is named after the function. What only the replaced functions reached is then deleted (where the
 //! module may drop it), so that nothing undefined is left for the link.
 //!
 //! A function of the program's own code that this file declares and another file defines (a
@@ -85,7 +85,6 @@ impl Pass<'_> {
                 }
             }
             let Undefined { mut missing, elsewhere } = self.undefined_symbols(query);
-            let prints = self.on_x86_64();
             let mut kept_slots = Vec::new();
             for function in vtable_slots {
                 // Removed before the function is deleted: a later function may reuse its address.
@@ -94,7 +93,7 @@ impl Pass<'_> {
                     continue;
                 };
                 let Some(name) = value_name(function) else { continue };
-                let stub = self.trap_stub(function, &name, prints);
+                let stub = self.trap_stub(function, &name);
                 let removed = self.translations_in(function);
                 LLVMReplaceAllUsesWith(function, stub);
                 LLVMDeleteFunction(function);
@@ -119,7 +118,7 @@ impl Pass<'_> {
                 });
             }
             if !elsewhere.is_empty() {
-                self.define_weak_traps(&elsewhere, kept_slots, prints);
+                self.define_weak_traps(&elsewhere, kept_slots);
             }
         }
     }
@@ -128,12 +127,7 @@ impl Pass<'_> {
     /// vtable slots `roots` reach, directly or through functions of the module, a weak definition
     /// that reports the call and traps (module documentation). Protected, so that on the x86_64
     /// device a host function of the same name never stands in for it.
-    unsafe fn define_weak_traps(
-        &mut self,
-        elsewhere: &HashSet<LLVMValueRef>,
-        roots: Vec<LLVMValueRef>,
-        prints: bool,
-    ) {
+    unsafe fn define_weak_traps(&mut self, elsewhere: &HashSet<LLVMValueRef>, roots: Vec<LLVMValueRef>) {
         // SAFETY: functions of the module (the slots left after stubbing, none deleted); a body
         // is given to a declaration only.
         unsafe {
@@ -161,7 +155,7 @@ impl Pass<'_> {
                      defines it: the file that defines it was compiled without offloading, or its definition reaches \
                      host code), but device code called it\n"
                 );
-                self.build_trap_body(function, prints.then_some(message.as_str()));
+                self.build_trap_body(function, Some(message.as_str()));
                 LLVMSetLinkage(function, LLVMLinkage::LLVMWeakAnyLinkage);
                 LLVMSetVisibility(function, LLVMVisibility::LLVMProtectedVisibility);
                 self.summary.weak_traps += 1;
@@ -285,7 +279,7 @@ impl Pass<'_> {
     }
 
     /// Defines the stub that replaces `function` (named `name`): internal, of the same type.
-    unsafe fn trap_stub(&mut self, function: LLVMValueRef, name: &str, prints: bool) -> LLVMValueRef {
+    unsafe fn trap_stub(&mut self, function: LLVMValueRef, name: &str) -> LLVMValueRef {
         // SAFETY: a new function of the module, of `function`'s type.
         unsafe {
             let stub_name = format!("{STUB_PREFIX}{name}\0");
@@ -297,7 +291,7 @@ impl Pass<'_> {
                  target and reaches host code; -Rpass=omptarget-indirect at compile time says why), but device \
                  code called it\n"
             );
-            self.build_trap_body(stub, prints.then_some(message.as_str()));
+            self.build_trap_body(stub, Some(message.as_str()));
             stub
         }
     }

@@ -609,7 +609,11 @@ fn an_unbound_binding_becomes_a_stub_that_names_it_and_traps() {
                 "{ ptr, i64, i32, i8, i8, i8, i8 } { ptr @_QMshapesEXnXarea, i64 4, i32 0, i8 0, i8 0, i8 0, i8 0 } }]",
             )
     };
-    for (triple, prints) in [("x86_64-unknown-linux-gnu", true), ("nvptx64-nvidia-cuda", false)] {
+    // x86_64 and NVPTX say which binding was called (NVPTX through CUDA's `__assertfail`); AMDGPU
+    // only traps.
+    for (triple, prints) in
+        [("x86_64-unknown-linux-gnu", true), ("nvptx64-nvidia-cuda", true), ("amdgcn-amd-amdhsa", false)]
+    {
         let source = named(fortran_dispatch_of_a_user(triple));
         assert!(source.contains("i64 undef") && source.contains("c\"area\""), "{source}");
         let module = Module::parse(&format!("{source}{DEVICE_FLAG}"));
@@ -1196,15 +1200,22 @@ fn a_virtual_function_kept_off_the_device_becomes_a_stub_that_names_it_and_traps
 }
 
 #[test]
-fn on_a_gpu_the_stub_traps_without_printing() {
-    let module = vtable_with_a_function_kept_off("nvptx64-nvidia-cuda");
-    assert_eq!(module.rewrite(Phase::OptimizerLast).host_only_stubs, 1);
-    let text = module.text();
-    let body = text
-        .split("\ndefine ")
-        .find(|f| f.contains("@__omptarget_indirect_not_on_device._ZN1A4hostEv("))
-        .unwrap_or_else(|| panic!("no stub in\n{text}"));
-    assert!(body.contains("@llvm.trap()") && !body.contains("dprintf"), "{body}");
+fn on_nvptx_the_stub_reports_through_assertfail_and_on_amdgpu_it_only_traps() {
+    for (triple, reports) in [("nvptx64-nvidia-cuda", true), ("amdgcn-amd-amdhsa", false)] {
+        let module = vtable_with_a_function_kept_off(triple);
+        assert_eq!(module.rewrite(Phase::OptimizerLast).host_only_stubs, 1);
+        let text = module.text();
+        let body = text
+            .split("\ndefine ")
+            .find(|f| f.contains("@__omptarget_indirect_not_on_device._ZN1A4hostEv("))
+            .unwrap_or_else(|| panic!("no stub in\n{text}"));
+        assert!(body.contains("@llvm.trap()") && !body.contains("dprintf"), "{triple}: {body}");
+        assert_eq!(body.contains("call void @__assertfail(ptr @"), reports, "{triple}: {body}");
+        // The message has no newline: CUDA's report wraps it in a line of its own.
+        let message = "c\"omptarget-indirect: _ZN1A4hostEv is not compiled for the device";
+        assert_eq!(text.contains(message), reports, "{triple}:\n{text}");
+        assert!(!text.contains("called it\\0A"), "{triple}:\n{text}");
+    }
 }
 
 #[test]

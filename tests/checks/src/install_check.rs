@@ -99,6 +99,7 @@ fn check_in(workspace: &Path, tools: &crate::tools::Tools, dist: &Dist, base: &P
         ways.push(build_with_config(tools, &prefix, &project, llvm, &what)?);
     }
     ways.push(mixed_compilers_consumer(workspace, tools, &prefix, base)?);
+    ways.push(vendor_compiler_refused(workspace, tools, &prefix, base)?);
     ways.extend(fortran_consumers(workspace, tools, &prefix, base)?);
 
     // The release archive, unpacked on a clean path.
@@ -245,6 +246,56 @@ fn mixed_compilers_consumer(
     );
     let what = format!("CMake find_package (CC=gcc, CXX=clang++-{})", llvm.major);
     run_consumer_through(release.run_command(&build.join("consumer")), None, &what)
+}
+
+/// A CMake project whose C++ compiler is ROCm's clang of a supported version
+/// (`tests/install/vendor`): a script that prints ROCm's `--version` line and hands everything
+/// else to Debian's clang++ of that version, so that CMake identifies it as that Clang. The
+/// package must not be found, and say it found ROCm's LLVM with the line it printed.
+fn vendor_compiler_refused(
+    workspace: &Path,
+    tools: &crate::tools::Tools,
+    prefix: &Path,
+    base: &Path,
+) -> Result<String> {
+    let project = base.join("vendor-project");
+    fs::create_dir_all(&project)?;
+    fs::copy(workspace.join("tests/install/vendor/CMakeLists.txt"), project.join("CMakeLists.txt"))?;
+    let llvm = Llvm::all()
+        .find(|l| l.root.is_none() && l.needs_register())
+        .context("no release of Debian's own runs on its stock libomptarget")?;
+    let clangxx = &tools.of(llvm).clangxx;
+    let line = format!(
+        "AMD clang version {}.1.8 (https://github.com/ROCm/llvm-project roc-7.2.0 25425 abcdef0)",
+        llvm.major
+    );
+    let amdclang = project.join("amdclang++");
+    fs::write(
+        &amdclang,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{line}'; exit 0; fi\nexec {} \"$@\"\n",
+            clangxx.display()
+        ),
+    )?;
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&amdclang, fs::Permissions::from_mode(0o755))?;
+    let build = project.join("build");
+    cmd::output(
+        Command::new(requirements::program("cmake"))
+            .arg("-S")
+            .arg(&project)
+            .arg("-B")
+            .arg(&build)
+            .arg(format!("-DCMAKE_CXX_COMPILER={}", amdclang.display()))
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display())),
+    )?;
+    let found = fs::read_to_string(build.join("found.txt"))?;
+    let (verdict, message) = found.split_once('\n').unwrap_or((&found, ""));
+    ensure!(
+        verdict == "not found" && message.contains("ROCm's LLVM") && message.contains(&line),
+        "with ROCm's clang++ (`{line}`), the package was {verdict}: {message}"
+    );
+    Ok(format!("CMake find_package refuses ROCm's clang++ {}", llvm.major))
 }
 
 /// `examples/procedure_pointers.F90` (the README's Fortran example), built with flang 22 against

@@ -637,19 +637,29 @@ fn frontend_controls(workspace: &Path, toolchain: &Toolchain, program: &Program)
     let mut detail = String::new();
     if let Some(argument) = program.trap_argument {
         let exe = build(workspace, toolchain, &target, program)?;
-        let (code, output) =
-            run_with(toolchain, &exe, &[argument], MapSetup::Indexed, false, Device::Strict)?;
-        let line = output.lines().find(|l| l.contains("is not compiled for the device"));
-        ensure!(
-            code != 0 && line.is_some(),
-            "{} {argument} on the strict device exited with {code}, expected the trap stub's line:\n{output}",
-            exe.display()
-        );
-        // `<mangled name>` for a C++ function, `type-bound procedure `b` of type `t`` for Fortran.
-        let line = line.unwrap_or_default();
-        let named = line.split_once(": ").map_or(line, |(_, rest)| rest);
-        let named = named.split(" is not compiled").next().unwrap_or_default();
-        detail.push_str(&format!("; `{argument}` stops at the stub of {named} (exit {code})"));
+        let mut stops = Vec::new();
+        // The stub stops the loose device too: it would otherwise run the host copy, or jump to
+        // nothing.
+        for device in [Device::Loose, Device::Strict] {
+            let (code, output) = run_with(toolchain, &exe, &[argument], MapSetup::Indexed, false, device)?;
+            let line = output.lines().find(|l| l.contains("is not compiled for the device"));
+            ensure!(
+                code != 0 && line.is_some(),
+                "{} {argument} on the {} device exited with {code}, expected the trap stub's line:\n{output}",
+                exe.display(),
+                format!("{device:?}").to_lowercase()
+            );
+            // `<mangled name>` for a C++ function, `type-bound procedure `b` of type `t`` for Fortran.
+            let line = line.unwrap_or_default();
+            let named = line.split_once(": ").map_or(line, |(_, rest)| rest);
+            let named = named.split(" is not compiled").next().unwrap_or_default().to_string();
+            stops.push((named, code));
+        }
+        if let [(named, loose), (_, strict)] = &stops[..] {
+            detail.push_str(&format!(
+                "; `{argument}` stops at the stub of {named} (exit {loose} loose, {strict} strict)"
+            ));
+        }
     }
     let what = "built without the frontend plugin";
     match program.frontend {
