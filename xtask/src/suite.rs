@@ -24,6 +24,8 @@ use checks::e2e::Device;
 
 /// The step every other step needs.
 const BUILD_STEP: &str = "cargo xtask build";
+/// The step that stands for every requirement of `scripts/requirements.txt` when one is missing.
+const PREFLIGHT_STEP: &str = "preflight: scripts/requirements.txt";
 
 /// The last step: what the suite wrote went under `target/` or scratch directories.
 const TREE_STEP: &str = "the suite left the source tree as it found it (git status)";
@@ -54,11 +56,15 @@ impl Report {
     }
 
     /// Whether the step `name` runs: with XTASK_STEPS=<text>[|<text>...], only the steps whose
-    /// name holds one of the texts, and the build (while working on one part; the suite's verdict
-    /// is a run without it).
+    /// name holds one of the texts, the preflight (a missing requirement stops every step) and the
+    /// build (while working on one part; the suite's verdict is a run without it).
     fn wanted(name: &str) -> bool {
         match std::env::var("XTASK_STEPS").ok().filter(|o| !o.is_empty()) {
-            Some(only) => name == BUILD_STEP || only.split('|').any(|text| name.contains(text)),
+            Some(only) => {
+                name == BUILD_STEP
+                    || name == PREFLIGHT_STEP
+                    || only.split('|').any(|text| name.contains(text))
+            }
             None => true,
         }
     }
@@ -110,7 +116,7 @@ pub fn run(workspace: &Path) -> Result<()> {
     let tools = match Tools::locate(workspace) {
         Ok(tools) => tools,
         Err(err) => {
-            report.step("preflight: scripts/requirements.txt", || Err(err));
+            report.step(PREFLIGHT_STEP, || Err(err));
             return report.finish();
         }
     };

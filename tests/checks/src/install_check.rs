@@ -225,9 +225,7 @@ fn mixed_compilers_consumer(
     for file in ["CMakeLists.txt", "host_only.c"] {
         fs::copy(workspace.join("tests/install/mixed").join(file), project.join(file))?;
     }
-    let llvm = Llvm::all()
-        .find(|l| l.root.is_none() && l.needs_register())
-        .context("no release of Debian's own runs on its stock libomptarget")?;
+    let llvm = oldest_debian_stock_release()?;
     let release = tools.of(llvm);
     let mut defines = vec![
         format!("-DCMAKE_C_COMPILER={}", requirements::program("gcc").display()),
@@ -248,6 +246,14 @@ fn mixed_compilers_consumer(
     run_consumer_through(release.run_command(&build.join("consumer")), None, &what)
 }
 
+/// The oldest of Debian's own releases (no root of its own) that runs on its stock libomptarget:
+/// the clang++ the CMake projects of mixed and vendor compilers build with.
+fn oldest_debian_stock_release() -> Result<Llvm> {
+    Llvm::all()
+        .find(|l| l.root.is_none() && l.needs_register())
+        .context("no release of Debian's own runs on its stock libomptarget")
+}
+
 /// A CMake project whose C++ compiler is ROCm's clang of a supported version
 /// (`tests/install/vendor`): a script that prints ROCm's `--version` line and hands everything
 /// else to Debian's clang++ of that version, so that CMake identifies it as that Clang. The
@@ -261,9 +267,7 @@ fn vendor_compiler_refused(
     let project = base.join("vendor-project");
     fs::create_dir_all(&project)?;
     fs::copy(workspace.join("tests/install/vendor/CMakeLists.txt"), project.join("CMakeLists.txt"))?;
-    let llvm = Llvm::all()
-        .find(|l| l.root.is_none() && l.needs_register())
-        .context("no release of Debian's own runs on its stock libomptarget")?;
+    let llvm = oldest_debian_stock_release()?;
     let clangxx = &tools.of(llvm).clangxx;
     let line = format!(
         "AMD clang version {}.1.8 (https://github.com/ROCm/llvm-project roc-7.2.0 25425 abcdef0)",
