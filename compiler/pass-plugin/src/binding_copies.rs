@@ -24,9 +24,14 @@
 //!   never maps), inline assembly or `llvm.x86.*` on a GPU, or, on a GPU, an aggregate passed or
 //!   returned by value (the host's IR has that lowered for the host's calling convention).
 //!
-//! Only the unit whose host IR defines the procedure copies it (the module's own file); a driver
-//! compiled apart keeps its stubs, and the module's complete copy of the type descriptor wins at
-//! the link ([`crate::fortran_dispatch::share_type_descriptors`], which runs after this).
+//! Only the unit whose host IR defines the procedure copies it (the module's own file). A unit
+//! whose host IR only declares it (a driver compiled apart) points the slot at the procedure by
+//! its own name and defines that name weakly, as a body that reports the call and traps: the
+//! module's copy (a strong definition) replaces it at the link, so every unit's binding table
+//! leads to the same procedures and it no longer matters which unit's type descriptor the link
+//! keeps (NVPTX keeps the first it meets: a module in a static archive comes after the driver).
+//! Where the module's file was compiled without offloading, the weak definition is the only
+//! one, and the call stops with its line.
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, OsString};
@@ -171,6 +176,13 @@ struct Slot {
     binding: String,
 }
 
+/// What fills a slot: the procedure copied from the host's IR (or one the device module has), or
+/// the procedure of another file, by its name ([`Pass::elsewhere_procedure`]).
+enum Filled {
+    Copy(LLVMValueRef),
+    Elsewhere(LLVMValueRef),
+}
+
 /// What one copy takes from the host's IR: procedures to define, constants to copy.
 #[derive(Default)]
 struct Plan {
@@ -206,7 +218,21 @@ impl Pass<'_> {
             let mut changed: HashMap<LLVMValueRef, Vec<(usize, LLVMValueRef)>> = HashMap::new();
             for slot in &slots {
                 match self.copy_slot(host, slot) {
-                    Ok(Some(copy)) => {
+                    Ok(Some(Filled::Elsewhere(procedure))) => {
+                        changed.entry(slot.table).or_default().push((slot.index, procedure));
+                        self.summary.elsewhere_bindings += 1;
+                        self.remarks.emit(Kind::Analysis, slot.table, c"BindingElsewhere", || {
+                            format!(
+                                "type-bound procedure `{}` of type `{}`: `{}` is defined by another file; a weak \
+                                 definition that traps stands in for it until that file's device copy replaces it \
+                                 at the link",
+                                slot.binding,
+                                slot.type_name,
+                                value_name(procedure).unwrap_or_default()
+                            )
+                        });
+                    }
+                    Ok(Some(Filled::Copy(copy))) => {
                         changed.entry(slot.table).or_default().push((slot.index, copy));
                         self.summary.copied_bindings += 1;
                         self.remarks.emit(Kind::Passed, slot.table, c"BindingCopied", || {
@@ -321,8 +347,9 @@ impl Pass<'_> {
     }
 
     /// Copies the procedure of `slot` from `host`: its device function (a copy made now, or an
-    /// earlier one), `None` where the host's IR has no such table or binding, or why not.
-    unsafe fn copy_slot(&self, host: LLVMModuleRef, slot: &Slot) -> Result<Option<LLVMValueRef>, String> {
+    /// earlier one; or another file's procedure), `None` where the host's IR has no such table or
+    /// binding, or why not.
+    unsafe fn copy_slot(&self, host: LLVMModuleRef, slot: &Slot) -> Result<Option<Filled>, String> {
         // SAFETY: reads of both modules; the shim changes the device module only when it
         // succeeds.
         unsafe {
@@ -331,15 +358,14 @@ impl Pass<'_> {
             let procedure_name = value_name(procedure).unwrap_or_default();
             let known = self.named_function(&procedure_name);
             if !known.is_null() && LLVMIsDeclaration(known) == 0 {
-                return Ok(Some(known));
+                return Ok(Some(Filled::Copy(known)));
             }
             let cname = CString::new(procedure_name.clone()).unwrap_or_default();
             if !LLVMGetNamedGlobal(self.module, cname.as_ptr()).is_null() {
                 return Err(format!("the device module has a variable named `{procedure_name}`"));
             }
             if LLVMIsDeclaration(procedure) != 0 {
-                // Defined by another file: that file's copy of the type descriptor is complete.
-                return Ok(None);
+                return Ok(Some(Filled::Elsewhere(self.elsewhere_procedure(procedure, known, slot))));
             }
             let plan = self.plan_copy(procedure)?;
             let names = |values: &[LLVMValueRef]| -> Vec<CString> {
@@ -363,7 +389,42 @@ impl Pass<'_> {
             if !copied || copy.is_null() {
                 return Err(format!("`{procedure_name}` uses something the device module cannot resolve"));
             }
-            Ok(Some(copy))
+            Ok(Some(Filled::Copy(copy)))
+        }
+    }
+
+    /// The device function of `procedure`, which the host's IR declares and another file defines:
+    /// the module's declaration `known` where device code already calls it (that call needs the
+    /// other file's definition anyway), else a weak definition of the same name and type that
+    /// reports the call of `slot`'s binding and traps (protected: on the x86_64 device no host
+    /// function of that name stands in for it). The other file's copy, a strong definition,
+    /// replaces it at the link.
+    unsafe fn elsewhere_procedure(
+        &self,
+        procedure: LLVMValueRef,
+        known: LLVMValueRef,
+        slot: &Slot,
+    ) -> LLVMValueRef {
+        // SAFETY: a new function of the device module's context, of a type of that context (the
+        // host module was parsed into it), given a body once.
+        unsafe {
+            if !known.is_null() {
+                return known;
+            }
+            let name = value_name(procedure).unwrap_or_default();
+            let cname = CString::new(name.clone()).unwrap_or_default();
+            let function = LLVMAddFunction(self.module, cname.as_ptr(), LLVMGlobalGetValueType(procedure));
+            let message = format!(
+                "omptarget-indirect: type-bound procedure `{}` of type `{}` is not compiled for the device \
+                 (`{name}` is defined by another file, whose device compile did not define it: compile that file \
+                 with the configuration file, or make the procedure `!$omp declare target`), but device code \
+                 called it\n",
+                slot.binding, slot.type_name
+            );
+            self.build_trap_body(function, Some(&message));
+            LLVMSetLinkage(function, crate::llvm::LLVMLinkage::LLVMWeakAnyLinkage);
+            LLVMSetVisibility(function, crate::llvm::LLVMVisibility::LLVMProtectedVisibility);
+            function
         }
     }
 

@@ -59,7 +59,8 @@ use crate::translation::Pass;
 /// `undef`. Where the target has comdats (x86_64, AMDGPU), a complete copy is a strong
 /// definition in a comdat of its own name, which wins over the incomplete (weak) copies whatever
 /// the link order; the complete copies' groups are one. NVPTX has no comdats: there every copy
-/// is `weak_odr`, and the first the link meets wins (`docs/fortran.md`).
+/// is `weak_odr`, and the first the link meets wins, which is harmless once every unit's binding
+/// table leads to the same procedures ([`crate::binding_copies`], `docs/fortran.md`).
 ///
 /// # Safety
 /// `module` must be a valid device module that no one else accesses during the call.

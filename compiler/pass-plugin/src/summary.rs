@@ -86,6 +86,10 @@ pub struct Summary {
     /// Device module: binding-table slots flang left `undef`, now the address of the bound
     /// procedure's copy from the host compile's IR ([`crate::binding_copies`]).
     pub copied_bindings: usize,
+    /// Device module: binding-table slots flang left `undef` whose procedure another file
+    /// defines, now the address of that procedure by its own name, with a weak definition here
+    /// that reports the call and traps ([`crate::binding_copies`]).
+    pub elsewhere_bindings: usize,
     /// Device module: binding-table slots flang left `undef`, now a stub that reports the call
     /// and traps ([`crate::fortran_dispatch`]).
     pub unbound_bindings: usize,
@@ -120,6 +124,7 @@ impl Summary {
             || self.adapted_kernels > 0
             || self.shared_type_descriptors > 0
             || self.copied_bindings > 0
+            || self.elsewhere_bindings > 0
             || self.recorded_binding_tables > 0
             || self.unbound_bindings > 0
             || self.polymorphic_maps > 0

@@ -680,8 +680,12 @@ v2048:2048-n32:64-S32-A5-G1-ni:7:8:9";
 /// compile: rewritten at the pipeline's start (which records the binding tables), its table then
 /// dropped as the optimizer drops an unused one, written as bitcode to a file of `dir`.
 fn host_ir_file(dir: &std::path::Path, extra: &str) -> std::path::PathBuf {
-    let source = format!("target triple = \"x86_64-unknown-linux-gnu\"\n{FORTRAN_BOUND_HOST}")
-        .replace("; CALLEE_EXTRA", extra);
+    host_ir_file_of(dir, &FORTRAN_BOUND_HOST.replace("; CALLEE_EXTRA", extra))
+}
+
+/// [`host_ir_file`] of the host module `module` (whose binding table is `_QMshapesEXvXsquare`).
+fn host_ir_file_of(dir: &std::path::Path, module: &str) -> std::path::PathBuf {
+    let source = format!("target triple = \"x86_64-unknown-linux-gnu\"\n{module}");
     let host = Module::parse(&source);
     assert_eq!(host.rewrite(Phase::PipelineStart).recorded_binding_tables, 1);
     let path = dir.join("host.bc");
@@ -751,6 +755,56 @@ fn a_binding_without_declare_target_gets_a_copy_of_the_host_procedure() {
     let module = Module::parse(&format!("{source}{DEVICE_FLAG}"));
     assert_eq!(module.rewrite(Phase::PipelineStart).copied_bindings, 0);
     assert!(module.text().contains("@__omptarget_indirect_unbound.square.area"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_binding_whose_procedure_another_file_defines_leads_to_it_by_name_with_a_weak_trap_here() {
+    // The driver's host compile declares the module's procedure (the module's file defines it).
+    let dir =
+        std::env::temp_dir().join(format!("omptarget-indirect-binding-elsewhere-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let driver_host = FORTRAN_BOUND_HOST.replace(
+        "define float @_QMshapesPsquare_area(ptr %self) {",
+        "declare float @_QMshapesPsquare_area(ptr)\ndefine float @_QMshapesPunused_area(ptr %self) {",
+    );
+    let host_ir = host_ir_file_of(&dir, &driver_host);
+    for (triple, layout) in
+        [("x86_64-unknown-linux-gnu", ""), ("amdgcn-amd-amdhsa", AMDGPU_LAYOUT), ("nvptx64-nvidia-cuda", "")]
+    {
+        let source = fortran_dispatch_without_declare_target(triple, layout);
+        let module = Module::parse(&format!("{source}{DEVICE_FLAG}"));
+        // SAFETY: the module is valid and only this test uses it.
+        let summary =
+            unsafe { rewrite_module_with_host_ir(module.module, Phase::PipelineStart, Some(&host_ir)) };
+        module.verify();
+        let text = module.text();
+        assert_eq!(
+            (summary.copied_bindings, summary.elsewhere_bindings, summary.unbound_bindings),
+            (0, 1, 0),
+            "{triple}:\n{text}"
+        );
+        // The slot names the module's procedure, which is here only as a weak trap that names the
+        // binding; nothing of the host's bodies came in.
+        let bindings = text.lines().find(|l| l.starts_with("@_QMshapesEXvXsquare = ")).unwrap_or_default();
+        assert!(
+            bindings.contains("i64 ptrtoint (ptr @_QMshapesPsquare_area to i64)"),
+            "{triple}: {bindings}"
+        );
+        let body = text
+            .split("\ndefine ")
+            .find(|f| f.contains("@_QMshapesPsquare_area(ptr"))
+            .unwrap_or_else(|| panic!("{triple}: no definition in\n{text}"));
+        assert!(body.starts_with("weak protected float @_QMshapesPsquare_area("), "{triple}: {body}");
+        assert!(body.contains("@llvm.trap()"), "{triple}: {body}");
+        assert!(!text.contains("define float @_QMshapesPweighted"), "{triple}:\n{text}");
+        let message = "type-bound procedure `area` of type `square` is not compiled for the device (`_QMshapesPsquare_area` is defined by another file";
+        assert_eq!(text.contains(message), !triple.starts_with("amdgcn"), "{triple}:\n{text}");
+        // Every unit's table now leads to the same procedures: the descriptor is complete.
+        let strong = !triple.starts_with("nvptx");
+        assert_eq!(text.contains("@_QMshapesEXdtXsquare = hidden constant"), strong, "{triple}:\n{text}");
+        assert!(!text.contains("__omptarget_indirect_unbound."), "{triple}:\n{text}");
+    }
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -172,6 +172,73 @@ pub fn relocated_symbols(data: &[u8]) -> Result<std::collections::BTreeSet<Strin
     Ok(names)
 }
 
+/// What the binding tables of a linked NVPTX image's Fortran type descriptors lead to, slot by
+/// slot: how many procedure slots lead to a procedure's own definition, and the names of those
+/// that lead to a trap (a binding's stub, or a weak definition no other unit's copy replaced).
+pub struct BindingSlots {
+    /// Procedure slots that lead to a procedure's own definition.
+    pub resolved: usize,
+    /// The functions the other procedure slots lead to, each a trap.
+    pub trapping: Vec<String>,
+}
+
+/// [`BindingSlots`] of the cubin `data`. NVPTX keeps the first copy of a type descriptor its link
+/// meets (no comdats), so this reads what the link kept: each type descriptor the image defines
+/// globally or weakly (`_Q...EXdtX<type>`, in `.nv.global.init`) leads, through the relocation of
+/// its first word, to its binding table (a local of that section), and the relocations inside
+/// the table to functions are its procedure slots.
+pub fn nvptx_binding_slots(data: &[u8]) -> Result<BindingSlots> {
+    use object::read::elf::{Rel as _, Rela as _, SectionHeader as _};
+    let Elf { endian, sections, table, .. } = Elf::parse(data)?;
+    let Some((init, _)) = sections.section_by_name(endian, b".nv.global.init") else {
+        return Ok(BindingSlots { resolved: 0, trapping: Vec::new() });
+    };
+    // Offset in `.nv.global.init` -> the symbol its relocation names.
+    let mut targets = std::collections::BTreeMap::new();
+    for section in sections.iter() {
+        if section.sh_info(endian) as usize != init.0 {
+            continue;
+        }
+        if let Some((rela, _)) = section.rela(endian, data)? {
+            targets.extend(rela.iter().map(|r| (r.r_offset(endian), r.r_sym(endian, false) as usize)));
+        }
+        if let Some((rel, _)) = section.rel(endian, data)? {
+            targets.extend(rel.iter().map(|r| (r.r_offset(endian), r.r_sym(endian) as usize)));
+        }
+    }
+    let symbol = |index: usize| table.symbol(object::SymbolIndex(index));
+    let name_of = |sym: &elf::Sym64<Endianness>| -> Result<String> {
+        Ok(String::from_utf8_lossy(sym.name(endian, table.strings())?).into_owned())
+    };
+    let mut slots = BindingSlots { resolved: 0, trapping: Vec::new() };
+    for descriptor in table.iter() {
+        let name = descriptor.name(endian, table.strings())?;
+        let kept = matches!(descriptor.st_bind(), elf::STB_GLOBAL | elf::STB_WEAK);
+        let is_descriptor = name.starts_with(b"_Q") && name.windows(5).any(|w| w == b"EXdtX");
+        if !kept || !is_descriptor || descriptor.st_shndx(endian) as usize != init.0 {
+            continue;
+        }
+        let Some(&bindings) = targets.get(&descriptor.st_value(endian)) else { continue };
+        let bindings = symbol(bindings)?;
+        let start = bindings.st_value(endian);
+        for (_, &target) in targets.range(start..start + bindings.st_size(endian)) {
+            let procedure = symbol(target)?;
+            if procedure.st_type() != elf::STT_FUNC {
+                continue;
+            }
+            let procedure_name = name_of(procedure)?;
+            if procedure_name.starts_with("__omptarget_indirect_unbound")
+                || procedure.st_bind() == elf::STB_WEAK
+            {
+                slots.trapping.push(procedure_name);
+            } else {
+                slots.resolved += 1;
+            }
+        }
+    }
+    Ok(slots)
+}
+
 /// Parses a 64-bit ELF file and collects the symbols named in `names`.
 pub fn elf_summary(data: &[u8], names: &[&str]) -> Result<ElfSummary> {
     let Elf { header, endian, table, .. } = Elf::parse(data)?;

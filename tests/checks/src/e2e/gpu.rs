@@ -40,6 +40,7 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
             .with_context(|| format!("building {} for {} ({how:?})", program.name, target.name))
     });
     let mut offload_lto = 0;
+    let (mut binding_slots, mut trapping_slots) = (0, Vec::new());
     for ((program, how), exe) in builds.into_iter().zip(exes) {
         let exe = exe?;
         offload_lto += usize::from(how == Build::OffloadLto);
@@ -51,6 +52,20 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
             expect_translation_linked(&data, &what)?;
         } else {
             images::elf_summary(&data, &names)?.expect_defined_once(&what, &names)?;
+        }
+        if program.type_bound_calls && target.triple == "nvptx64-nvidia-cuda" {
+            let slots = images::nvptx_binding_slots(&data)?;
+            ensure!(
+                slots.resolved > 0 && slots.trapping.len() == program.trapping_binding_slots,
+                "{}: the type descriptors the link kept lead to {} procedures and {} traps ({}), expected {} traps",
+                image.display(),
+                slots.resolved,
+                slots.trapping.len(),
+                slots.trapping.join(", "),
+                program.trapping_binding_slots
+            );
+            binding_slots += slots.resolved;
+            trapping_slots.extend(slots.trapping);
         }
         if program.host_vtables {
             let defined = images::defined_vtables(&data)?;
@@ -72,6 +87,15 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
         if offload_lto > 0 { format!(" (and {offload_lto} at -O2 -foffload-lto)") } else { String::new() },
         names.join(", ")
     );
+    if binding_slots > 0 {
+        trapping_slots.sort();
+        trapping_slots.dedup();
+        detail.push_str(&format!(
+            "; the Fortran type descriptors the link kept lead to {binding_slots} procedures and to the traps expected \
+             ({})",
+            if trapping_slots.is_empty() { "none".to_string() } else { trapping_slots.join(", ") }
+        ));
+    }
     if stock {
         // The controls link too: stock clang with the same DeviceRTL, no plugin (those that
         // stock clang refuses to compile excepted, as in the GPU bundle).

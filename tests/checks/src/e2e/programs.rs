@@ -93,6 +93,10 @@ pub struct Program {
     /// plugin makes: built without them ([`Build::WithoutBindingCopies`]) the program must not
     /// link or must stop at the first such call with the stub's line, loose and strict.
     pub binding_copies: bool,
+    /// Binding-table slots of its type descriptors that lead to a trap in its NVPTX images (the
+    /// bindings whose procedures can have no device copy): every other slot must lead to a
+    /// procedure, whichever unit's copy of a descriptor the link kept.
+    pub trapping_binding_slots: usize,
 }
 
 impl Program {
@@ -123,6 +127,7 @@ impl Program {
         type_bound_calls: false,
         extension_components: None,
         binding_copies: false,
+        trapping_binding_slots: 0,
     };
 
     /// Whether it runs with `llvm`'s toolchain: every program does, Fortran ones with the
@@ -708,6 +713,7 @@ pub const PROGRAMS: &[Program] = &[
         type_bound_calls: true,
         trap_argument: Some("unbound"),
         binding_copies: true,
+        trapping_binding_slots: 1,
         ..Program::DEFAULT
     },
     Program {
@@ -719,6 +725,7 @@ pub const PROGRAMS: &[Program] = &[
         host_vtables: true,
         type_bound_calls: true,
         binding_copies: true,
+        trapping_binding_slots: 1,
         ..Program::DEFAULT
     },
     Program {
