@@ -729,6 +729,23 @@ pub const PROGRAMS: &[Program] = &[
         ..Program::DEFAULT
     },
     Program {
+        name: "fortran_unoffloaded",
+        about: "Fortran type-bound procedures beside a module compiled without offloading (flang 23 and 24): the \
+                program's own module's bindings (no declare target) run on the device; `unoffloaded`: a binding of \
+                the other module's type called on the device stops with the line that names it and the fix",
+        units: &[
+            Unit { source: "fortran_unoffloaded_lib.F90", flags: &["--offload-host-only"] },
+            unit("fortran_unoffloaded.F90"),
+        ],
+        unmodified: true,
+        host_vtables: true,
+        type_bound_calls: true,
+        trap_argument: Some("unoffloaded"),
+        binding_copies: true,
+        trapping_binding_slots: 1,
+        ..Program::DEFAULT
+    },
+    Program {
         name: "fortran_extensions",
         about: "Fortran extensions with components of their own, mapped through class(...) objects the host built \
                 (flang 23 and 24): map(to:) and map(tofrom:) of a circle and of a sphere (an extension of an extension), a \
