@@ -358,7 +358,9 @@ impl Pass<'_> {
             let procedure_name = value_name(procedure).unwrap_or_default();
             let known = self.named_function(&procedure_name);
             if !known.is_null() && LLVMIsDeclaration(known) == 0 {
-                return Ok(Some(Filled::Copy(known)));
+                // An earlier slot's copy, or its weak definition of another file's procedure.
+                let elsewhere = LLVMIsDeclaration(procedure) != 0;
+                return Ok(Some(if elsewhere { Filled::Elsewhere(known) } else { Filled::Copy(known) }));
             }
             let cname = CString::new(procedure_name.clone()).unwrap_or_default();
             if !LLVMGetNamedGlobal(self.module, cname.as_ptr()).is_null() {
