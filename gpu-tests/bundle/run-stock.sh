@@ -23,6 +23,8 @@
 #    e2e-controls-frontend/*  those that need the frontend plugin built without it: each must fail
 #    e2e/vtables-off.controls  the programs whose objects the host builds, run without the
 #                           vtables in the table (OMPTARGET_INDIRECT_VTABLES=0): each must fail
+#    e2e/trap.arguments     programs and the argument that makes their device code call what has
+#                           no device copy: each must stop with the stub's line
 #    corpus-stock/*, demo-control/scene   stock's builds: the same output where the strict device
 #                           runs their x86_64 builds, a fault where it stops them; the scene faults
 # --bench: the translation benchmark against LLVM N's own __llvm_omp_indirect_call_lookup
@@ -99,6 +101,20 @@ while read -r name; do
   [ -n "$name" ] || continue
   step "2. control: $name without the vtables in the table fails" run_control_without_vtables "$programs/e2e/$name"
 done <"$programs/e2e/vtables-off.controls"
+# A trap argument makes device code call a function or binding with no device copy: the stub
+# stops the kernel, and CUDA prints its line as a failed assertion (`__assertfail`).
+run_trap() { # program argument
+  local output
+  output=$(OMP_TARGET_OFFLOAD=MANDATORY timeout 120 ${launch[@]+"${launch[@]}"} "$1" "$2" 2>&1)
+  local rc=$?
+  echo "$output" | head -n 8
+  echo "exit status $rc"
+  [ $rc -ne 0 ] && echo "$output" | grep -q "omptarget-indirect: .* is not compiled for the device"
+}
+while read -r name argument; do
+  [ -n "$name" ] || continue
+  step "2. control: $name $argument stops with the stub's line" run_trap "$programs/e2e/$name" "$argument"
+done <"$programs/e2e/trap.arguments"
 
 # A program prints exactly what `expected` holds (its stdout; stderr goes to the step's log).
 run_printing() { # program expected

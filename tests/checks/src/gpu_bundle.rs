@@ -251,6 +251,16 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
             .map(|p| p.name)
             .collect();
         fs::write(root.join(VTABLES_OFF_CONTROLS), host_built.join("\n") + "\n")?;
+        // The programs' trap arguments: device code calls what has no device copy, and the stub
+        // must stop the kernel with its line (CUDA's `__assertfail` prints it).
+        let traps: Vec<String> = part
+            .programs()
+            .into_iter()
+            .filter(|(dir, _, _)| *dir == "e2e")
+            .flat_map(|(_, _, programs)| programs)
+            .filter_map(|p| p.trap_argument.map(|argument| format!("{} {argument}", p.name)))
+            .collect();
+        fs::write(root.join(TRAP_ARGUMENTS), traps.join("\n") + "\n")?;
     }
     if part.runs_corpus_and_demo() {
         carried = corpus_and_demo(workspace, &toolchain, &target, &root)?;
@@ -390,6 +400,10 @@ fn corpus_and_demo(
 /// The list of the `e2e/` programs whose objects the host builds, one name a line: `run-stock.sh`
 /// runs each without the vtables in the table (`OMPTARGET_INDIRECT_VTABLES=0`), which must fault.
 const VTABLES_OFF_CONTROLS: &str = "e2e/vtables-off.controls";
+
+/// The `e2e/` programs with a trap argument, `<name> <argument>` a line: `run-stock.sh` runs each
+/// with it, which must stop with the stub's line.
+const TRAP_ARGUMENTS: &str = "e2e/trap.arguments";
 
 /// The folders that travel as they are; every other folder of a part holds executables (and the
 /// shared libraries and expected outputs beside them), which `pack_programs` packs.
@@ -936,6 +950,7 @@ fn self_check(workspace: &Path, root: &Path, part: Part, carried: &[PathBuf]) ->
     }
     if let Part::Stock(_) = part {
         expected.push(VTABLES_OFF_CONTROLS.into());
+        expected.push(TRAP_ARGUMENTS.into());
         expected.push("bench/translation_gpu".into());
         expected.push("memcheck-control/out_of_bounds".into());
         expected.push("part.env".into());
