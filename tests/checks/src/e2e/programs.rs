@@ -16,6 +16,14 @@ const fn unit(source: &'static str) -> Unit {
     Unit { source, flags: &[] }
 }
 
+impl Unit {
+    /// Whether the unit has device code: not one compiled with `--offload-host-only` (a file
+    /// built without offloading, whose procedures the device never gets).
+    pub fn has_device_code(&self) -> bool {
+        !self.flags.contains(&"--offload-host-only")
+    }
+}
+
 /// A test program: units linked directly, and units archived into a static library first.
 pub struct Program {
     /// Name of the executable; the program prints `<name>: N checks, 0 failed` when it passes.
