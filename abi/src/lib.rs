@@ -285,6 +285,11 @@ pub fn is_fortran_type_descriptor(name: &[u8]) -> bool {
 /// primary or secondary) translates like a function address.
 pub const VTABLE_WORD_PREFIX: &str = "__omptarget_indirect_vtable_";
 
+/// The stem of the stub the pass plugin puts in a Fortran binding slot whose procedure has no
+/// device copy: the stub is named `<stem>.<type>.<binding>` (NVPTX spells the dots `_$_`), and the
+/// GPU image checks tell such slots by it.
+pub const UNBOUND_BINDING_STUB: &str = "__omptarget_indirect_unbound";
+
 /// Vendor compilers built on LLVM, by what their `clang --version` prints on its first line (in
 /// `clang::getClangFullVersion()`): (the text, matched anywhere in the line; the vendor's name
 /// for messages). Their patches and runtimes are their own: the install refuses them by name

@@ -93,10 +93,7 @@ impl Pass<'_> {
         unsafe {
             let void = LLVMVoidTypeInContext(self.context);
             let trap_type = LLVMFunctionType(void, std::ptr::null_mut(), 0, 0);
-            let mut trap = LLVMGetNamedFunction(self.module, c"llvm.trap".as_ptr());
-            if trap.is_null() {
-                trap = LLVMAddFunction(self.module, c"llvm.trap".as_ptr(), trap_type);
-            }
+            let trap = self.declared(c"llvm.trap", trap_type);
             LLVMBuildCall2(builder, trap_type, trap, std::ptr::null_mut(), 0, c"".as_ptr());
             LLVMBuildUnreachable(builder);
         }

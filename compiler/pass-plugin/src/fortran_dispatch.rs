@@ -32,7 +32,7 @@ use std::ffi::CStr;
 use omptarget_indirect_abi::c_names::{
     EXTENDS_TYPE_OF, FLANG_EXTENDS_TYPE_OF, FLANG_SAME_TYPE_AS, SAME_TYPE_AS,
 };
-use omptarget_indirect_abi::is_fortran_type_descriptor;
+use omptarget_indirect_abi::{is_fortran_type_descriptor, UNBOUND_BINDING_STUB};
 
 use crate::binding_copies::Uncopied;
 use crate::ir::{direct_calls, set_callee, stand_in_for, value_name_bytes};
@@ -99,9 +99,6 @@ pub unsafe fn share_type_descriptors(module: LLVMModuleRef) -> usize {
         shared.len()
     }
 }
-
-/// The stub of an unbound binding is named this prefix, the type's name, a dot and the binding's.
-pub const UNBOUND_PREFIX: &str = "__omptarget_indirect_unbound.";
 
 impl Pass<'_> {
     /// Fills every procedure address flang left `undef` in a binding table of the module
@@ -173,8 +170,8 @@ impl Pass<'_> {
     unsafe fn unbound_stub(&self, type_name: &str, binding: &str, why: Option<&str>) -> LLVMValueRef {
         // SAFETY: a new function of the module's context, given a body once.
         unsafe {
-            let name =
-                std::ffi::CString::new(format!("{UNBOUND_PREFIX}{type_name}.{binding}")).unwrap_or_default();
+            let name = std::ffi::CString::new(format!("{UNBOUND_BINDING_STUB}.{type_name}.{binding}"))
+                .unwrap_or_default();
             let known = LLVMGetNamedFunction(self.module, name.as_ptr());
             if !known.is_null() && LLVMIsDeclaration(known) == 0 {
                 return known;

@@ -214,7 +214,7 @@ pub fn nvptx_binding_slots(data: &[u8]) -> Result<BindingSlots> {
     for descriptor in table.iter() {
         let name = descriptor.name(endian, table.strings())?;
         let kept = matches!(descriptor.st_bind(), elf::STB_GLOBAL | elf::STB_WEAK);
-        let is_descriptor = name.starts_with(b"_Q") && name.windows(5).any(|w| w == b"EXdtX");
+        let is_descriptor = omptarget_indirect_abi::is_fortran_type_descriptor(name);
         if !kept || !is_descriptor || descriptor.st_shndx(endian) as usize != init.0 {
             continue;
         }
@@ -227,7 +227,8 @@ pub fn nvptx_binding_slots(data: &[u8]) -> Result<BindingSlots> {
                 continue;
             }
             let procedure_name = name_of(procedure)?;
-            if procedure_name.starts_with("__omptarget_indirect_unbound")
+            // NVPTX spells the stub's dots `_$_`: its stem is what both spellings share.
+            if procedure_name.starts_with(omptarget_indirect_abi::UNBOUND_BINDING_STUB)
                 || procedure.st_bind() == elf::STB_WEAK
             {
                 slots.trapping.push(procedure_name);
