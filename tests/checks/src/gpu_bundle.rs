@@ -240,24 +240,20 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
     }
     let mut carried = Vec::new();
     if let Part::Stock(_) = part {
-        // The controls of the registration library's vtable words: each program whose objects
-        // the host builds, run without them (OMPTARGET_INDIRECT_VTABLES=0), must fault.
-        let host_built: Vec<&str> = part
+        let e2e: Vec<&e2e::Program> = part
             .programs()
             .into_iter()
             .filter(|(dir, _, _)| *dir == "e2e")
             .flat_map(|(_, _, programs)| programs)
-            .filter(|p| p.host_vtables)
-            .map(|p| p.name)
             .collect();
+        // The controls of the registration library's vtable words: each program whose objects
+        // the host builds, run without them (OMPTARGET_INDIRECT_VTABLES=0), must fault.
+        let host_built: Vec<&str> = e2e.iter().filter(|p| p.host_vtables).map(|p| p.name).collect();
         fs::write(root.join(VTABLES_OFF_CONTROLS), host_built.join("\n") + "\n")?;
         // The programs' trap arguments: device code calls what has no device copy, and the stub
         // must stop the kernel with its line (CUDA's `__assertfail` prints it).
-        let traps: Vec<String> = part
-            .programs()
-            .into_iter()
-            .filter(|(dir, _, _)| *dir == "e2e")
-            .flat_map(|(_, _, programs)| programs)
+        let traps: Vec<String> = e2e
+            .iter()
             .filter_map(|p| p.trap_argument.map(|argument| format!("{} {argument}", p.name)))
             .collect();
         fs::write(root.join(TRAP_ARGUMENTS), traps.join("\n") + "\n")?;
