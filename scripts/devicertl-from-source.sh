@@ -5,7 +5,7 @@
 #   target/tools/llvmN-devicertl/lib/nvptx64-nvidia-cuda/{libomptarget-nvptx.bc,libompdevice.a}
 #   target/tools/llvmN-devicertl/lib/amdgcn-amd-amdhsa/{libomptarget-amdgpu.bc,libompdevice.a}
 # clang finds them with --libomptarget-{nvptx,amdgpu}-bc-path=DIR and -Xoffload-linker -LDIR
-# (docs/llvm22-gpu.md). Usage: scripts/devicertl-from-source.sh 21|22|23
+# (docs/gpu-devicertl.md). Usage: scripts/devicertl-from-source.sh 21|22|23
 # (scripts/fetch-llvmN-devicertl.sh call it). DEVICERTL_SOURCE_ONLY=1 only fetches the source
 # tarball and prints its path (scripts/fetch-llvm23-offload-tests.sh).
 #

@@ -39,11 +39,24 @@
 #include "clang/Basic/Version.h"
 
 // Sema's internals this plugin writes (markVTable: Sema::VTablesUsed, Sema::VTableUses) are not
-// API: they are checked for each release the project supports. A new release is added here once
-// they are checked for it (docs/llvm.md, "Adding an LLVM release").
-#if CLANG_VERSION_MAJOR < 19 || CLANG_VERSION_MAJOR > 24
-#error "omptarget-indirect's frontend plugin is checked for clang 19 to 24 (Sema::VTablesUsed, Sema::VTableUses)"
+// API: they are checked for each release the project supports, and a release gets its record
+// (packaging/src/release_record.rs) once they are (docs/llvm.md, "Adding an LLVM release"). The
+// compile command hands the records' major versions over as OMPTARGET_INDIRECT_CLANG_RELEASES.
+#ifndef OMPTARGET_INDIRECT_CLANG_RELEASES
+#error "compile with the command of compiler/frontend-plugin/src/lib.rs, which defines OMPTARGET_INDIRECT_CLANG_RELEASES"
 #endif
+namespace {
+constexpr int CheckedClangReleases[] = {OMPTARGET_INDIRECT_CLANG_RELEASES};
+constexpr bool isCheckedClangRelease(int Major) {
+  for (int Checked : CheckedClangReleases)
+    if (Checked == Major)
+      return true;
+  return false;
+}
+} // namespace
+static_assert(isCheckedClangRelease(CLANG_VERSION_MAJOR),
+              "omptarget-indirect's frontend plugin is checked only for the clang releases the project has a "
+              "record of (Sema::VTablesUsed, Sema::VTableUses)");
 
 #include "clang/AST/ASTConsumer.h"
 #include "clang/AST/ASTContext.h"

@@ -11,6 +11,11 @@ use std::process::Command;
 #[path = "llvm-c/names.rs"]
 mod names;
 
+// The release records, as the rest of the project reads them; the build reads a few fields.
+#[allow(dead_code)]
+#[path = "../../packaging/src/release_record.rs"]
+mod release_record;
+
 /// The newest LLVM with an llvm-sys release of its own (`llvm-sys` 231): a build for a newer one
 /// uses its bindings, which `llvm-c/api.c` checks against that LLVM's headers.
 const NEWEST_BINDINGS: u32 = 23;
@@ -41,28 +46,28 @@ fn main() {
         "{} is LLVM {version}, but this build is for LLVM {major}",
         llvm_config.display()
     );
-    // LLVM 20+ writes offload entries in their version-1 layout, in `llvm_offload_entries`
-    // (src/offload_entries.rs); LLVM 19 in `__tgt_offload_entry`'s, in `omp_offloading_entries`.
-    println!("cargo:rustc-check-cfg=cfg(offload_entries_v1)");
-    if number >= 20 {
-        println!("cargo:rustc-cfg=offload_entries_v1");
+    // The plugin's switches, from the release's record.
+    let record = release_record::RELEASES
+        .iter()
+        .find(|r| r.major == major)
+        .unwrap_or_else(|| panic!("LLVM {major} has no record in packaging/src/release_record.rs"));
+    let kernels_take_argument_array =
+        matches!(record.runtime, release_record::Runtime::Stock { kernels_take_argument_array: true, .. });
+    for (cfg, on) in [
+        // Offload entries in their version-1 layout (src/offload_entries.rs).
+        ("offload_entries_v1", record.offload_entries_v1),
+        // The fields PassPluginLibraryInfo has (src/lib.rs).
+        ("pass_plugin_api_2", record.pass_plugin_api >= 2),
+        ("pass_plugin_api_3", record.pass_plugin_api >= 3),
+        // The host plugin calls an x86_64 kernel with one argument array (src/flang_kernels.rs).
+        ("host_kernels_take_argument_array", kernels_take_argument_array),
+    ] {
+        println!("cargo:rustc-check-cfg=cfg({cfg})");
+        if on {
+            println!("cargo:rustc-cfg={cfg}");
+        }
     }
-    // LLVM 22's plugin API (version 2) added a field to PassPluginLibraryInfo (src/lib.rs).
-    println!("cargo:rustc-check-cfg=cfg(pass_plugin_api_2)");
-    if number >= 22 {
-        println!("cargo:rustc-cfg=pass_plugin_api_2");
-    }
-    // LLVM 24's plugin API (version 3) added another (src/lib.rs).
-    println!("cargo:rustc-check-cfg=cfg(pass_plugin_api_3)");
-    if number >= 24 {
-        println!("cargo:rustc-cfg=pass_plugin_api_3");
-    }
-    // libomptarget 23's host plugin calls an x86_64 kernel with one argument array
-    // (src/flang_kernels.rs).
-    println!("cargo:rustc-check-cfg=cfg(host_kernels_take_argument_array)");
-    if number >= 23 {
-        println!("cargo:rustc-cfg=host_kernels_take_argument_array");
-    }
+    println!("cargo:rerun-if-changed=../../packaging/src/release_record.rs");
     check_c_api(number, &query(&["--includedir"]));
     let mut shim = cc::Build::new();
     shim.cpp(true)

@@ -16,6 +16,7 @@ pub mod llvm;
 pub mod llvm_identity;
 pub mod offload;
 pub mod png;
+pub mod release_record;
 pub mod requirements;
 pub mod toolchain;
 pub mod tools;

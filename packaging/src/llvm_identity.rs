@@ -66,6 +66,82 @@ pub fn linked_statically(compiler: &Path, cmake_dir: &Path) -> Option<String> {
     })
 }
 
+/// An LLVM installation the build is given (`--llvm DIR`): where its programs, libraries and
+/// headers are, and its release, read from its own `llvm-config`.
+#[derive(Clone, Debug)]
+pub struct LlvmInstall {
+    /// The supported release it is.
+    pub release: Llvm,
+    /// `llvm-config --version`, e.g. `22.1.8`.
+    pub version: String,
+    /// `llvm-config --bindir`.
+    pub bin: std::path::PathBuf,
+    /// `llvm-config --libdir`.
+    pub lib: std::path::PathBuf,
+    /// `llvm-config --includedir`.
+    pub include: std::path::PathBuf,
+    /// Its `llvm-config`.
+    pub llvm_config: std::path::PathBuf,
+}
+
+impl LlvmInstall {
+    /// Reads the LLVM at `dir`: an install prefix (`DIR/bin/llvm-config`), its `bin` directory, or
+    /// an `llvm-config` itself. Fails, naming the path and what it found, when there is no
+    /// `llvm-config` there, or it is an LLVM the plugins cannot work with
+    /// (this module: another release, a vendor's, one linked statically).
+    pub fn probe(dir: &std::path::Path) -> anyhow::Result<LlvmInstall> {
+        use anyhow::{bail, Context};
+        // Absolute: the builds it feeds run in other directories (cargo runs build scripts in
+        // their package's).
+        let dir = &std::path::absolute(dir).with_context(|| format!("{}: no such path", dir.display()))?;
+        let llvm_config = [dir.join("bin/llvm-config"), dir.join("llvm-config"), dir.to_path_buf()]
+            .into_iter()
+            .find(|p| p.is_file())
+            .with_context(|| {
+                format!("{}: no bin/llvm-config there (give an LLVM install prefix)", dir.display())
+            })?;
+        let query = |arg: &str| -> anyhow::Result<String> {
+            let out = crate::cmd::stdout(std::process::Command::new(&llvm_config).arg(arg))?;
+            Ok(out.trim().to_string())
+        };
+        let version = query("--version")?;
+        let bin: std::path::PathBuf = query("--bindir")?.into();
+        // What its clang says of itself names a vendor's compiler (the version alone may not).
+        let clang_version = std::process::Command::new(bin.join("clang"))
+            .arg("--version")
+            .output()
+            .ok()
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned());
+        let release = release_of(&version, clang_version.as_deref())
+            .map_err(|why| anyhow::anyhow!("{} refused: {why}", llvm_config.display()))?;
+        let cmake_dir: std::path::PathBuf = query("--cmakedir")?.into();
+        for compiler in ["clang", "flang"].map(|name| bin.join(name)) {
+            if let Some(why) = linked_statically(&compiler, &cmake_dir) {
+                bail!("{} refused: {why}", llvm_config.display());
+            }
+        }
+        Ok(LlvmInstall {
+            release,
+            version,
+            bin,
+            lib: query("--libdir")?.into(),
+            include: query("--includedir")?.into(),
+            llvm_config,
+        })
+    }
+
+    /// The program `name` of this LLVM (`clang`, `llvm-ar`, ...).
+    pub fn tool(&self, name: &str) -> std::path::PathBuf {
+        self.bin.join(name)
+    }
+
+    /// One line for what was built with it: `LLVM 22.1.8 (/opt/llvm/22)`.
+    pub fn describe(&self) -> String {
+        let prefix = self.bin.parent().unwrap_or(&self.bin);
+        format!("LLVM {} ({})", self.version, prefix.display())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,5 +232,55 @@ mod tests {
             let debian = Path::new("/usr/lib").join(format!("llvm-{}", llvm.major));
             assert_eq!(linked_statically(&debian.join("bin/clang"), &debian.join("lib/cmake/llvm")), None);
         }
+    }
+
+    /// A directory with a `bin/llvm-config` that answers `version` and its directories.
+    fn fake_llvm(version: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir()
+            .join(format!("omptarget-indirect-fake-llvm-{version}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        let script = dir.join("bin/llvm-config");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\ncase $1 in --version) echo {version};; --bindir) echo {d}/bin;; \
+                 --libdir) echo {d}/lib;; --includedir) echo {d}/include;; \
+                 --cmakedir) echo {d}/lib/cmake/llvm;; esac\n",
+                d = dir.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir
+    }
+
+    /// The release comes from `llvm-config`; an unsupported one, or none, is refused.
+    #[test]
+    fn the_release_is_read_from_llvm_config() {
+        let dir = fake_llvm("22.1.8");
+        for given in [dir.clone(), dir.join("bin"), dir.join("bin/llvm-config")] {
+            let llvm = LlvmInstall::probe(&given).unwrap();
+            assert_eq!((llvm.release, llvm.version.as_str()), (Llvm::major_version("22"), "22.1.8"));
+            assert_eq!(llvm.tool("clang"), dir.join("bin/clang"));
+            assert_eq!(llvm.include, dir.join("include"));
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+
+        // In the same test: a fake written while another test's thread forks can be held open for
+        // writing by that child, and running it then fails with "text file busy".
+        let dir = fake_llvm("20.1.8");
+        let err = LlvmInstall::probe(&dir).unwrap_err().to_string();
+        assert!(err.contains("LLVM 20.1.8") && err.contains(&Llvm::list()), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+        // A prefix laid out as a static build: refused before anything is built.
+        let dir = fake_llvm("22.1.8");
+        // An ELF executable that needs only the C library, as a static clang needs no libLLVM.
+        std::fs::copy("/bin/true", dir.join("bin/clang")).unwrap();
+        let err = LlvmInstall::probe(&dir).unwrap_err().to_string();
+        assert!(err.contains("linked in statically") && err.contains("bin/clang"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+        let err = LlvmInstall::probe(Path::new("/nonexistent/llvm")).unwrap_err().to_string();
+        assert!(err.contains("/nonexistent/llvm") && err.contains("no bin/llvm-config"), "{err}");
     }
 }

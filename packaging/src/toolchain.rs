@@ -121,7 +121,7 @@ impl<'a> Toolchain<'a> {
     /// device compile ([`Toolchain::device_link_args`] gives the device link its
     /// `libompdevice.a`); amdgcn is compiled `-nogpulib`: clang 22 emits code object v6, whose ROCm
     /// device libraries (`oclc_abi_version_600`) Debian 12 lacks, and the flag also drops the
-    /// DeviceRTL, which [`Toolchain::device_link_args`] then links by name (`docs/llvm22-gpu.md`).
+    /// DeviceRTL, which [`Toolchain::device_link_args`] then links by name (`docs/gpu-devicertl.md`).
     pub fn offload_args(&self, target: &OffloadTarget) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec!["-fopenmp".into()];
         match target.triple {

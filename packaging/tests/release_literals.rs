@@ -1,4 +1,4 @@
-//! One record per LLVM release (`packaging/src/llvm.rs`): the Rust code names no release
+//! One record per LLVM release (`packaging/src/release_record.rs`): the Rust code names no release
 //! anywhere else. A release in code (`"22"`, `clang-19`, `llvm-22`, `llvm19`, `LLVM22_...`) is a
 //! fact that drifts from its record when a release is added or dropped; code reads the record
 //! (`Llvm::oldest()`, `Llvm::reference()`, `Release::major`, ...) instead.
@@ -12,7 +12,7 @@ use std::process::Command;
 
 /// (file, text the line holds, why): the places where a release is named on purpose.
 const ALLOWED: &[(&str, &str, &str)] = &[
-    ("packaging/src/llvm.rs", "", "the release records themselves"),
+    ("packaging/src/release_record.rs", "", "the release records themselves"),
     ("compiler/pass-plugin/build.rs", "", "derives the plugin's cfgs from the release it is built for"),
     ("compiler/pass-plugin/src/llvm.rs", "", "maps each release's cargo feature to its llvm-sys crate"),
     ("xtask/src/main.rs", "llvm16|llvm21", "the help text lists the bundle's parts"),
@@ -106,7 +106,7 @@ fn no_rust_code_outside_the_records_names_an_llvm_release() {
     }
     assert!(
         found.is_empty(),
-        "LLVM releases named outside their records (packaging/src/llvm.rs): read the record instead, \
+        "LLVM releases named outside their records (packaging/src/release_record.rs): read the record instead, \
          or add the place to ALLOWED with why:\n{}",
         found.join("\n")
     );

@@ -29,9 +29,10 @@ use packaging::device_build::DeviceBuild;
 
 use crate::cmd;
 use crate::dist::{Archs, Dist, Parts, FORTRAN_MODULE_SOURCE, PASS_PLUGIN, PLUGINS, REGISTER, STRICT};
-use crate::llvm::{Llvm, LlvmInstall};
+use crate::llvm::Llvm;
 use crate::offload::OffloadTarget;
 use crate::tools::Tools;
+use packaging::llvm_identity::LlvmInstall;
 
 /// What a build is given: the LLVM installs to build for and what it found beside them.
 pub struct Inputs {

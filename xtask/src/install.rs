@@ -13,8 +13,9 @@ use anyhow::{bail, ensure, Context, Result};
 use crate::build::{self, Inputs, Optional};
 use crate::cmd;
 use crate::dist::Archs;
-use crate::llvm::{Llvm, LlvmInstall};
+use crate::llvm::Llvm;
 use crate::requirements::on_path;
+use packaging::llvm_identity::LlvmInstall;
 
 /// Debian's prefix of each supported LLVM release, looked at only when no LLVM is given at all.
 fn debian_llvms() -> impl Iterator<Item = PathBuf> {

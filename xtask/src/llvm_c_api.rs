@@ -40,7 +40,7 @@ enum Declaration {
 /// Writes [`API_FILE`] from the headers of `llvm`'s LLVM (an install prefix, its `bin`, or an
 /// `llvm-config`).
 pub fn run(workspace: &Path, llvm: &Path) -> Result<()> {
-    let install = packaging::llvm::LlvmInstall::probe(llvm)?;
+    let install = packaging::llvm_identity::LlvmInstall::probe(llvm)?;
     let (version, include, clang) = (&install.version, &install.include, install.tool("clang"));
     let used = names::used_in(&workspace.join("compiler/pass-plugin/src"))?;
     let scratch = workspace.join("target/tmp/llvm-c-api");

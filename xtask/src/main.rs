@@ -346,7 +346,7 @@ fn print_env(workspace: &Path) -> Result<()> {
         let mut targets = vec![("x86_64 host offload", offload::OffloadTarget::x86_64())];
         if llvm.device_rtl == DeviceRtl::Debian {
             // Debian ships no GPU DeviceRTL for the other releases: their GPU programs need one
-            // built from LLVM's source (docs/llvm22-gpu.md).
+            // built from LLVM's source (docs/gpu-devicertl.md).
             targets.push(("NVIDIA", offload::OffloadTarget::nvptx("sm_90")));
             targets.push(("AMD", offload::OffloadTarget::amdgcn("gfx90a")));
         }

@@ -39,6 +39,14 @@ fn vendor_markers_define() -> String {
     format!("-DOMPTARGET_INDIRECT_VENDOR_MARKERS={}", literals.join(","))
 }
 
+/// The definition of `OMPTARGET_INDIRECT_CLANG_RELEASES`: the major versions of the releases the
+/// project has a record of ([`packaging::llvm::RELEASES`]), each checked for the Sema internals
+/// the plugin writes (`docs/llvm.md`, "Adding an LLVM release"). The source refuses another clang.
+fn clang_releases_define() -> String {
+    let majors: Vec<&str> = packaging::llvm::RELEASES.iter().map(|r| r.major).collect();
+    format!("-DOMPTARGET_INDIRECT_CLANG_RELEASES={}", majors.join(","))
+}
+
 /// The command that compiles the plugin for `release` into `output` (a shared library): C++17,
 /// no RTTI and no exceptions as clang itself is built, warnings as errors, clang's headers as
 /// system headers (their warnings are not ours). It links neither `libclang-cpp` nor `libLLVM`,
@@ -55,6 +63,7 @@ pub fn compile_command(release: &ClangRelease, output: &Path) -> Command {
         .arg(&release.include)
         .arg(runtime_prefixes_define())
         .arg(vendor_markers_define())
+        .arg(clang_releases_define())
         .arg(source())
         .arg("-o")
         .arg(output);

@@ -37,17 +37,15 @@ use std::collections::HashMap;
 use std::ffi::{CStr, CString, OsString};
 use std::path::{Path, PathBuf};
 
+use crate::fortran_dispatch::Uncopied;
 use crate::ir::{instructions, value_name, value_name_bytes};
 use crate::llvm::bit_reader::LLVMParseBitcodeInContext2;
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMTypeKind;
+use crate::policy;
 use crate::remarks::Kind;
 use crate::translation::Pass;
-
-/// `OMPTARGET_INDIRECT_BINDING_COPIES=0` in the compiler's environment copies nothing (the
-/// negative control): every binding without `declare target` keeps its trapping stub.
-pub const SWITCH: &str = "OMPTARGET_INDIRECT_BINDING_COPIES";
 
 /// The compile option that names the host compile's IR for a device compile (clang's and flang's).
 const HOST_IR_OPTION: &str = "-fopenmp-host-ir-file-path";
@@ -150,9 +148,6 @@ unsafe fn host_procedure(host: LLVMModuleRef, table: &[u8], index: usize) -> Opt
     }
 }
 
-/// Why a binding has no device copy, by type and binding name, for its stub's message.
-pub(crate) type Uncopied = HashMap<(String, String), String>;
-
 /// The host IR file `arguments` (a compiler's command line) names, if any.
 pub fn host_ir_path(arguments: impl IntoIterator<Item = OsString>) -> Option<PathBuf> {
     let mut arguments = arguments.into_iter();
@@ -201,11 +196,11 @@ impl Pass<'_> {
         // module) and disposed of here.
         unsafe {
             let slots = self.unbound_slots();
-            if std::env::var_os(SWITCH).is_some_and(|value| value == "0") {
+            if !policy::copies_bindings() {
                 for slot in slots {
                     uncopied.insert(
                         (slot.type_name, slot.binding),
-                        format!("copies from the host's IR are off ({SWITCH}=0)"),
+                        format!("copies from the host's IR are off ({}=0)", policy::BINDING_COPIES_SWITCH),
                     );
                 }
                 return uncopied;

@@ -3,24 +3,11 @@
 
 use std::collections::HashSet;
 
-use crate::ir::{users, value_name_bytes};
+use crate::ir::{is_known_callee, users, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMOpcode;
 use crate::translation::is_translation;
-
-/// A callee the compiler knows: a function (intrinsics included), an alias, inline asm, or a
-/// constant null / undef (calling those is undefined; translating them changes nothing).
-pub(crate) unsafe fn is_known_callee(callee: LLVMValueRef) -> bool {
-    // SAFETY: type queries on a valid value.
-    unsafe {
-        !LLVMIsAFunction(callee).is_null()
-            || !LLVMIsAGlobalAlias(callee).is_null()
-            || !LLVMIsAInlineAsm(callee).is_null()
-            || !LLVMIsAConstantPointerNull(callee).is_null()
-            || !LLVMIsAUndefValue(callee).is_null()
-    }
-}
 
 /// Whether `translate(operand)` is `operand` whatever the table holds: a known function or null
 /// ([`is_known_callee`]), a translation already, or an address in a global of the device module

@@ -13,7 +13,7 @@ use omptarget_indirect_abi::c_names::{CXX_DYNAMIC_CAST, DYNAMIC_CAST};
 
 use crate::ir::{direct_calls, set_callee, stand_in_for};
 use crate::llvm::core::*;
-use crate::llvm::prelude::*;
+use crate::policy;
 use crate::remarks::Kind;
 use crate::translation::Pass;
 
@@ -33,7 +33,7 @@ impl Pass<'_> {
             }
             let ours = stand_in_for(self.module, cxx, DYNAMIC_CAST);
             for call in calls {
-                let without_rtti = (1..=2).any(|i| is_null_constant(LLVMGetOperand(call, i)));
+                let without_rtti = !policy::casts_with_rtti(call);
                 let Some(ours) = ours.filter(|_| !without_rtti) else {
                     self.summary.dynamic_casts_left += 1;
                     self.remarks.emit(Kind::Missed, call, c"DynamicCastLeftAlone", || {
@@ -62,10 +62,4 @@ impl Pass<'_> {
             }
         }
     }
-}
-
-/// Whether `value` is a null pointer constant (what clang passes for a type_info without RTTI).
-unsafe fn is_null_constant(value: LLVMValueRef) -> bool {
-    // SAFETY: queries on a valid value.
-    unsafe { LLVMIsConstant(value) != 0 && LLVMIsNull(value) != 0 }
 }

@@ -18,6 +18,7 @@ use crate::ir::value_name;
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMLinkage;
+use crate::translation::Pass;
 
 /// The suffix of the kernel's own body once its name is the adapter's.
 const BODY_SUFFIX: &str = ".flang_kernel";
@@ -92,12 +93,21 @@ unsafe fn gpu_style_kernels(module: LLVMModuleRef) -> Vec<LLVMValueRef> {
     kernels
 }
 
+impl Pass<'_> {
+    /// The step that gives a device module adapters of the runtime's signature for flang's x86_64
+    /// kernels ([`adapt_to_argument_array`]), counted in the summary.
+    pub(crate) unsafe fn adapt_flang_kernels(&mut self) {
+        // SAFETY: the pass's module is valid and only the pass accesses it.
+        self.summary.adapted_kernels = unsafe { adapt_to_argument_array(self.module) };
+    }
+}
+
 /// Gives every GPU-style kernel of a flang x86_64 device module an adapter of the runtime's
 /// signature (see the module documentation). Returns how many kernels it adapted.
 ///
 /// # Safety
 /// `module` must be a valid module that no one else accesses during the call.
-pub unsafe fn adapt_to_argument_array(module: LLVMModuleRef) -> usize {
+unsafe fn adapt_to_argument_array(module: LLVMModuleRef) -> usize {
     // SAFETY: valid module (caller).
     if !unsafe { needs_adapters(module) } {
         return 0;

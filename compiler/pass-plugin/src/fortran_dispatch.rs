@@ -34,13 +34,25 @@ use omptarget_indirect_abi::c_names::{
 };
 use omptarget_indirect_abi::{is_fortran_type_descriptor, UNBOUND_BINDING_STUB};
 
-use crate::binding_copies::Uncopied;
 use crate::ir::{direct_calls, set_callee, stand_in_for, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::{LLVMLinkage, LLVMTypeKind, LLVMVisibility};
 use crate::remarks::Kind;
 use crate::translation::Pass;
+
+/// Why a binding has no device copy, by type and binding name, for its stub's message (what
+/// [`crate::binding_copies`] could not copy).
+pub(crate) type Uncopied = std::collections::HashMap<(String, String), String>;
+
+impl Pass<'_> {
+    /// The step that gives a device module one definition per image of each Fortran type descriptor
+    /// ([`share_type_descriptors`]), counted in the summary.
+    pub(crate) unsafe fn share_type_descriptors(&mut self) {
+        // SAFETY: the pass's module is valid and only the pass accesses it.
+        self.summary.shared_type_descriptors = unsafe { share_type_descriptors(self.module) };
+    }
+}
 
 /// Makes every Fortran type descriptor `module` defines privately one definition per image
 /// (`weak_odr`, hidden, no comdat: NVPTX has none), so that every unit's code and the host's
@@ -64,7 +76,7 @@ use crate::translation::Pass;
 ///
 /// # Safety
 /// `module` must be a valid device module that no one else accesses during the call.
-pub unsafe fn share_type_descriptors(module: LLVMModuleRef) -> usize {
+unsafe fn share_type_descriptors(module: LLVMModuleRef) -> usize {
     // SAFETY: reads and linkage changes of the module's globals, none added or removed.
     unsafe {
         let mut shared = Vec::new();

@@ -41,10 +41,7 @@ use crate::ir::{instructions, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMTypeKind;
-
-/// `OMPTARGET_INDIRECT_POLYMORPHIC_MAPS=0` in the compiler's environment leaves flang's map
-/// sizes as they are (the negative control).
-pub const SWITCH: &str = "OMPTARGET_INDIRECT_POLYMORPHIC_MAPS";
+use crate::policy;
 
 /// `__tgt_kernel_arguments`' fields holding the base pointers, pointers, sizes, map types and
 /// mappers arrays.
@@ -61,7 +58,7 @@ pub unsafe fn map_dynamic_sizes(module: LLVMModuleRef) -> usize {
     // SAFETY: instructions of the module's functions, collected per function before any change;
     // the changes replace store operands and add loads before those stores.
     unsafe {
-        if std::env::var_os(SWITCH).is_some_and(|value| value == "0") {
+        if !policy::maps_dynamic_types() {
             return 0;
         }
         let mut changed = 0;

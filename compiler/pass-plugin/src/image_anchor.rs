@@ -18,13 +18,23 @@ use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::{LLVMLinkage, LLVMVisibility};
 use crate::offload_entries::{entry_name_string, ENTRIES_SECTION, ENTRY_ALIGNMENT};
+use crate::translation::Pass;
+
+impl Pass<'_> {
+    /// The step that gives a device module the image anchor ([`define_in_device`]), counted in the
+    /// summary.
+    pub(crate) unsafe fn define_image_anchor(&mut self) {
+        // SAFETY: the pass's module is valid and only the pass accesses it.
+        self.summary.image_anchor = unsafe { define_in_device(self.module) };
+    }
+}
 
 /// Defines the anchor in a device module (weak, protected, zero, in `llvm.compiler.used`), unless
 /// the module has it. Returns whether it added it.
 ///
 /// # Safety
 /// `module` must be a valid device module that no one else accesses during the call.
-pub unsafe fn define_in_device(module: LLVMModuleRef) -> bool {
+unsafe fn define_in_device(module: LLVMModuleRef) -> bool {
     let name = CString::new(IMAGE_ANCHOR).expect("no NUL in the anchor's name");
     // SAFETY: a lookup and new globals in a valid module.
     unsafe {

@@ -30,6 +30,7 @@ use crate::llvm::{LLVMLinkage, LLVMVisibility};
 use crate::offload_entries::{
     copy_entry, entry_name_string, offload_entries, string_of, with_fields, Entry, INDIRECT,
 };
+use crate::translation::Pass;
 
 /// The prefix clang gives the names of its entries of indirect functions (and kernels).
 const CLANG_PREFIX: &[u8] = b"__omp_offloading_";
@@ -89,12 +90,21 @@ unsafe fn defined_by_every_user(function: LLVMValueRef) -> bool {
     }
 }
 
+impl Pass<'_> {
+    /// The step that gives a device module the twins of clang's indirect-function globals
+    /// ([`name_device_globals`]), counted in the summary.
+    pub(crate) unsafe fn name_device_globals(&mut self) {
+        // SAFETY: the pass's module is valid and only the pass accesses it.
+        self.summary.indirect_entries = unsafe { name_device_globals(self.module) };
+    }
+}
+
 /// Device module: the twin of each of clang's indirect-function globals (and clang's own made weak
 /// where the function is inline). Returns how many twins it added.
 ///
 /// # Safety
 /// `module` must be a valid device module that no one else accesses during the call.
-pub unsafe fn name_device_globals(module: LLVMModuleRef) -> usize {
+unsafe fn name_device_globals(module: LLVMModuleRef) -> usize {
     // SAFETY: the module's globals, read before the twins are added.
     unsafe {
         let mut found = Vec::new();

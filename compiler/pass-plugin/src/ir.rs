@@ -230,3 +230,16 @@ pub(crate) unsafe fn md_string(value: LLVMValueRef) -> Option<Vec<u8>> {
         (!text.is_null()).then(|| std::slice::from_raw_parts(text.cast::<u8>(), len as usize).to_vec())
     }
 }
+
+/// A callee the compiler knows: a function (intrinsics included), an alias, inline asm, or a
+/// constant null / undef (calling those is undefined; translating them changes nothing).
+pub(crate) unsafe fn is_known_callee(callee: LLVMValueRef) -> bool {
+    // SAFETY: type queries on a valid value.
+    unsafe {
+        !LLVMIsAFunction(callee).is_null()
+            || !LLVMIsAGlobalAlias(callee).is_null()
+            || !LLVMIsAInlineAsm(callee).is_null()
+            || !LLVMIsAConstantPointerNull(callee).is_null()
+            || !LLVMIsAUndefValue(callee).is_null()
+    }
+}

@@ -11,11 +11,10 @@
 
 use omptarget_indirect_abi::c_names::LLVM_LOOKUP;
 
-use crate::ir::{direct_calls, set_callee, users, value_name_bytes};
+use crate::ir::{direct_calls, set_callee, value_name_bytes};
 use crate::llvm::core::*;
-use crate::llvm::prelude::*;
 use crate::llvm::LLVMAttributeFunctionIndex;
-use crate::policy::is_runtime_function;
+use crate::policy::{self, is_runtime_function};
 use crate::remarks::Kind;
 use crate::translation::{Pass, CLANG_VTABLE_LOOKUP, VTABLE_TRANSLATION};
 
@@ -48,9 +47,7 @@ impl Pass<'_> {
                 for &attribute in &self.pure {
                     LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, attribute);
                 }
-                // clang looks up vtable pointers and function pointers; a vtable pointer's result
-                // is read (its slots), a function pointer's called.
-                if !is_called(call) {
+                if policy::looks_up_a_vtable_pointer(call) {
                     self.mark(call, VTABLE_TRANSLATION);
                     self.mark(call, CLANG_VTABLE_LOOKUP);
                 }
@@ -62,16 +59,5 @@ impl Pass<'_> {
                 });
             }
         }
-    }
-}
-
-/// Whether some user of `value` calls it (it is the callee of a call or an invoke).
-unsafe fn is_called(value: LLVMValueRef) -> bool {
-    // SAFETY: use-list reads and type queries on a valid value and its users.
-    unsafe {
-        users(value).into_iter().any(|user| {
-            (!LLVMIsACallInst(user).is_null() || !LLVMIsAInvokeInst(user).is_null())
-                && LLVMGetCalledValue(user) == value
-        })
     }
 }

@@ -48,10 +48,6 @@ extern "C" {
     ) -> u32;
 }
 
-/// The environment variable that turns the cache off for a compile (`=0`): the benchmarks build
-/// their loops both ways to measure what it saves ([`policy::caches_loops`]).
-pub const SWITCH: &str = "OMPTARGET_INDIRECT_LOOP_CACHE";
-
 impl Pass<'_> {
     /// Caches the translations left in the loops of the module's program functions.
     pub(crate) unsafe fn cache_loop_translations(&mut self) {

@@ -6,20 +6,23 @@
 //! | leave alone | the OpenMP runtime's own functions ([`is_runtime_function`]) | `rewrite`, `llvm_lookups`, `loop_cache` |
 //! | translate | the callee of every indirect call ([`indirect_call`]), every vtable pointer load, and every load of a Fortran descriptor's type-descriptor pointer | `rewrite`, `vtables`, `fortran_dispatch` |
 //! | pair | each dispatch table (vtable or Fortran type descriptor: `omptarget_indirect_abi::is_dispatch_table`) one definition per image, its words exported | `vtables`, `fortran_dispatch` |
-//! | route | calls the runtime would answer from host data: `__dynamic_cast`, flang's `same_type_as` and `extends_type_of` | `dynamic_casts`, `fortran_dispatch` |
+//! | route | calls the runtime would answer from host data: `__dynamic_cast` where it has RTTI ([`casts_with_rtti`]), flang's `same_type_as` and `extends_type_of` | `dynamic_casts`, `fortran_dispatch` |
+//! | adopt | clang 23's own lookups become translations, a vtable pointer's told from a function pointer's ([`looks_up_a_vtable_pointer`]) | `llvm_lookups` |
 //! | not again | a translation already, a slot of a translated vtable, a local that only ever holds device addresses ([`indirect_call`]) | `rewrite` |
 //! | fold | `translate(x)` is `x` where `x` is a device address whatever the table holds ([`folds`]) | `rewrite` (and the peephole step) |
 //! | provide | what a GPU's device runtime defines, so a function reaching it may stay ([`runtime_provides`]) | `host_only` |
 //! | stub | a vtable slot of a function kept off the device ([`kept_off`]) or reaching what nothing provides: a stub that traps | `host_only` |
 //! | cache | translations of vtable pointers left in loops, after the optimizer, unless switched off ([`caches_loops`]) | `loop_cache` |
 //! | guard | on GPUs, a translation in a loop looks up only keys in the table's range ([`guards_key_range`]) | `loop_cache` |
+//! | copy | Fortran bindings without `declare target` get device copies from the host compile's IR, unless switched off ([`copies_bindings`]) | `binding_copies` |
+//! | map | polymorphic objects are mapped by their dynamic type, unless switched off ([`maps_dynamic_types`]) | `fortran_maps` |
 //!
 //! Each decision has its IR test in `tests/rewrite.rs` (a module in, the decision out).
 
 use std::collections::HashSet;
 
 use crate::device_addresses::{holds_only_device_addresses, translates_to_itself};
-use crate::ir::{has_module_flag, value_name_bytes};
+use crate::ir::{has_module_flag, users, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMLinkage;
@@ -169,12 +172,77 @@ pub unsafe fn kept_off(function: LLVMValueRef) -> bool {
     }
 }
 
+/// Whether a call of `__dynamic_cast` is routed to the device library's cast: only where it has
+/// RTTI (its type_info arguments are not null constants). clang gives GPU device code none, so
+/// no runtime can answer those: they are left as they are, with a remark.
+///
+/// # Safety
+/// `call` must be a valid call of `__dynamic_cast` (four arguments).
+pub unsafe fn casts_with_rtti(call: LLVMValueRef) -> bool {
+    // SAFETY: operand reads and constant queries on a valid call (caller).
+    unsafe {
+        (1..=2).all(|i| {
+            let type_info = LLVMGetOperand(call, i);
+            LLVMIsConstant(type_info) == 0 || LLVMIsNull(type_info) == 0
+        })
+    }
+}
+
+/// Whether a call of clang's own lookup (`__llvm_omp_indirect_call_lookup`) looks up a vtable
+/// pointer rather than a function pointer: clang inserts both, and a function pointer's result
+/// is called while a vtable pointer's is read (its slots). The translation that replaces it is
+/// then marked as a vtable's, for the loop cache.
+///
+/// # Safety
+/// `call` must be a valid call.
+pub unsafe fn looks_up_a_vtable_pointer(call: LLVMValueRef) -> bool {
+    // SAFETY: use-list reads and type queries on a valid value and its users.
+    unsafe {
+        !users(call).into_iter().any(|user| {
+            (!LLVMIsACallInst(user).is_null() || !LLVMIsAInvokeInst(user).is_null())
+                && LLVMGetCalledValue(user) == call
+        })
+    }
+}
+
+/// The environment variable that turns the loop cache off for a compile (`=0`): the benchmarks
+/// build their loops both ways to measure what it saves.
+pub const LOOP_CACHE_SWITCH: &str = "OMPTARGET_INDIRECT_LOOP_CACHE";
+
+/// The environment variable that turns copies of Fortran bindings from the host's IR off (`=0`):
+/// the negative control, where every binding without `declare target` keeps its trapping stub.
+pub const BINDING_COPIES_SWITCH: &str = "OMPTARGET_INDIRECT_BINDING_COPIES";
+
+/// The environment variable that leaves flang's map sizes of polymorphic objects as they are
+/// (`=0`): the negative control of the dynamic-type maps.
+pub const POLYMORPHIC_MAPS_SWITCH: &str = "OMPTARGET_INDIRECT_POLYMORPHIC_MAPS";
+
+/// Whether a switch of the compiler's environment leaves its step on: anything but `0`.
+fn is_on(switch: Option<&std::ffi::OsStr>) -> bool {
+    switch.is_none_or(|value| value != "0")
+}
+
 /// Whether translations left in loops get the loop cache in this `phase`: after the optimizer
-/// (which hoisted the loop-invariant ones), unless `OMPTARGET_INDIRECT_LOOP_CACHE=0`
-/// ([`crate::loop_cache::SWITCH`]) is in the compiler's environment.
+/// (which hoisted the loop-invariant ones), unless [`LOOP_CACHE_SWITCH`] is off.
 pub fn caches_loops(phase: Phase) -> bool {
-    phase == Phase::OptimizerLast
-        && std::env::var_os(crate::loop_cache::SWITCH).is_none_or(|value| value != "0")
+    caches_loops_with(phase, std::env::var_os(LOOP_CACHE_SWITCH).as_deref())
+}
+
+/// [`caches_loops`] with the switch's value given.
+fn caches_loops_with(phase: Phase, switch: Option<&std::ffi::OsStr>) -> bool {
+    phase == Phase::OptimizerLast && is_on(switch)
+}
+
+/// Whether a device compile gives Fortran bindings without `declare target` device copies of
+/// their host procedures, from the host compile's IR: unless [`BINDING_COPIES_SWITCH`] is off.
+pub fn copies_bindings() -> bool {
+    is_on(std::env::var_os(BINDING_COPIES_SWITCH).as_deref())
+}
+
+/// Whether a host compile maps polymorphic objects by their dynamic type's size and components:
+/// unless [`POLYMORPHIC_MAPS_SWITCH`] is off.
+pub fn maps_dynamic_types() -> bool {
+    is_on(std::env::var_os(POLYMORPHIC_MAPS_SWITCH).as_deref())
 }
 
 /// Whether a translation in a loop looks up only keys in the table's range: on GPUs, where lanes
@@ -227,10 +295,20 @@ mod tests {
 
     #[test]
     fn loops_are_cached_after_the_optimizer_only() {
-        assert!(!caches_loops(Phase::PipelineStart));
-        // (The switch is read from the environment, which the suite's benchmarks set per compile.)
-        if std::env::var_os(crate::loop_cache::SWITCH).is_none() {
-            assert!(caches_loops(Phase::OptimizerLast));
+        use std::ffi::OsStr;
+        for switch in [None, Some(OsStr::new("1"))] {
+            assert!(!caches_loops_with(Phase::PipelineStart, switch));
+            assert!(caches_loops_with(Phase::OptimizerLast, switch));
         }
+        assert!(!caches_loops_with(Phase::OptimizerLast, Some(OsStr::new("0"))), "switched off");
+    }
+
+    #[test]
+    fn a_switch_is_off_at_zero_only() {
+        use std::ffi::OsStr;
+        assert!(is_on(None));
+        assert!(is_on(Some(OsStr::new("1"))));
+        assert!(is_on(Some(OsStr::new(""))));
+        assert!(!is_on(Some(OsStr::new("0"))));
     }
 }

@@ -6,6 +6,9 @@
 //!   their indirect offload entries ([`crate::fortran`]) and the vtables are recorded
 //!   ([`crate::host_vtables`]).
 //! - Each decision below is [`crate::policy`]'s; this module is the driver that applies them.
+//! - A step on a device module is a method of [`Pass`] (it may emit remarks and counts into the
+//!   summary); a step on a host module is a function of the module returning its count (a host
+//!   compile has no pass state: no translation, no remarks).
 //! - An indirect call is a call or invoke whose callee is not a known function: not a function,
 //!   an alias, inline asm, null or undef (intrinsics are functions). Its callee operand is
 //!   replaced in place, so it keeps its attributes, calling convention, operand bundles and
@@ -38,8 +41,7 @@
 use std::path::Path;
 
 use crate::device_addresses::device_global_of;
-use crate::device_addresses::is_known_callee;
-use crate::ir::{direct_calls, instructions, value_name, value_name_bytes};
+use crate::ir::{direct_calls, instructions, is_known_callee, value_name, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::policy::{self, IndirectCall};
@@ -114,12 +116,12 @@ pub unsafe fn rewrite_module_with_host_ir(
         }
         if phase == Phase::PipelineStart {
             pass.adopt_llvm_lookups();
-            pass.summary.image_anchor = crate::image_anchor::define_in_device(module);
-            pass.summary.adapted_kernels = crate::flang_kernels::adapt_to_argument_array(module);
-            pass.summary.indirect_entries = crate::indirect_entries::name_device_globals(module);
+            pass.define_image_anchor();
+            pass.adapt_flang_kernels();
+            pass.name_device_globals();
             let uncopied = pass.copy_bindings_from_host(host_ir);
             pass.ungroup_local_variables();
-            pass.summary.shared_type_descriptors = crate::fortran_dispatch::share_type_descriptors(module);
+            pass.share_type_descriptors();
             pass.summary.unbound_bindings = pass.stub_unbound_bindings(&uncopied);
             pass.export_vtable_words();
             pass.route_dynamic_casts();

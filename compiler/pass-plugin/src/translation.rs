@@ -4,8 +4,7 @@
 
 use std::collections::HashSet;
 
-use crate::device_addresses::is_known_callee;
-use crate::ir::{has_metadata, picks_only, users, value_name_bytes};
+use crate::ir::{has_metadata, is_known_callee, picks_only, users, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::debuginfo::LLVMInstructionGetDebugLoc;
 use crate::llvm::prelude::*;

@@ -12,10 +12,7 @@ use crate::rtl_interface::{
     TgtDeviceImage, OMP_DECLARE_TARGET_INDIRECT, OMP_DECLARE_TARGET_INDIRECT_VTABLE, OMP_REGISTER_REQUIRES,
 };
 
-/// Size of a legacy entry.
-pub const LEGACY_ENTRY_SIZE: usize = 32;
-/// Size of a v1 entry.
-pub const V1_ENTRY_SIZE: usize = 56;
+use crate::rtl_interface::{LEGACY_ENTRY_SIZE, V1_ENTRY_SIZE};
 /// Longest symbol name accepted; a longer one means the name pointer is garbage.
 pub const MAX_NAME_LEN: usize = 4096;
 

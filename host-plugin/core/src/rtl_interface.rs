@@ -97,7 +97,13 @@ pub struct TgtOffloadEntryV1 {
     pub aux_addr: *mut c_void,
 }
 
-const _: () = assert!(std::mem::size_of::<TgtOffloadEntryV1>() == crate::entries::V1_ENTRY_SIZE);
+/// Size of a legacy entry ([`TgtOffloadEntry`]).
+pub const LEGACY_ENTRY_SIZE: usize = 32;
+/// Size of a v1 entry ([`TgtOffloadEntryV1`]).
+pub const V1_ENTRY_SIZE: usize = 56;
+
+const _: () = assert!(std::mem::size_of::<TgtOffloadEntryV1>() == V1_ENTRY_SIZE);
+const _: () = assert!(std::mem::size_of::<TgtOffloadEntry>() == LEGACY_ENTRY_SIZE);
 
 /// `OFK_OpenMP` of `llvm::object::OffloadKind`: the kind of OpenMP's v1 entries.
 pub const OFFLOAD_KIND_OPENMP: u16 = 1;

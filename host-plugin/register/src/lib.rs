@@ -40,8 +40,8 @@ use std::ffi::{c_void, CString};
 use std::sync::Mutex;
 
 use omptarget_indirect_abi::vtable_word;
-use plugin_core::entries::V1_ENTRY_SIZE;
 pub use plugin_core::rtl_interface::TgtBinDesc;
+use plugin_core::rtl_interface::V1_ENTRY_SIZE;
 use plugin_core::rtl_interface::{
     TgtDeviceImage, TgtOffloadEntry, TgtOffloadEntryV1 as EntryV1, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE,
     OFFLOAD_KIND_OPENMP, OMP_DECLARE_TARGET_INDIRECT, OMP_DECLARE_TARGET_INDIRECT_VTABLE,

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use plugin_core::rtl_interface::{
     FptrMapEntry, KernelArgs, TgtDeviceImage, TgtImageInfo, TgtOffloadEntry, TgtTargetTable, OFFLOAD_FAIL,
+    OFFLOAD_SUCCESS,
 };
 
 /// `target/dist/<relative>`, the dist tree `cargo xtask build` writes (plugins, device
@@ -231,22 +232,49 @@ pub unsafe fn target_entries(table: *mut TgtTargetTable) -> Option<Vec<TgtOffloa
     }
 }
 
-/// Asserts what a GPU plugin does where its vendor runtime or device is missing: `init_plugin`
-/// fails (so libomptarget drops the plugin), it reports 0 devices, rejects `image`, and refuses
-/// every device call with `OFFLOAD_FAIL` or null instead of crashing.
+/// What a GPU plugin must do with bad input on any machine: where its driver and devices are
+/// missing, `init_plugin` fails (so libomptarget drops the plugin), it reports 0 devices,
+/// rejects `image`, and refuses every device call with `OFFLOAD_FAIL` or null; where it has devices, it rejects bytes that
+/// are no image at all (`image` may be a real one of theirs), refuses every call naming a device it does not have (the first past the last,
+/// and -1) with `OFFLOAD_FAIL` or null instead of crashing, and deinitialises cleanly. Returns
+/// the devices it reported, for the test to say which half ran.
 ///
 /// # Safety
 /// `api` was loaded from a plugin that implements the libomptarget 16 plugin ABI.
-pub unsafe fn assert_no_devices(api: &Api, image: &OffloadImage) {
+pub unsafe fn assert_refuses_bad_input(api: &Api, image: &OffloadImage) -> i32 {
     // SAFETY: the plugin's C ABI with valid or null arguments, which it must refuse cleanly.
     unsafe {
-        assert_eq!((api.init_plugin)(), OFFLOAD_FAIL, "init_plugin fails, so libomptarget drops the plugin");
-        assert_eq!((api.number_of_devices)(), 0);
-        assert_eq!((api.is_valid_binary_info)(image.ptr(), std::ptr::null()), 0);
-        assert!((api.load_binary)(0, image.ptr()).is_null());
-        assert_eq!((api.set_function_ptr_map)(0, 0, std::ptr::null()), OFFLOAD_FAIL);
-        assert!((api.data_alloc)(0, 64, std::ptr::null_mut(), 0).is_null());
-        assert_eq!((api.init_device)(0), OFFLOAD_FAIL);
-        assert_eq!((api.deinit_plugin)(), OFFLOAD_FAIL);
+        if (api.init_plugin)() != OFFLOAD_SUCCESS {
+            assert_eq!((api.number_of_devices)(), 0, "init_plugin failed, so no device is offered");
+            assert_eq!((api.is_valid_binary_info)(image.ptr(), std::ptr::null()), 0);
+            assert!((api.load_binary)(0, image.ptr()).is_null());
+            assert_eq!((api.set_function_ptr_map)(0, 0, std::ptr::null()), OFFLOAD_FAIL);
+            assert!((api.data_alloc)(0, 64, std::ptr::null_mut(), 0).is_null());
+            assert_eq!((api.init_device)(0), OFFLOAD_FAIL);
+            assert_eq!((api.deinit_plugin)(), OFFLOAD_FAIL);
+            return 0;
+        }
+        let devices = (api.number_of_devices)();
+        assert!(
+            devices > 0,
+            "init_plugin succeeded with no device: libomptarget keeps a plugin it cannot use"
+        );
+        let junk = OffloadImage::new(vec![0u8; 32], &[]);
+        assert_eq!((api.is_valid_binary_info)(junk.ptr(), std::ptr::null()), 0, "32 zero bytes are no image");
+        for absent in [devices, -1] {
+            assert!((api.load_binary)(absent, image.ptr()).is_null(), "load_binary on device {absent}");
+            assert_eq!(
+                (api.set_function_ptr_map)(absent, 0, std::ptr::null()),
+                OFFLOAD_FAIL,
+                "device {absent}"
+            );
+            assert!(
+                (api.data_alloc)(absent, 64, std::ptr::null_mut(), 0).is_null(),
+                "data_alloc on {absent}"
+            );
+            assert_eq!((api.init_device)(absent), OFFLOAD_FAIL, "init_device({absent})");
+        }
+        assert_eq!((api.deinit_plugin)(), OFFLOAD_SUCCESS);
+        devices
     }
 }

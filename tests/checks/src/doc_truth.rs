@@ -114,7 +114,7 @@ pub fn check(workspace: &Path) -> Result<String> {
             configs += 1;
             if !recorded(&compiler, &major) {
                 findings.push(format!(
-                    "{}: `{compiler}-{major}.cfg` is no release record's (packaging/src/llvm.rs)",
+                    "{}: `{compiler}-{major}.cfg` is no release record's (packaging/src/release_record.rs)",
                     page.display()
                 ));
             }

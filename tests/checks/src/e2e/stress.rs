@@ -229,8 +229,10 @@ fn stress(toolchain: &Toolchain, exe: &Path, program: &Program, device: Device) 
             Outcome::Failed(code, text) => {
                 tally.failed += 1;
                 let tail: Vec<&str> = text.lines().rev().take(12).collect();
-                let shown: Vec<&str> = tail.into_iter().rev().collect();
-                Some(format!("run {run} exited with {code:?}:\n{}", shown.join("\n")))
+                let last = tail.first().copied().unwrap_or("(nothing printed)");
+                let shown: Vec<&str> = tail.iter().rev().copied().collect();
+                // The last line first: a report's first line is all some readers see.
+                Some(format!("run {run} exited with {code:?}: {last}\n{}", shown.join("\n")))
             }
             Outcome::Hung(stacks) => {
                 tally.hung += 1;
@@ -289,7 +291,7 @@ pub fn check(workspace: &Path, toolchain: &Toolchain, device: Device) -> Result<
         tally.slowest.as_secs_f64()
     );
     if let Some(first) = &tally.first_failure {
-        bail!("{summary}; the first:\n{first}");
+        bail!("{summary}; the first: {first}");
     }
     if device == Device::Strict {
         return Ok(summary);
