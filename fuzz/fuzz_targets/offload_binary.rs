@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(image) = plugin_core::image::unwrap(data) {
+    if let Ok(image) = host_table::image::unwrap(data) {
         let _ = image.triple.as_deref();
         let _ = omptarget_rtl_x86_64::validate::check_shared_object(image.bytes);
     }

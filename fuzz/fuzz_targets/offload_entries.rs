@@ -5,12 +5,12 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let name_at = |address: u64| -> plugin_core::Result<String> {
+    let name_at = |address: u64| -> host_table::Result<String> {
         let start = usize::try_from(address).ok().filter(|&a| a < data.len());
         let tail =
-            start.map(|a| &data[a..]).ok_or_else(|| plugin_core::PluginError::InvalidImage("name".into()))?;
+            start.map(|a| &data[a..]).ok_or_else(|| host_table::PluginError::InvalidImage("name".into()))?;
         let end = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
         Ok(String::from_utf8_lossy(&tail[..end]).into_owned())
     };
-    let _ = plugin_core::entries::parse(data, name_at);
+    let _ = host_table::entries::parse(data, name_at);
 });

@@ -8,7 +8,7 @@
 use std::ffi::{c_char, c_void, CStr};
 
 use libfuzzer_sys::fuzz_target;
-use plugin_core::rtl_interface::TgtOffloadEntryV1;
+use host_table::rtl_interface::TgtOffloadEntryV1;
 
 /// The names an entry may have.
 const NAMES: [&CStr; 9] = [

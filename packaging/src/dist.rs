@@ -17,7 +17,7 @@ pub const PLUGINS: &[(&str, &str, &str)] = &[
 pub const STRICT: (&str, &str, &str) =
     ("omptarget-indirect-strict", "libomptarget_indirect_strict.so", "libomptarget-indirect-strict.so");
 
-/// The registration library the configuration files of the stock releases (21, 22, 23) link (`host-plugin/register`): its
+/// The registration library the configuration files of the stock releases (21, 22, 23) link (`stock-runtime`): its
 /// cargo package, the library cargo writes, and its installed name.
 pub const REGISTER: (&str, &str, &str) =
     ("omptarget-indirect-register", "libomptarget_indirect_register.so", "libomptarget-indirect-register.so");

@@ -29,7 +29,7 @@ pub enum Runtime {
         /// Whether it fills its table of indirect functions for the x86_64 host-offload device
         /// too (LLVM 22+: libomptarget does it for every device; LLVM 18-21: only the GPU plugins
         /// do, and the registration library installs the project's table when the device image
-        /// loads: `host-plugin/register/src/x86_64_table.rs`).
+        /// loads: `stock-runtime/src/x86_64_table.rs`).
         fills_x86_64_table: bool,
         /// Whether its x86_64 host plugin calls a kernel with one argument array (`void
         /// kernel(void **args)`, LLVM 23+) rather than each argument in its place (libffi, LLVM

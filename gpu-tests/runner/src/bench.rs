@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use plugin_core::rtl_interface::FptrMapEntry;
+use host_table::rtl_interface::FptrMapEntry;
 use plugin_test_support::random::{sorted_pairs, splitmix};
 
 use crate::cuda::{Arg, Gpu, Result};

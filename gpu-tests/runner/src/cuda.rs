@@ -6,9 +6,9 @@ use std::path::Path;
 
 use cuda_driver::image::{classify, cubin_runs_on, CudaImage};
 use cuda_driver::{attr, CuDevice, CuDevicePtr, DeviceBuffer, Driver, LoadedModule};
+use host_table::fptr_map::{map_global_writes, FptrTable, HashIndex};
+use host_table::rtl_interface::{FptrIndex, FptrMapEntry};
 use plugin_core::environment::{DEVICE_ENVIRONMENT, INDIRECT_CALL_TABLE_OFFSET};
-use plugin_core::fptr_map::{map_global_writes, FptrTable, HashIndex};
-use plugin_core::rtl_interface::{FptrIndex, FptrMapEntry};
 
 /// Errors here are plain messages: this is a test program.
 pub type Result<T> = std::result::Result<T, String>;
@@ -181,7 +181,7 @@ pub struct Installed<'g> {
 
 impl<'g> Module<'g> {
     /// Copies `entries` (sorted, unique keys) to the device and points the module's map globals
-    /// at them; with `index`, also builds the plugin's hash index (`plugin_core::fptr_map`) and
+    /// at them; with `index`, also builds the plugin's hash index (`host_table::fptr_map`) and
     /// fills `__omp_offloading_fptr_index`, else clears it (the table alone, as any other
     /// producer installs it). An empty table clears everything.
     pub fn install(&self, entries: &[FptrMapEntry], index: bool) -> Result<Installed<'g>> {

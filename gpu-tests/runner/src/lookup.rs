@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use plugin_core::rtl_interface::{FptrMapEntry, FPTR_MAP_P, FPTR_MAP_SIZE};
+use host_table::rtl_interface::{FptrMapEntry, FPTR_MAP_P, FPTR_MAP_SIZE};
 use plugin_test_support::random::sorted_pairs;
 
 use crate::cuda::{Arg, Gpu, Result};

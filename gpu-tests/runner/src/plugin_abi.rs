@@ -9,8 +9,8 @@
 use std::ffi::c_void;
 use std::path::Path;
 
-use plugin_core::fptr_map::{FptrTable, HashIndex};
-use plugin_core::rtl_interface::{
+use host_table::fptr_map::{FptrTable, HashIndex};
+use host_table::rtl_interface::{
     FptrMapEntry, TgtImageInfo, TgtTargetTable, FPTR_MAP_P, FPTR_MAP_SIZE, OFFLOAD_FAIL, OFFLOAD_SUCCESS,
 };
 use plugin_test_support::random::sorted_pairs;

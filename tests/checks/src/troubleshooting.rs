@@ -11,7 +11,7 @@
 //!   (`eprintln!`, `format!`, `write!`, ...) whose text, with the constants it names filled in
 //!   (`{PREFIX}`, `{NAME}`, `{}` of a constant), starts with `omptarget-indirect (`,
 //!   `omptarget-indirect strict:` or `omptarget-indirect:`; the common helper's lines
-//!   (`host-plugin/core/src/diagnostics.rs`, `omptarget-indirect ({plugin}) error: ...`) once for
+//!   (`host-table/src/diagnostics.rs`, `omptarget-indirect ({plugin}) error: ...`) once for
 //!   each plugin name its callers pass;
 //! - the messages given to that helper (`diagnostics::info(...)`, `diagnostics::notice_once(...)`)
 //!   and the causes the plugins' error types print (`write!` in their `Display` impls);
@@ -37,7 +37,12 @@ use anyhow::{bail, ensure, Context, Result};
 pub const PAGE: &str = "docs/troubleshooting.md";
 
 /// Directories of product code whose messages are read (all of them, less test code).
-pub const SOURCE_DIRS: [&str; 4] = ["host-plugin", "strict", "device-rtl", "compiler"];
+pub const SOURCE_DIRS: [&str; 6] =
+    ["host-table", "plugins", "stock-runtime", "strict", "device-rtl", "compiler"];
+
+/// The host runtime's directories: the libomptarget 16 plugins, the registration library and the
+/// table both stand on (their errors' `Display` texts are messages too).
+const HOST_RUNTIME_DIRS: [&str; 3] = ["host-table/", "plugins/", "stock-runtime/"];
 
 /// The install's files whose messages are read.
 pub const INSTALL_FILES: [&str; 3] =
@@ -96,7 +101,7 @@ pub fn check(workspace: &Path) -> Result<String> {
 pub fn check_sources(sources: &[Source], page: &str) -> Result<String> {
     let messages = extract(sources)?;
     for (area, prefix) in [
-        ("the plugins", "host-plugin/"),
+        ("the plugins", "plugins/"),
         ("the strict device", "strict/"),
         ("the compiler plugins", "compiler/"),
         ("the install", ""),
@@ -719,7 +724,7 @@ fn rust_messages(
     let krate = crate_of(&source.path);
     let path = source.path.as_str();
     let install = INSTALL_FILES.contains(&path);
-    let plugins = path.starts_with("host-plugin/");
+    let plugins = HOST_RUNTIME_DIRS.iter().any(|dir| path.starts_with(dir));
     let compiler = path.starts_with("compiler/");
     let functions = enclosing_functions(t);
     // Ranges whose formatted and plain literals are messages.
@@ -1031,7 +1036,7 @@ mod tests {
     fn sample() -> Vec<Source> {
         vec![
             source(
-                "host-plugin/core/src/diagnostics.rs",
+                "host-table/src/diagnostics.rs",
                 r#"
 pub fn failed(plugin: &str, call: &str, cause: &str) {
     eprintln!("omptarget-indirect ({plugin}) error: {}: {cause}", site(call));
@@ -1055,7 +1060,7 @@ mod tests {
 "#,
             ),
             source(
-                "host-plugin/gpu/src/lib.rs",
+                "plugins/gpu/src/lib.rs",
                 r#"
 impl Backend for Gpu {
     const NAME: &'static str = "gpu";
@@ -1146,7 +1151,7 @@ fn check_rust() -> Result<()> {
     #[test]
     fn a_helper_line_without_a_caller_naming_its_plugin_fails() {
         let lone = [source(
-            "host-plugin/core/src/diagnostics.rs",
+            "host-table/src/diagnostics.rs",
             r#"pub fn panicked(plugin: &str) { eprintln!("omptarget-indirect ({plugin}) error: {}: panic", 1); }"#,
         )];
         let err = extract(&lone).unwrap_err().to_string();
@@ -1193,13 +1198,13 @@ fn check_rust() -> Result<()> {
 
         let mut with_new = sources.clone();
         with_new.push(source(
-            "host-plugin/register/src/lib.rs",
+            "stock-runtime/src/registration.rs",
             "fn f() { eprintln!(\"omptarget-indirect (register) error: a brand-new failure: {why}\"); }",
         ));
         let err = check_sources(&with_new, &page).unwrap_err().to_string();
         assert!(err.contains("1 message(s) without an entry"), "{err}");
         assert!(err.contains("omptarget-indirect (register) error: a brand-new failure:"), "{err}");
-        assert!(err.contains("host-plugin/register/src/lib.rs:1"), "{err}");
+        assert!(err.contains("stock-runtime/src/registration.rs:1"), "{err}");
 
         page.push_str("- `omptarget-indirect (register) error: a brand-new failure: <why>`: ...\n");
         assert!(check_sources(&with_new, &page).is_ok());

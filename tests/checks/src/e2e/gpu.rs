@@ -163,7 +163,7 @@ fn expect_translation_linked(data: &[u8], what: &str) -> Result<()> {
 }
 
 /// The AMDGPU plugin's assumptions checked against `images` by the `amdgpu-hsa` crate's own test
-/// (`host-plugin/amdgpu-hsa/tests/clang_images.rs`, ignored unless asked for, as here); how many
+/// (`plugins/amdgpu-hsa/tests/clang_images.rs`, ignored unless asked for, as here); how many
 /// kernels have a reduction buffer, as it reports.
 fn check_amdgpu_images(workspace: &Path, tools: &crate::tools::Tools, images: &[PathBuf]) -> Result<String> {
     let joined = std::env::join_paths(images)?;

@@ -4,7 +4,7 @@
 //! `DynamicLibrary` handle set, then the plugin's deinitialization), and the second `dlclose`
 //! reads a freed link map: the program dies at exit or not, as its heap happens to lie. The
 //! registration library holds one more reference to each image where the runtime does that
-//! (`host-plugin/register/src/x86_64_table.rs`). Shown on the `unmodified` program: built stock,
+//! (`stock-runtime/src/x86_64_table.rs`). Shown on the `unmodified` program: built stock,
 //! with the project, and with the project but `OMPTARGET_INDIRECT_HOLD_IMAGES=0` (the negative
 //! control, which must close twice wherever stock does).
 
