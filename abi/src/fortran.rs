@@ -1,4 +1,4 @@
-//! flang's descriptor and type-information layouts, as flang 23 and 24 emit them in LLVM IR
+//! flang's descriptor and type-information layouts, as flang emits them from release 23 on in LLVM IR
 //! (`ISO_Fortran_binding.h`'s `CFI_cdesc_t`, `flang-rt`'s `type-info.h`: the types
 //! `%_QM__fortran_type_infoTderivedtype`, 440 bytes, and `%_QM__fortran_type_infoTcomponent`,
 //! 256 bytes). `docs/fortran.md` records them. Byte offsets, read with plain loads: the device

@@ -1,5 +1,5 @@
 //! The registration library's reading of a program's descriptor (`libomptarget-indirect-register.so`,
-//! which runs in every clang 21-23 program before `main`): images of any bytes sharing LLVM 20+
+//! which runs before `main` in every program of a stock release, clang 21 and later): images of any bytes sharing LLVM 20+
 //! entries of any fields, their names from a fixed list (the library's own globals, vtable words,
 //! indirect functions, clang's vtable entries, requirements, garbage, null). An answer or an
 //! error, never a panic.

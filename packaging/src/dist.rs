@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::llvm::Llvm;
+use crate::target_record::{Target, AMD, HOST, NVIDIA};
 
 /// Plugins built here: (cargo package, library file cargo writes, name libomptarget loads).
 pub const PLUGINS: &[(&str, &str, &str)] = &[
@@ -122,7 +123,7 @@ impl Dist {
 
     /// `device/x86_64/`.
     pub fn x86_64_dir(&self) -> PathBuf {
-        self.root.join("device/x86_64")
+        self.root.join("device").join(HOST.dist_dir)
     }
 
     /// The plain x86_64 archive (the host's variant: no kernel runtime).
@@ -130,21 +131,21 @@ impl Dist {
         self.x86_64_dir().join("libdevice_rtl.a")
     }
 
+    /// `device/<the target's folder>/<arch>/` of a GPU target.
+    pub fn gpu_dir(&self, target: &Target, arch: &str) -> PathBuf {
+        self.root.join("device").join(target.dist_dir).join(arch)
+    }
+
     /// `device/nvptx64/<sm>/`.
     pub fn nvptx_dir(&self, sm: &str) -> PathBuf {
-        self.root.join("device/nvptx64").join(sm)
+        self.gpu_dir(&NVIDIA, sm)
     }
 
     /// `device/amdgcn/<gfx>/`.
     pub fn amdgcn_dir(&self, gfx: &str) -> PathBuf {
-        self.root.join("device/amdgcn").join(gfx)
+        self.gpu_dir(&AMD, gfx)
     }
 }
-
-/// NVIDIA architectures built when `--sm` is not given: Volta and Hopper.
-pub const DEFAULT_SMS: &[&str] = &["sm_70", "sm_90"];
-/// AMD architectures built when `--gfx` is not given: MI200, MI300, RDNA3.
-pub const DEFAULT_GFXS: &[&str] = &["gfx90a", "gfx942", "gfx1100"];
 
 /// Which GPU architectures to build.
 #[derive(Clone, Debug)]
@@ -160,7 +161,7 @@ impl Archs {
     /// does not know, before any work starts.
     pub fn validate(&self) -> anyhow::Result<()> {
         for sm in &self.sms {
-            let digits = sm.strip_prefix("sm_").unwrap_or("");
+            let digits = sm.strip_prefix(NVIDIA.arch_prefix).unwrap_or("");
             if digits.len() < 2 || !digits.chars().all(|c| c.is_ascii_digit()) {
                 anyhow::bail!("--sm {sm}: expected a name like sm_90");
             }
@@ -178,8 +179,8 @@ impl Archs {
 impl Default for Archs {
     fn default() -> Self {
         Archs {
-            sms: DEFAULT_SMS.iter().map(|s| s.to_string()).collect(),
-            gfxs: DEFAULT_GFXS.iter().map(|s| s.to_string()).collect(),
+            sms: NVIDIA.default_archs.iter().map(|s| s.to_string()).collect(),
+            gfxs: AMD.default_archs.iter().map(|s| s.to_string()).collect(),
         }
     }
 }

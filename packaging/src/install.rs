@@ -5,16 +5,17 @@
 //!
 //! ```text
 //! lib/libomptarget-indirect.a                     the fat device library
-//! lib/libomptarget-indirect-pass.so, ...-llvm{21,22,23}.so  the pass plugins (clang 19; 21, 22, 23)
+//! lib/libomptarget-indirect-pass.so, ...-llvmNN.so  the pass plugins (clang 19; each later release)
 //! lib/libomptarget-indirect-frontend-llvmNN.so    the frontend plugin of each release
-//! lib/libomptarget-indirect-register.so           the registration library (stock libomptarget 21-23)
+//! lib/libomptarget-indirect-register.so           the registration library (stock libomptarget, LLVM 21 on)
 //! lib/libomptarget-indirect-strict.so             strict mode
 //! lib/omptarget-indirect/libomptarget.rtl.*.so    the libomptarget 16 plugins, alone in their directory
 //! include/omptarget-indirect.h                    the C API
-//! share/omptarget-indirect/clang-19.cfg, clang-21.cfg, clang-22.cfg, clang-23.cfg  clang --config= files
-//! share/omptarget-indirect/flang-21.cfg, flang-22.cfg, flang-23.cfg  flang --config= files
+//! share/omptarget-indirect/clang-NN.cfg           clang --config= files, one per release
+//! share/omptarget-indirect/flang-NN.cfg           flang --config= files, one per release whose flang
+//!                                                 compiles the Fortran programs
 //! include/omptarget-indirect/omptarget_indirect.f90  the Fortran module naming indirect procedures
-//! include/omptarget-indirect/flang-NN/*.mod       its module file, as flang NN (21, 22, 23) reads it
+//! include/omptarget-indirect/flang-NN/*.mod       its module file, as flang NN reads it
 //! share/omptarget-indirect/install-manifest.txt   every installed file, for uninstall
 //! lib/cmake/OmptargetIndirect/                    find_package(OmptargetIndirect)
 //! lib/pkgconfig/omptarget-indirect.pc             pkg-config

@@ -18,5 +18,6 @@ pub mod offload;
 pub mod png;
 pub mod release_record;
 pub mod requirements;
+pub mod target_record;
 pub mod toolchain;
 pub mod tools;

@@ -1,40 +1,62 @@
-//! The offload targets: the triple and arch of each device image (how each toolchain compiles for
-//! them is in `toolchain`).
+//! The offload targets a build is for: one target record ([`crate::target_record`]) and, for a GPU,
+//! one architecture (how each toolchain compiles for them is in `toolchain`).
+
+pub use crate::target_record::{Target, Vendor};
+use crate::target_record::{AMD, HOST, NVIDIA};
 
 /// An offload target: the triple of its device images and the arch clang is asked for.
 #[derive(Clone, Debug)]
 pub struct OffloadTarget {
     /// Short name used in paths and reports: the sm / gfx name, or `x86_64`.
     pub name: String,
-    /// Triple of the device images clang writes for it.
+    /// Its record.
+    pub record: &'static Target,
+    /// Triple of the device images clang writes for it (the record's).
     pub triple: &'static str,
     /// `arch=` of those images in the OffloadBinary (empty for host offload).
     pub arch: String,
 }
 
 impl OffloadTarget {
+    /// The GPU architecture `arch` of `record`.
+    fn gpu(record: &'static Target, arch: &str) -> Self {
+        OffloadTarget { name: arch.to_string(), record, triple: record.triple, arch: arch.to_string() }
+    }
+
     /// NVIDIA `sm_NN`.
     pub fn nvptx(sm: &str) -> Self {
-        OffloadTarget { name: sm.to_string(), triple: "nvptx64-nvidia-cuda", arch: sm.to_string() }
+        Self::gpu(&NVIDIA, sm)
     }
 
     /// AMD `gfxNNN`.
     pub fn amdgcn(gfx: &str) -> Self {
-        OffloadTarget { name: gfx.to_string(), triple: "amdgcn-amd-amdhsa", arch: gfx.to_string() }
+        Self::gpu(&AMD, gfx)
     }
 
-    /// The target of an `sm_NN` or a `gfxNNN`.
+    /// The target of a GPU architecture (`sm_NN`, `gfxNNN`: [`Target::of_arch`]); an unknown
+    /// name is taken for NVIDIA's, whose tools then say what is wrong with it.
     pub fn of_arch(arch: &str) -> Self {
-        if arch.starts_with("gfx") {
-            OffloadTarget::amdgcn(arch)
-        } else {
-            OffloadTarget::nvptx(arch)
-        }
+        Self::gpu(Target::of_arch(arch).unwrap_or(&NVIDIA), arch)
     }
 
     /// The host-offload "device".
     pub fn x86_64() -> Self {
-        OffloadTarget { name: "x86_64".to_string(), triple: "x86_64-pc-linux-gnu", arch: String::new() }
+        OffloadTarget {
+            name: HOST.dist_dir.to_string(),
+            record: &HOST,
+            triple: HOST.triple,
+            arch: String::new(),
+        }
+    }
+
+    /// Whose device it is.
+    pub fn vendor(&self) -> Vendor {
+        self.record.vendor
+    }
+
+    /// Whether it is a GPU (not the host-offload device).
+    pub fn is_gpu(&self) -> bool {
+        self.record.vendor != Vendor::Host
     }
 
     /// The packager's `--image=` argument for this target's image in `file`: packs it into an

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::dist::Dist;
 pub use crate::llvm::Llvm;
 use crate::llvm::{DeviceRtl, Runtime};
-use crate::offload::OffloadTarget;
+use crate::offload::{OffloadTarget, Vendor};
 use crate::tools::{ReleaseTools, Tools};
 
 /// The flag that gives each nvptx64 device compile the DeviceRTL bitcode to link (a device-LTO
@@ -124,29 +124,28 @@ impl<'a> Toolchain<'a> {
     /// DeviceRTL, which [`Toolchain::device_link_args`] then links by name (`docs/gpu-devicertl.md`).
     pub fn offload_args(&self, target: &OffloadTarget) -> Vec<OsString> {
         let mut args: Vec<OsString> = vec!["-fopenmp".into()];
-        match target.triple {
-            "nvptx64-nvidia-cuda" => {
+        match target.vendor() {
+            Vendor::Nvidia => {
                 args.push(format!("--offload-arch={}", target.arch).into());
                 args.push(prefixed("--cuda-path=", &self.tools.cuda));
             }
-            "amdgcn-amd-amdhsa" => args.push(format!("--offload-arch={}", target.arch).into()),
-            triple => args.push(format!("-fopenmp-targets={triple}").into()),
+            Vendor::Amd => args.push(format!("--offload-arch={}", target.arch).into()),
+            Vendor::Host => args.push(format!("-fopenmp-targets={}", target.triple).into()),
         }
         let release = self.release();
-        let gpu = target.triple != OffloadTarget::x86_64().triple;
-        match (self.llvm.device_rtl, &release.device_rtl, target.triple) {
-            (DeviceRtl::Debian, _, "nvptx64-nvidia-cuda") => {
+        match (self.llvm.device_rtl, &release.device_rtl, target.vendor()) {
+            (DeviceRtl::Debian, _, Vendor::Nvidia) => {
                 args.push(prefixed(NVPTX_DEVICE_RTL_FLAG, &self.debian_lib()))
             }
-            (DeviceRtl::Debian, _, "amdgcn-amd-amdhsa") => {
+            (DeviceRtl::Debian, _, Vendor::Amd) => {
                 args.push(prefixed("--rocm-device-lib-path=", &self.tools.rocm_device_libs))
             }
-            (DeviceRtl::FromSource { .. }, Some(built), "nvptx64-nvidia-cuda") => {
+            (DeviceRtl::FromSource { .. }, Some(built), Vendor::Nvidia) => {
                 args.push(prefixed(NVPTX_DEVICE_RTL_FLAG, &built.join(target.triple)))
             }
             // amdgcn with a DeviceRTL built from source: linked by name (device_link_args); no
             // DeviceRTL at all: device IR only.
-            (DeviceRtl::FromSource { .. }, _, "amdgcn-amd-amdhsa") | (DeviceRtl::None, _, _) if gpu => {
+            (DeviceRtl::FromSource { .. }, _, Vendor::Amd) | (DeviceRtl::None, _, _) if target.is_gpu() => {
                 args.push("-nogpulib".into())
             }
             _ => {}
@@ -164,13 +163,13 @@ impl<'a> Toolchain<'a> {
     pub fn device_link_args(&self, target: &OffloadTarget) -> Vec<OsString> {
         let Some(built) = &self.release().device_rtl else { return Vec::new() };
         let mut args = vec!["-Xoffload-linker".into(), prefixed("-L", &built.join(target.triple))];
-        match target.triple {
-            "nvptx64-nvidia-cuda" => args,
-            "amdgcn-amd-amdhsa" => {
+        match target.vendor() {
+            Vendor::Nvidia => args,
+            Vendor::Amd => {
                 args.extend(["-Xoffload-linker".into(), "-lompdevice".into()]);
                 args
             }
-            _ => Vec::new(),
+            Vendor::Host => Vec::new(),
         }
     }
 
@@ -216,7 +215,7 @@ impl<'a> Toolchain<'a> {
     /// installation through the `ptxas` on `PATH` (by its real path; without one, flang 22 picks
     /// PTX ISA 4.2, which sm_90 refuses, and flang 23 stops); `None` elsewhere.
     pub fn fortran_path(&self, target: &OffloadTarget) -> Option<OsString> {
-        if target.triple != "nvptx64-nvidia-cuda" {
+        if target.vendor() != Vendor::Nvidia {
             return None;
         }
         let mut path = OsString::from(self.tools.cuda.join("bin"));

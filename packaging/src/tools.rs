@@ -209,10 +209,10 @@ impl Tools {
     /// The oldest release's own OpenMP DeviceRTL for an `sm_NN` or a `gfxNNN`, in its Debian
     /// `lib/` (libomp-NN-dev), beside its `bin/clang`.
     pub fn llvm_device_rtl(&self, arch: &str) -> PathBuf {
-        let vendor = if arch.starts_with("gfx") { "amdgpu" } else { "nvptx" };
+        let name = crate::offload::OffloadTarget::of_arch(arch).record.device_rtl_name;
         let clang = &self.of(Llvm::oldest()).clang;
         let lib = clang.ancestors().nth(2).map(|prefix| prefix.join("lib")).unwrap_or_default();
-        lib.join(format!("libomptarget-{vendor}-{arch}.bc"))
+        lib.join(format!("libomptarget-{name}-{arch}.bc"))
     }
 
     /// `cuobjdump` from CUDA 11.8.

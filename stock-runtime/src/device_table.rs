@@ -1,4 +1,4 @@
-//! One table per device, with its hash index, on the stock libomptarget (LLVM 21, 22, 23) of
+//! One table per device, with its hash index, on the stock libomptarget (LLVM 21 and later) of
 //! every device: GPUs and x86_64 host offload alike (`docs/stock-runtime-table.md`).
 //!
 //! The stock runtime gives each image its own sorted table in `__omp_rtl_device_environment`,

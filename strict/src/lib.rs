@@ -11,7 +11,7 @@
 //! Where the window is opened (see `docs/strict.md`):
 //! - clang 19 through libomptarget 16 and this project's plugin: the plugin calls each kernel
 //!   through libffi's `ffi_call`, which this library interposes;
-//! - clang 21, 22 and 23 through their stock libomptarget, whose host plugin carries its own libffi: it looks each
+//! - clang 21 and later through their stock libomptarget, whose host plugin carries its own libffi: it looks each
 //!   kernel up with `dlsym`, which this library interposes to hand back a trampoline
 //!   ([`trampoline`]) around the kernel.
 //!

@@ -26,6 +26,7 @@ use anyhow::{bail, ensure, Context, Result};
 use omptarget_indirect_abi::DEVICE_ENVIRONMENT;
 use omptarget_indirect_frontend::{compile_command, ClangRelease};
 use packaging::device_build::DeviceBuild;
+use packaging::target_record::{AMD, HOST, NVIDIA};
 
 use crate::cmd;
 use crate::dist::{Archs, Dist, Parts, FORTRAN_MODULE_SOURCE, PASS_PLUGIN, PLUGINS, REGISTER, STRICT};
@@ -159,8 +160,42 @@ pub fn build_from(
         );
     }
     let packager = offload_packager(oldest)?;
-    let mut images = Vec::new();
+    let (sms, ptxas) = nvptx_tools(inputs, archs, &mut skipped);
+    if let (true, Some(first)) = (inputs.complete, skipped.first()) {
+        bail!("{first} (the development build needs every part: run scripts/setup.sh)");
+    }
+    device_libraries(workspace, &dist, sms, &archs.gfxs)?;
+    let mut images = device_images(oldest, &dist, sms, &archs.gfxs, ptxas)?;
+    let x86 = dist.x86_64_dir();
+    archive(oldest, &dist.x86_64_archive(), &[x86.join("device_rtl_host.o")])?;
+    // "generic": the offload linker matches it to the host-offload target whatever its arch. A
+    // native object, not bitcode: clang-linker-wrapper 22 hands an x86_64 bitcode image to the
+    // system linker unless -foffload-lto is given; an object links with and without it, in 19 too.
+    let generic = OffloadTarget { arch: "generic".to_string(), ..OffloadTarget::x86_64() };
+    images.push(generic.image_selector(&x86.join("device_rtl.o")));
+    fat_library(oldest, &packager, &dist, &images, &x86.join("device_rtl_host.o"))?;
+    let t = Instant::now();
+    libraries(workspace, inputs, &dist)?;
+    frontend_plugins(inputs, &dist)?;
+    for &fortran in &dist.parts.fortran {
+        let flang = inputs.llvms.iter().find(|l| l.release == fortran).context("no LLVM with flang")?;
+        fortran_module(workspace, flang, &dist)?;
+    }
+    let fortran = if dist.parts.fortran.is_empty() { "" } else { " and the Fortran module" };
+    println!("built the plugins{fortran} in {:.1} s", t.elapsed().as_secs_f64());
+    println!("dist tree in {} ({:.1} s in all)", dist.root.display(), started.elapsed().as_secs_f64());
+    Ok((dist, skipped))
+}
 
+/// The nvptx64 architectures the build can make (none without `llvm-link` and `llvm-dis` of the
+/// oldest LLVM) and the `ptxas` that checks their images (none without one, or without `llc`);
+/// what is left out goes to `skipped`.
+fn nvptx_tools<'a>(
+    inputs: &'a Inputs,
+    archs: &'a Archs,
+    skipped: &mut Vec<Skipped>,
+) -> (&'a [String], Option<&'a PathBuf>) {
+    let oldest = inputs.oldest();
     let missing_ir_tools: Vec<String> = ["llvm-link", "llvm-dis"]
         .into_iter()
         .filter(|tool| !oldest.tool(tool).is_file())
@@ -193,58 +228,63 @@ pub fn build_from(
             None
         }
     };
-    if let (true, Some(first)) = (inputs.complete, skipped.first()) {
-        bail!("{first} (the development build needs every part: run scripts/setup.sh)");
-    }
+    (sms, ptxas)
+}
 
-    // The device library for every target (rustc building `core` each time, mostly one thread):
-    // side by side, each target in a cargo target directory of its own.
+/// The device library for every target (rustc building `core` each time, mostly one thread):
+/// side by side, each target in a cargo target directory of its own.
+fn device_libraries(workspace: &Path, dist: &Dist, sms: &[String], gfxs: &[String]) -> Result<()> {
     let t = Instant::now();
     let x86 = dist.x86_64_dir();
     let mut device_builds: Vec<(DeviceBuild, PathBuf)> = Vec::new();
-    for sm in sms {
-        let build = DeviceBuild {
-            package: "device-rtl",
-            features: &["panic-handler"],
-            target: "nvptx64-nvidia-cuda",
-            cpu: Some(sm),
-            emits: &[("llvm-bc", "device_rtl.bc")],
-        };
-        device_builds.push((build, dist.nvptx_dir(sm)));
-    }
-    for gfx in &archs.gfxs {
-        let build = DeviceBuild {
-            package: "device-rtl",
-            features: &["panic-handler"],
-            target: "amdgcn-amd-amdhsa",
-            cpu: Some(gfx),
-            emits: &[("llvm-bc", "device_rtl.bc"), ("obj", "device_rtl.o")],
-        };
-        device_builds.push((build, dist.amdgcn_dir(gfx)));
+    for (record, archs) in [(&NVIDIA, sms), (&AMD, gfxs)] {
+        for arch in archs {
+            let build = DeviceBuild {
+                package: "device-rtl",
+                features: &["panic-handler"],
+                target: record.rust_target,
+                cpu: Some(arch),
+                emits: record.device_library,
+            };
+            device_builds.push((build, dist.gpu_dir(record, arch)));
+        }
     }
     let image = DeviceBuild {
         package: "device-rtl",
         features: &["panic-handler", "flang-kernels", "device-image"],
-        target: "x86_64-unknown-linux-gnu",
+        target: HOST.rust_target,
         cpu: None,
-        emits: &[("llvm-bc", "device_rtl.bc"), ("obj", "device_rtl.o")],
+        emits: HOST.device_library,
     };
     // The host's copy (the host fallback of a target region translates too) has no kernel
     // runtime: its `omp_is_initial_device` would answer 0 for the host program.
     let host = DeviceBuild {
         package: "device-rtl",
         features: &["panic-handler"],
-        target: "x86_64-unknown-linux-gnu",
+        target: HOST.rust_target,
         cpu: None,
         emits: &[("obj", "device_rtl_host.o")],
     };
-    device_builds.extend([(image, x86.clone()), (host, x86.clone())]);
+    device_builds.extend([(image, x86.clone()), (host, x86)]);
     let count = device_builds.len();
     cmd::in_parallel(device_builds, |(build, dir)| build.run(workspace, &dir))
         .into_iter()
         .collect::<Result<()>>()?;
     println!("built the device library for {count} targets in {:.1} s", t.elapsed().as_secs_f64());
+    Ok(())
+}
 
+/// The GPU device images of the fat library: each nvptx64 one with its device environment made
+/// constant, compiled to PTX and checked by `ptxas` (when there is one); each amdgcn one as
+/// built. Returns the packager's `--image=` arguments.
+fn device_images(
+    oldest: &LlvmInstall,
+    dist: &Dist,
+    sms: &[String],
+    gfxs: &[String],
+    ptxas: Option<&PathBuf>,
+) -> Result<Vec<String>> {
+    let mut images = Vec::new();
     for sm in sms {
         let dir = dist.nvptx_dir(sm);
         constant_device_environment(oldest, &dir.join("device_rtl.bc"), Llvm::newest().nvptx_data_layout)?;
@@ -266,28 +306,10 @@ pub fn build_from(
         }
         images.push(OffloadTarget::nvptx(sm).image_selector(&dir.join("device_rtl.bc")));
     }
-    for gfx in &archs.gfxs {
+    for gfx in gfxs {
         images.push(OffloadTarget::amdgcn(gfx).image_selector(&dist.amdgcn_dir(gfx).join("device_rtl.bc")));
     }
-    archive(oldest, &dist.x86_64_archive(), &[x86.join("device_rtl_host.o")])?;
-    // "generic": the offload linker matches it to the host-offload target whatever its arch. A
-    // native object, not bitcode: clang-linker-wrapper 22 hands an x86_64 bitcode image to the
-    // system linker unless -foffload-lto is given; an object links with and without it, in 19 too.
-    let generic = OffloadTarget { arch: "generic".to_string(), ..OffloadTarget::x86_64() };
-    images.push(generic.image_selector(&x86.join("device_rtl.o")));
-
-    fat_library(oldest, &packager, &dist, &images, &x86.join("device_rtl_host.o"))?;
-    let t = Instant::now();
-    libraries(workspace, inputs, &dist)?;
-    frontend_plugins(inputs, &dist)?;
-    for &fortran in &dist.parts.fortran {
-        let flang = inputs.llvms.iter().find(|l| l.release == fortran).context("no LLVM with flang")?;
-        fortran_module(workspace, flang, &dist)?;
-    }
-    let fortran = if dist.parts.fortran.is_empty() { "" } else { " and the Fortran module" };
-    println!("built the plugins{fortran} in {:.1} s", t.elapsed().as_secs_f64());
-    println!("dist tree in {} ({:.1} s in all)", dist.root.display(), started.elapsed().as_secs_f64());
-    Ok((dist, skipped))
+    Ok(images)
 }
 
 /// The LLVM's OffloadBinary packer: `clang-offload-packager`, which LLVM 22 also installs under

@@ -1,5 +1,6 @@
 //! `cargo xtask install --prefix DIR [--llvm DIR]...`: builds for the LLVM installs it is given,
-//! wherever they are, and installs what they can use; `cargo xtask uninstall`.
+//! wherever they are, and installs what they can use; `cargo xtask uninstall`, `install-check`
+//! and `dist` (the release archive).
 //!
 //! Which LLVMs: every `--llvm DIR` (a prefix, its `bin`, or an `llvm-config`); else the
 //! colon-separated `OMPTARGET_INDIRECT_LLVM`; else `llvm-config` on `PATH` and Debian's
@@ -15,6 +16,7 @@ use crate::cmd;
 use crate::dist::Archs;
 use crate::llvm::Llvm;
 use crate::requirements::on_path;
+use crate::tools::Tools;
 use packaging::llvm_identity::LlvmInstall;
 
 /// Debian's prefix of each supported LLVM release, looked at only when no LLVM is given at all.
@@ -186,6 +188,32 @@ fn ptxas() -> Option<PathBuf> {
         .map(|home| Path::new(&home).join("bin/ptxas"))
         .filter(|p| p.is_file())
         .or_else(|| on_path("ptxas"))
+}
+
+/// `cargo xtask uninstall --prefix DIR`: removes exactly what `install` put there (its manifest).
+pub fn uninstall(prefix: &Path) -> Result<()> {
+    let prefix =
+        if prefix.is_absolute() { prefix.to_path_buf() } else { std::env::current_dir()?.join(prefix) };
+    let root = packaging::install::staged(&prefix);
+    let removed = packaging::install::uninstall(&root)?;
+    println!("removed {removed} files from {}", root.display());
+    Ok(())
+}
+
+/// `cargo xtask install-check`: the build, then the suite's install test alone.
+pub fn check(workspace: &Path) -> Result<()> {
+    let tools = Tools::locate(workspace)?;
+    let dist = build::build(workspace, &tools, &Archs::default())?;
+    println!("{}", checks::install_check::check(workspace, &tools, &dist)?);
+    Ok(())
+}
+
+/// `cargo xtask dist`: the build, then the release archive with its `SHA256SUMS`.
+pub fn archive(workspace: &Path) -> Result<()> {
+    let tools = Tools::locate(workspace)?;
+    let dist = build::build(workspace, &tools, &Archs::default())?;
+    println!("{}", packaging::install::archive(workspace, &dist)?.display());
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,26 +1,27 @@
 //! `cargo xtask build | test | demo | env | bench | gpu-test | gpu-bench`: the project's build,
 //! test, demo and benchmark driver.
 
+mod bench;
 mod build;
+mod demo;
+mod env;
+mod gpu_test;
 mod install;
 mod llvm_c_api;
 mod suite;
 mod vendor;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 
-use checks::{
-    frontend_bench, fuzz, gpu_bundle, install_check, stock_table_bench, strict_bench, translation_bench,
-    virtual_bench,
-};
+use checks::fuzz;
 use dist::Archs;
 use packaging::{cmd, dist, llvm, offload, requirements, toolchain, tools};
 use tools::Tools;
 
-const USAGE: &str = "\
+pub(crate) const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
@@ -88,53 +89,19 @@ fn run(args: Vec<String>) -> Result<()> {
         }
         "demo" => {
             no_options(command, rest)?;
-            demo(&workspace)
+            demo::run(&workspace)
         }
         "env" => {
             no_options(command, rest)?;
-            print_env(workspace.as_path())
+            env::run(&workspace)
         }
-        "bench" => match rest {
-            [] => bench(&workspace),
-            [part] if part == "frontend" => {
-                let tools = Tools::locate(&workspace)?;
-                let dist = build::build(&workspace, &tools, &Archs::default())?;
-                frontend_bench::run(&workspace, &tools, &dist)
-            }
-            [part] if part == "stock" => {
-                let tools = Tools::locate(&workspace)?;
-                let dist = build::build(&workspace, &tools, &Archs::default())?;
-                stock_table_bench::run(&workspace, &tools, &dist)
-            }
-            [part] if part == "virtual" => {
-                let tools = Tools::locate(&workspace)?;
-                let dist = build::build(&workspace, &tools, &Archs::default())?;
-                virtual_bench::run(&workspace, &tools, &dist)
-            }
-            _ => bail!("usage: cargo xtask bench [frontend|stock|virtual]"),
-        },
-        "gpu-test" => {
-            let (parts, require_gpu) = gpu_test_options(rest)?;
-            let tools = Tools::locate(&workspace)?;
-            let dist = build::build(&workspace, &tools, &Archs::default())?;
-            for part in parts {
-                let (bundle, _) = gpu_bundle::build(&workspace, &tools, &dist, part)?;
-                gpu_bundle::run(&bundle, require_gpu, false, None)?;
-            }
-            Ok(())
-        }
+        "bench" => bench::run(&workspace, rest),
+        "gpu-test" => gpu_test::run(&workspace, rest),
         "install" => install::run(&workspace, &install::parse(rest)?),
-        "uninstall" => {
-            let prefix = match rest {
-                [flag, dir] if flag == "--prefix" => PathBuf::from(dir),
-                _ => bail!("`{command}` takes --prefix DIR\n{USAGE}"),
-            };
-            let prefix = if prefix.is_absolute() { prefix } else { std::env::current_dir()?.join(prefix) };
-            let root = packaging::install::staged(&prefix);
-            let removed = packaging::install::uninstall(&root)?;
-            println!("removed {removed} files from {}", root.display());
-            Ok(())
-        }
+        "uninstall" => match rest {
+            [flag, dir] if flag == "--prefix" => install::uninstall(Path::new(dir)),
+            _ => bail!("`{command}` takes --prefix DIR\n{USAGE}"),
+        },
         "llvm-c-api" => match rest {
             [llvm_config] => llvm_c_api::run(&workspace, Path::new(llvm_config)),
             _ => bail!("usage: cargo xtask llvm-c-api <llvm-config of LLVM 23>"),
@@ -146,17 +113,11 @@ fn run(args: Vec<String>) -> Result<()> {
         }
         "install-check" => {
             no_options(command, rest)?;
-            let tools = Tools::locate(&workspace)?;
-            let dist = build::build(&workspace, &tools, &Archs::default())?;
-            println!("{}", install_check::check(&workspace, &tools, &dist)?);
-            Ok(())
+            install::check(&workspace)
         }
         "dist" => {
             no_options(command, rest)?;
-            let tools = Tools::locate(&workspace)?;
-            let dist = build::build(&workspace, &tools, &Archs::default())?;
-            println!("{}", packaging::install::archive(&workspace, &dist)?.display());
-            Ok(())
+            install::archive(&workspace)
         }
         "fuzz" => {
             let seconds = match rest {
@@ -171,17 +132,7 @@ fn run(args: Vec<String>) -> Result<()> {
         }
         "gpu-bench" => {
             no_options(command, rest)?;
-            let tools = Tools::locate(&workspace)?;
-            let dist = build::build(&workspace, &tools, &Archs::default())?;
-            for part in gpu_bundle::Part::all() {
-                let (bundle, _) = gpu_bundle::build(&workspace, &tools, &dist, part)?;
-                let out = match part {
-                    gpu_bundle::Part::ProjectPlugins => workspace.join("target/bench"),
-                    other => workspace.join("target/bench").join(other.name()),
-                };
-                gpu_bundle::run(&bundle, false, true, Some(&out))?;
-            }
-            Ok(())
+            gpu_test::bench(&workspace)
         }
         "help" | "--help" | "-h" => {
             println!("{USAGE}");
@@ -202,27 +153,6 @@ fn no_options(command: &str, rest: &[String]) -> Result<()> {
         bail!("`{command}` takes no arguments, got `{extra}`\n{USAGE}");
     }
     Ok(())
-}
-
-/// `gpu-test`'s options: the parts given with `--part` (all when none is), and `--require-gpu`.
-fn gpu_test_options(rest: &[String]) -> Result<(Vec<gpu_bundle::Part>, bool)> {
-    let mut parts = Vec::new();
-    let mut require_gpu = false;
-    let mut args = rest.iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--require-gpu" => require_gpu = true,
-            "--part" => {
-                let name = args.next().with_context(|| format!("--part takes a part\n{USAGE}"))?;
-                parts.push(gpu_bundle::Part::parse(name)?);
-            }
-            other => bail!("`gpu-test` takes --part and --require-gpu, got `{other}`\n{USAGE}"),
-        }
-    }
-    if parts.is_empty() {
-        parts = gpu_bundle::Part::all();
-    }
-    Ok((parts, require_gpu))
 }
 
 /// `--sm a,b` / `--sm=a,b` / repeated; same for `--gfx`. Either one replaces its default list;
@@ -255,119 +185,4 @@ fn parse_archs(args: &[String]) -> Result<Archs> {
     }
     archs.validate()?;
     Ok(archs)
-}
-
-/// Builds the dist tree and shows the programs of `examples/` (`checks::demo`): the C++ scene
-/// rendered on the x86_64 device with the reference release's clang (22), the same program
-/// stopped on the strict device without the project, and the C function-pointer table through
-/// clang 19 on the best offload target present (GPU 0 of the NVIDIA driver if there is one, else
-/// x86_64 host offload). It needs only the demo's lines of `scripts/requirements.txt` and builds
-/// only for those two releases.
-fn demo(workspace: &Path) -> Result<()> {
-    use requirements::Need;
-    let gpu = nvidia_gpu();
-    let needs: &[Need] = if gpu.is_some() { &[Need::Demo, Need::GpuDemo] } else { &[Need::Demo] };
-    let tools = Tools::locate_for(workspace, needs)?;
-    let mut archs = Archs { sms: Vec::new(), gfxs: Vec::new() };
-    let c_target = match &gpu {
-        Some(sm) => {
-            archs.sms.push(sm.clone());
-            offload::OffloadTarget::nvptx(sm)
-        }
-        None => offload::OffloadTarget::x86_64(),
-    };
-    let releases = [toolchain::Llvm::oldest(), toolchain::Llvm::reference()];
-    let inputs = build::Inputs::demo(&tools, &releases, gpu.is_some())?;
-    let (dist, _) = build::build_from(workspace, &inputs, &archs, &dist::Dist::new(workspace).root)?;
-    let shown = checks::demo::run(workspace, &tools, &dist, &c_target)?;
-    println!("{}", shown.report());
-    Ok(())
-}
-
-/// `sm_XY` of the NVIDIA driver's GPU 0, if this machine has a driver and a GPU.
-fn nvidia_gpu() -> Option<String> {
-    use cuda_driver::{attr, Driver};
-    let driver = Driver::load(c"libcuda.so.1").ok()?;
-    if driver.device_count().ok()? < 1 {
-        return None;
-    }
-    let dev = driver.device(0).ok()?;
-    let major = driver.attribute(dev, attr::COMPUTE_CAPABILITY_MAJOR).ok()?;
-    let minor = driver.attribute(dev, attr::COMPUTE_CAPABILITY_MINOR).ok()?;
-    Some(format!("sm_{major}{minor}"))
-}
-
-/// Builds the dist tree, then runs the plugin benchmark (release profile) through the installed
-/// plugin: `set_function_ptr_map` against sort + memcpy; then the cost of the translation the
-/// pass plugin inserts, against untranslated calls; strict mode's cost; the frontend plugin's vtable
-/// policy's cost to device compiles. Figures in `target/bench/`.
-fn bench(workspace: &Path) -> Result<()> {
-    let tools = Tools::locate(workspace)?;
-    let dist = build::build(workspace, &tools, &Archs::default())?;
-    cmd::status(Command::new(env!("CARGO")).current_dir(workspace).args([
-        "bench",
-        "-p",
-        "omptarget-rtl-x86_64",
-        "--bench",
-        "set_function_ptr_map",
-    ]))?;
-    translation_bench::run(workspace, &tools, &dist)?;
-    stock_table_bench::run(workspace, &tools, &dist)?;
-    virtual_bench::run(workspace, &tools, &dist)?;
-    strict_bench::run(workspace, &tools, &dist)?;
-    frontend_bench::run(workspace, &tools, &dist)
-}
-
-/// `cargo xtask env`: what a user needs to build and run their own program with this project,
-/// for each toolchain, as shell lines (`eval "$(cargo xtask env)"` sets the run environment of
-/// the LLVM 19 toolchain; LLVM 22 needs none).
-fn print_env(workspace: &Path) -> Result<()> {
-    use llvm::{DeviceRtl, Runtime};
-    use toolchain::{Llvm, Toolchain};
-    let tools = Tools::locate_for(workspace, &[requirements::Need::Install])?;
-    let dist = dist::Dist::new(workspace);
-    let shell = |args: Vec<std::ffi::OsString>| {
-        args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ")
-    };
-    println!("# `cargo xtask build` makes {}.", dist.fat_lib().display());
-    for llvm in Llvm::all() {
-        let toolchain = Toolchain::new(llvm, &tools, &dist);
-        let config = shell(toolchain.pass_plugin_args());
-        let link = shell(toolchain.link_args_with_config());
-        println!("# {}:", toolchain.describe());
-        if llvm.config_links {
-            println!(
-                "#   ({config} loads the pass plugin and links the device library; without it, link with {})",
-                shell(toolchain.link_args())
-            );
-        } else {
-            println!("#   ({config} loads the pass plugin into device compiles)");
-        }
-        let mut targets = vec![("x86_64 host offload", offload::OffloadTarget::x86_64())];
-        if llvm.device_rtl == DeviceRtl::Debian {
-            // Debian ships no GPU DeviceRTL for the other releases: their GPU programs need one
-            // built from LLVM's source (docs/gpu-devicertl.md).
-            targets.push(("NVIDIA", offload::OffloadTarget::nvptx("sm_90")));
-            targets.push(("AMD", offload::OffloadTarget::amdgcn("gfx90a")));
-        }
-        for (what, target) in targets {
-            let compiler = toolchain.compiler("prog.c").display();
-            println!(
-                "#   {what}: {compiler} {config} {} prog.c {link}",
-                shell(toolchain.offload_args(&target))
-            );
-        }
-        match llvm.runtime {
-            Runtime::ProjectPlugins => {
-                println!("#   run through LLVM 16's libomptarget with our plugins (LIBOMPTARGET_INFO=1: diagnostics):");
-                for (name, value) in toolchain.run_env() {
-                    println!("export {name}={}", value.to_string_lossy());
-                }
-            }
-            Runtime::Stock { .. } => {
-                println!("#   run as is (OMP_TARGET_OFFLOAD=MANDATORY to refuse the host fallback)")
-            }
-        }
-    }
-    Ok(())
 }

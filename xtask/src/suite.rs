@@ -8,8 +8,8 @@ use anyhow::{ensure, Context, Result};
 
 use checks::images::{self, SYMBOLS, TRANSLATE};
 use checks::{
-    cluster_install, corpus, demo, doc_commands, doc_truth, e2e, foreign_llvm, fuzz, gpu_bundle,
-    install_check, metrics, repository, spack_install, troubleshooting,
+    cluster_install, corpus, demo, doc_commands, doc_truth, e2e, foreign_llvm, fuzz, install_check, metrics,
+    repository, spack_install, troubleshooting,
 };
 
 use crate::build;
@@ -170,7 +170,8 @@ fn cargo_step(workspace: &Path, args: &[&str]) -> Result<String> {
 /// The name of the cluster install's step.
 const CLUSTER_STEP: &str = "install on a cluster: LLVM 22 only at another prefix (Debian's hidden), as uid 65534, no network, from `cargo xtask vendor`'s tarball, and with EasyBuild; a C++ program through --config and CMake on the strict device; the release archive against that prefix";
 
-/// The steps that need the dist tree; `cluster` is the cluster install's thread, if it runs.
+/// The steps that need the dist tree, in order; `cluster` is the cluster install's thread, if it
+/// runs.
 fn steps_after_build(
     workspace: &Path,
     tools: &Tools,
@@ -179,6 +180,17 @@ fn steps_after_build(
     report: &mut Report,
     cluster: &mut Option<std::thread::ScopedJoinHandle<'_, Result<String>>>,
 ) {
+    cargo_test_steps(workspace, report);
+    device_library_steps(workspace, tools, dist, archs, report);
+    x86_64_steps(workspace, tools, dist, report);
+    gpu_image_steps(workspace, tools, dist, report);
+    install_steps(workspace, tools, dist, report, cluster);
+    measurement_steps(workspace, tools, dist, archs, report);
+    gpu_bundle_steps(workspace, tools, dist, report);
+}
+
+/// The workspace's own tests, natively and under valgrind.
+fn cargo_test_steps(workspace: &Path, report: &mut Report) {
     // After the build: the plugin tests load device images linked with the dist archive.
     report.step("unit, property and plugin C-ABI tests (cargo test --workspace)", || {
         cargo_step(workspace, &["test", "--workspace"])
@@ -216,7 +228,10 @@ fn steps_after_build(
             );
         cmd::output(&mut c).map(|_| "no definite or indirect leaks, no memory errors".to_string())
     });
+}
 
+/// The device library's images per architecture, and the pass plugin's rewrite tests per release.
+fn device_library_steps(workspace: &Path, tools: &Tools, dist: &Dist, archs: &Archs, report: &mut Report) {
     for sm in &archs.sms {
         let dir = dist.nvptx_dir(sm);
         report.step(format!("nvptx64 {sm}: PTX, cubin, bitcode"), || {
@@ -262,6 +277,10 @@ fn steps_after_build(
             cmd::status(&mut c).map(|()| String::new())
         });
     }
+}
+
+/// The end-to-end programs on the x86_64 device, loose and strict, per release; the stress steps; stock clang by itself against the project.
+fn x86_64_steps(workspace: &Path, tools: &Tools, dist: &Dist, report: &mut Report) {
     for llvm in Llvm::all() {
         let toolchain = Toolchain::new(llvm, tools, dist);
         report.step(
@@ -331,6 +350,10 @@ fn steps_after_build(
         ),
         || e2e::by_itself::check(workspace, &newest),
     );
+}
+
+/// The end-to-end programs built for GPUs and their images checked; the corpus; the device IR checks per release and target.
+fn gpu_image_steps(workspace: &Path, tools: &Tools, dist: &Dist, report: &mut Report) {
     for toolchain in Toolchain::all(tools, dist) {
         for target in toolchain.llvm.gpu_check_archs.iter().map(|arch| OffloadTarget::of_arch(arch)) {
             let name = match toolchain.llvm.device_rtl {
@@ -354,7 +377,7 @@ fn steps_after_build(
             [OffloadTarget::x86_64(), OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")]
         {
             let clang = format!("clang {}", llvm.major);
-            if target.triple != "x86_64-pc-linux-gnu" {
+            if target.is_gpu() {
                 report.step(
                     format!(
                         "pass plugin on {} device IR ({clang}): every indirect call translated, verified",
@@ -379,6 +402,16 @@ fn steps_after_build(
             );
         }
     }
+}
+
+/// The demo, the installs (a prefix, a cluster's, Spack's), the plugins in a foreign compiler, the docs' runnable blocks.
+fn install_steps(
+    workspace: &Path,
+    tools: &Tools,
+    dist: &Dist,
+    report: &mut Report,
+    cluster: &mut Option<std::thread::ScopedJoinHandle<'_, Result<String>>>,
+) {
     report.step(
         "demo (cargo xtask demo): examples/scene.cpp rendered on the device equals the host's render, stopped without the project; examples/indirect_calls.c",
         || demo::run(workspace, tools, dist, &OffloadTarget::x86_64())?.check(),
@@ -409,6 +442,10 @@ fn steps_after_build(
         "install with Spack, offline: the release tarball (site repository, sha256), spack test, spack load with --config and find_package on the strict device, the plugin removed fails, spack dev-build of the checkout, spack uninstall leaves nothing",
         || spack_install::check(workspace, tools, &crate::vendor::tarball(workspace)?),
     );
+}
+
+/// Fuzzing, and the static metrics of the translation.
+fn measurement_steps(workspace: &Path, tools: &Tools, dist: &Dist, archs: &Archs, report: &mut Report) {
     report.step(
         format!(
             "fuzzing: {} targets of fuzz/, {} s each (cargo fuzz)",
@@ -420,6 +457,10 @@ fn steps_after_build(
     report.step("static metrics: registers and SASS of ours vs LLVM 19's lookup (target/bench/)", || {
         metrics::run(workspace, tools, dist, &archs.sms)
     });
+}
+
+/// The GPU bundle's parts: built, self-checked, run if a GPU is here.
+fn gpu_bundle_steps(workspace: &Path, tools: &Tools, dist: &Dist, report: &mut Report) {
     for part in gpu_bundle::Part::all() {
         report.step(
             format!(

@@ -4,7 +4,7 @@
 //! `-O0` and `-O2` with the plugin. In the IR every indirect call's callee must be the
 //! result of `__kmpc_target_translate_fptr`, the module must verify (`opt -passes=verify`), and
 //! `-Rpass=omptarget-indirect` must report each translation at `-O0`. And on the `-O2` IR of
-//! `tests/bench/translation_loops.c`, the translation of a loop-invariant pointer must be hoisted
+//! `bench/programs/translation_loops.c`, the translation of a loop-invariant pointer must be hoisted
 //! out of its loop.
 //!
 //! Both need the built dist tree and the toolchains: they are ignored unless asked for, and
@@ -301,7 +301,7 @@ fn is_translation<'a>(
         })
 }
 
-/// Measures, on `target`'s `-O2` device IR of `tests/bench/translation_loops.c`, that the
+/// Measures, on `target`'s `-O2` device IR of `bench/programs/translation_loops.c`, that the
 /// translation of a loop-invariant pointer is hoisted out of its loop, and the translation of a
 /// pointer picked per iteration stays in it (on the GPU targets called only for a key in the
 /// table's range).
@@ -309,7 +309,7 @@ fn check_hoisting(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarge
     let out = ir_dir(workspace, toolchain, target);
     std::fs::create_dir_all(&out)?;
     let ir = out.join("translation_loops-O2.ll");
-    let source = workspace.join("tests/bench/translation_loops.c");
+    let source = workspace.join("bench/programs/translation_loops.c");
     let (text, _) = device_ir(toolchain, target, &source, &["-O2", "-DVARIANT=translated"], &ir, true)?;
     let invariant = placement(&text, "invariant_loop_translated")?;
     ensure!(
@@ -328,7 +328,7 @@ fn check_hoisting(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarge
     );
     // A virtual call in a loop over objects: the vtable pointer's translation is cached.
     let ir = out.join("virtual_sweeps-O2.ll");
-    let source = workspace.join("tests/bench/virtual_sweeps.cpp");
+    let source = workspace.join("bench/programs/virtual_sweeps.cpp");
     let (text, _) = device_ir(toolchain, target, &source, &["-O2", "-DVARIANT=translated"], &ir, true)?;
     let sweep = placement(&text, "_Z25virtual_sweeps_translatedPKPK2Opll")?;
     ensure!(

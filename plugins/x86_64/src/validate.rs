@@ -405,11 +405,72 @@ fn segments<'a>(data: &'a [u8], phdrs: &[elf::ProgramHeader64<LE>]) -> Result<Sp
     Ok(space)
 }
 
-/// Everything the dynamic section points the loader at.
+/// Everything the dynamic section points the loader at: its tags ([`check_tags`]), the string
+/// table, the symbols ([`check_symbols`]), the relocations ([`check_relocations`]), the arrays and
+/// functions the loader calls ([`check_loader_calls`]) and the symbol versions.
 fn check_dynamic(
     space: &Space<'_>,
     entries: &[elf::Dyn64<LE>],
 ) -> Result<std::collections::HashMap<Vec<u8>, DefinedSymbol>> {
+    let e = LE;
+    check_tags(entries)?;
+    let value = |tag: u32| entries.iter().find(|d| d.d_tag(e) == u64::from(tag)).map(|d| d.d_val(e));
+    let (Some(strtab), Some(strsz)) = (value(elf::DT_STRTAB), value(elf::DT_STRSZ)) else {
+        return bad("no string table (DT_STRTAB, DT_STRSZ)");
+    };
+    let strings = space.file_bytes(strtab, strsz, "the string table")?;
+    let text = |offset: u64| -> Option<&[u8]> {
+        let tail = strings.get(offset as usize..).filter(|_| offset < strsz)?;
+        Some(&tail[..tail.iter().position(|&b| b == 0)?])
+    };
+    let string = |offset: u64, what: &str| -> Result<()> {
+        match text(offset) {
+            Some(_) => Ok(()),
+            None => bad(format!("{what}: string offset {offset:#x} is outside the string table")),
+        }
+    };
+    for d in entries {
+        let tag = d.d_tag(e);
+        if [elf::DT_NEEDED, elf::DT_SONAME, elf::DT_RPATH, elf::DT_RUNPATH]
+            .iter()
+            .any(|&t| tag == u64::from(t))
+        {
+            string(d.d_val(e), "a library name or path")?;
+        }
+    }
+    let symtab = value(elf::DT_SYMTAB).ok_or_else(|| PluginError::InvalidImage("no DT_SYMTAB".into()))?;
+    let nsyms = symbol_count(space, &value)?;
+    let sym_bytes =
+        space.file_bytes(symtab, nsyms * std::mem::size_of::<elf::Sym64<LE>>() as u64, "the symbol table")?;
+    let symbols: &[elf::Sym64<LE>] = table(sym_bytes, nsyms as usize, "the symbol table")?;
+    check_symbols(space, symbols, &string)?;
+    let relocations = check_relocations(space, &value, symbols)?;
+    check_loader_calls(space, &value, symbols, &relocations)?;
+    let needed: Vec<&[u8]> = entries
+        .iter()
+        .filter(|d| d.d_tag(e) == u64::from(elf::DT_NEEDED))
+        .filter_map(|d| text(d.d_val(e)))
+        .collect();
+    let highest =
+        check_versions(space, &value, &string, &|offset| text(offset).is_some_and(|f| needed.contains(&f)))?;
+    if let Some(versym) = value(elf::DT_VERSYM) {
+        // The loader's version table has `highest + 1` slots (none when no record gives one).
+        let indices: &[object::U16<LE>] = table(
+            space.file_bytes(versym, nsyms * 2, "the symbol version table")?,
+            nsyms as usize,
+            "the symbol version table",
+        )?;
+        if let Some(i) = indices.iter().position(|v| u64::from(v.get(e) & 0x7fff) > highest || highest == 0) {
+            return bad(format!("symbol {i}'s version index is not one the version records give"));
+        }
+    }
+    Ok(exports(symbols, &text))
+}
+
+/// The dynamic section's tags by themselves: each once, with the companions the loader reads
+/// beside it, and none that glibc would act on dangerously (undeletable, other relocation kinds,
+/// relocations of read-only segments).
+fn check_tags(entries: &[elf::Dyn64<LE>]) -> Result<()> {
     let e = LE;
     // glibc keeps the last entry of a tag and checks nothing else: a second one would make this
     // check read another table, size or address than the loader uses.
@@ -445,29 +506,6 @@ fn check_dynamic(
     if value(elf::DT_PLTREL).is_some_and(|kind| kind != u64::from(elf::DT_RELA)) {
         return bad("DT_PLTREL does not say DT_RELA");
     }
-    let (Some(strtab), Some(strsz)) = (value(elf::DT_STRTAB), value(elf::DT_STRSZ)) else {
-        return bad("no string table (DT_STRTAB, DT_STRSZ)");
-    };
-    let strings = space.file_bytes(strtab, strsz, "the string table")?;
-    let text = |offset: u64| -> Option<&[u8]> {
-        let tail = strings.get(offset as usize..).filter(|_| offset < strsz)?;
-        Some(&tail[..tail.iter().position(|&b| b == 0)?])
-    };
-    let string = |offset: u64, what: &str| -> Result<()> {
-        match text(offset) {
-            Some(_) => Ok(()),
-            None => bad(format!("{what}: string offset {offset:#x} is outside the string table")),
-        }
-    };
-    for d in entries {
-        let tag = d.d_tag(e);
-        if [elf::DT_NEEDED, elf::DT_SONAME, elf::DT_RPATH, elf::DT_RUNPATH]
-            .iter()
-            .any(|&t| tag == u64::from(t))
-        {
-            string(d.d_val(e), "a library name or path")?;
-        }
-    }
     // DT_RELR (36): packed relative relocations, which this check does not read.
     if value(elf::DT_TEXTREL).is_some()
         || value(elf::DT_FLAGS).is_some_and(|f| f & u64::from(elf::DF_TEXTREL) != 0)
@@ -480,11 +518,17 @@ fn check_dynamic(
     if value(elf::DT_SYMENT).is_some_and(|n| n != std::mem::size_of::<elf::Sym64<LE>>() as u64) {
         return bad("symbol entries of an unexpected size");
     }
-    let symtab = value(elf::DT_SYMTAB).ok_or_else(|| PluginError::InvalidImage("no DT_SYMTAB".into()))?;
-    let nsyms = symbol_count(space, &value)?;
-    let sym_bytes =
-        space.file_bytes(symtab, nsyms * std::mem::size_of::<elf::Sym64<LE>>() as u64, "the symbol table")?;
-    let symbols: &[elf::Sym64<LE>] = table(sym_bytes, nsyms as usize, "the symbol table")?;
+    Ok(())
+}
+
+/// Each dynamic symbol: its name in the string table; a defined one inside the section and the
+/// segment it names (or the TLS block), of no kind the loader would run or keep forever.
+fn check_symbols(
+    space: &Space<'_>,
+    symbols: &[elf::Sym64<LE>],
+    string: &dyn Fn(u64, &str) -> Result<()>,
+) -> Result<()> {
+    let e = LE;
     for (i, s) in symbols.iter().enumerate() {
         string(u64::from(s.st_name.get(e)), &format!("symbol {i}"))?;
         let section = s.st_shndx.get(e);
@@ -542,11 +586,19 @@ fn check_dynamic(
             return bad(format!("symbol {i}: {size} bytes at {at:#x} are not inside a loaded segment"));
         }
     }
-    let exported: Vec<u64> = symbols
-        .iter()
-        .filter(|s| s.st_info & 0xf == elf::STT_FUNC && s.st_shndx.get(e) != elf::SHN_UNDEF)
-        .map(|s| s.st_value.get(e))
-        .collect();
+    Ok(())
+}
+
+/// The relocation tables: each entry of a type x86_64 images use, writing inside the writable
+/// segments, naming a symbol of a kind that fits; `DT_RELACOUNT` true. Returns every entry as
+/// (offset, info, addend).
+fn check_relocations(
+    space: &Space<'_>,
+    value: &dyn Fn(u32) -> Option<u64>,
+    symbols: &[elf::Sym64<LE>],
+) -> Result<Vec<(u64, u64, i64)>> {
+    let e = LE;
+    let nsyms = symbols.len() as u64;
     let mut all_relocations = Vec::new();
     for (table_tag, size_tag, what) in [
         (elf::DT_RELA, elf::DT_RELASZ, "the relocations"),
@@ -604,6 +656,24 @@ fn check_dynamic(
             return bad(format!("DT_RELACOUNT {count}: not that many leading relative relocations"));
         }
     }
+    Ok(all_relocations)
+}
+
+/// What the loader calls: every slot of the initialiser, finaliser and pre-initialiser arrays made
+/// by a relative relocation the start of a function of the image, each array its own section;
+/// `DT_INIT` and `DT_FINI` the start of `.init` / `.fini` or of a function.
+fn check_loader_calls(
+    space: &Space<'_>,
+    value: &dyn Fn(u32) -> Option<u64>,
+    symbols: &[elf::Sym64<LE>],
+    all_relocations: &[(u64, u64, i64)],
+) -> Result<()> {
+    let e = LE;
+    let exported: Vec<u64> = symbols
+        .iter()
+        .filter(|s| s.st_info & 0xf == elf::STT_FUNC && s.st_shndx.get(e) != elf::SHN_UNDEF)
+        .map(|s| s.st_value.get(e))
+        .collect();
     let mut arrays: Vec<(u64, u64)> = Vec::new();
     for (table_tag, size_tag, section_type, what) in [
         (elf::DT_INIT_ARRAY, elf::DT_INIT_ARRAYSZ, elf::SHT_INIT_ARRAY, "the initialiser array"),
@@ -671,25 +741,7 @@ fn check_dynamic(
             _ => {}
         }
     }
-    let needed: Vec<&[u8]> = entries
-        .iter()
-        .filter(|d| d.d_tag(e) == u64::from(elf::DT_NEEDED))
-        .filter_map(|d| text(d.d_val(e)))
-        .collect();
-    let highest =
-        check_versions(space, &value, &string, &|offset| text(offset).is_some_and(|f| needed.contains(&f)))?;
-    if let Some(versym) = value(elf::DT_VERSYM) {
-        // The loader's version table has `highest + 1` slots (none when no record gives one).
-        let indices: &[object::U16<LE>] = table(
-            space.file_bytes(versym, nsyms * 2, "the symbol version table")?,
-            nsyms as usize,
-            "the symbol version table",
-        )?;
-        if let Some(i) = indices.iter().position(|v| u64::from(v.get(e) & 0x7fff) > highest || highest == 0) {
-            return bad(format!("symbol {i}'s version index is not one the version records give"));
-        }
-    }
-    Ok(exports(symbols, &text))
+    Ok(())
 }
 
 /// The number of dynamic symbols, from the hash tables the loader will search (both checked

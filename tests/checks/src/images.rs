@@ -551,7 +551,7 @@ mod tests {
 
     #[test]
     fn amdgpu_processor_table_knows_the_defaults() {
-        for gfx in crate::dist::DEFAULT_GFXS {
+        for gfx in packaging::target_record::AMD.default_archs {
             assert!(amdgpu_mach(gfx).is_some(), "{gfx}");
         }
         assert_eq!(amdgpu_mach("gfx90a"), Some(0x3f));

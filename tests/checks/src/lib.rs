@@ -1,5 +1,5 @@
 //! The checks of `scripts/test.sh`, beside the C and Fortran programs they build (`tests/e2e`,
-//! `tests/bench`, `tests/install`): xtask's suite runs them as steps. Each module does one job:
+//! `tests/install`): xtask's suite runs them as steps. Each module does one job:
 //!
 //! - [`doc_commands`]: the README's and docs' runnable shell blocks, run as written;
 //! - [`doc_truth`]: the docs' links resolve, the releases and configuration files they name are
@@ -14,9 +14,10 @@
 //! - [`foreign_llvm`]: the pass plugin refusing a compiler that does not run on its libLLVM;
 //! - [`fuzz`]: the fuzz targets, for a time each;
 //! - [`metrics`] and [`hit_path`]: registers, SASS and the hit path of the translation against
-//!   LLVM 19's lookup;
-//! - [`translation_bench`], [`virtual_bench`], [`strict_bench`]: `cargo xtask bench`;
-//! - [`gpu_bundle`]: the self-contained GPU bundle, built and run.
+//!   LLVM's lookup ([`llvm_lookup`]).
+//!
+//! What a user runs lives with what builds it: `cargo xtask bench` in `bench/`, `cargo xtask
+//! gpu-test` in `gpu-tests/builder/`; both build the programs of this crate's table.
 #![deny(missing_docs)]
 
 pub mod cluster_install;
@@ -26,19 +27,14 @@ pub mod doc_commands;
 pub mod doc_truth;
 pub mod e2e;
 pub mod foreign_llvm;
-pub mod frontend_bench;
 pub mod fuzz;
-pub mod gpu_bundle;
 pub mod hit_path;
 pub mod images;
 pub mod install_check;
+pub mod llvm_lookup;
 pub mod metrics;
 pub mod repository;
 pub mod spack_install;
-pub mod stock_table_bench;
-pub mod strict_bench;
-pub mod translation_bench;
 pub mod troubleshooting;
-pub mod virtual_bench;
 
 use packaging::{cmd, device_build, dist, llvm, offload, png, requirements, toolchain, tools};

@@ -18,9 +18,10 @@ use anyhow::{ensure, Context, Result};
 
 use crate::cmd;
 use crate::dist::Dist;
-use crate::gpu_bundle::{llvm_lookup_bitcode, LLVM_LOOKUP};
 use crate::hit_path::{Function, HitPath, Isa};
 use crate::images::{self, TRANSLATE};
+use crate::llvm_lookup::{llvm_lookup_bitcode, LLVM_LOOKUP};
+use crate::offload::{OffloadTarget, Vendor};
 use crate::tools::Tools;
 
 /// Entries of the table the binary search's hit path is counted for, and its rounds.
@@ -91,7 +92,7 @@ fn instructions(sass: &str, function: &str) -> Option<u32> {
 /// under `work`.
 pub fn hit_paths(tools: &Tools, dist: &Dist, target: &str, work: &Path) -> Result<(HitPath, HitPath)> {
     fs::create_dir_all(work)?;
-    let (isa, ours_bc) = if target.starts_with("sm_") {
+    let (isa, ours_bc) = if OffloadTarget::of_arch(target).vendor() == Vendor::Nvidia {
         (Isa::Ptx, dist.nvptx_dir(target).join("device_rtl.bc"))
     } else {
         (Isa::Amdgcn, dist.amdgcn_dir(target).join("device_rtl.bc"))

@@ -10,7 +10,7 @@ use super::compile::{build_as, extract_image};
 use super::programs::{Build, Program, PROGRAMS};
 use crate::cmd;
 use crate::images::{self, IMAGE_SYMBOLS, TRANSLATE};
-use crate::offload::OffloadTarget;
+use crate::offload::{OffloadTarget, Vendor};
 use crate::toolchain::Toolchain;
 
 /// Builds every program of `toolchain` for a GPU target and checks that each device image defines
@@ -53,7 +53,7 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
         } else {
             images::elf_summary(&data, &names)?.expect_defined_once(&what, &names)?;
         }
-        if program.type_bound_calls && target.triple == "nvptx64-nvidia-cuda" {
+        if program.type_bound_calls && target.vendor() == Vendor::Nvidia {
             let slots = images::nvptx_binding_slots(&data)?;
             ensure!(
                 slots.resolved > 0 && slots.trapping.len() == program.trapping_binding_slots,
@@ -76,7 +76,7 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
             );
             vtables += defined.len();
         }
-        if target.triple == "nvptx64-nvidia-cuda" && registers.is_none() {
+        if target.vendor() == Vendor::Nvidia && registers.is_none() {
             registers = Some(images::cubin_registers(tools, &image)?);
         }
         images.push(image);
@@ -116,12 +116,12 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
     if let Some(regs) = registers {
         detail.push_str(&format!("; linked {TRANSLATE}: {regs} registers"));
     }
-    if target.triple == "nvptx64-nvidia-cuda" {
+    if target.vendor() == Vendor::Nvidia {
         detail.push_str(&format!("; {}", expect_recorded_nvptx_layout(toolchain)?));
     }
     // Our AMDGPU plugin loads clang 19's images (code object v5); clang 22's (v6) go to libomptarget
     // 22's own plugin.
-    if target.triple == "amdgcn-amd-amdhsa" && toolchain.llvm.runs_project_plugins() {
+    if target.vendor() == Vendor::Amd && toolchain.llvm.runs_project_plugins() {
         let reductions = check_amdgpu_images(workspace, tools, &images)?;
         detail.push_str(&format!(
             "; AMDGPU plugin checks: target ID, .kd descriptors and segment sizes, kernel environments \

@@ -352,7 +352,7 @@ const SPLIT_DLOPEN: &[&str] =
 const FORTRAN_MODULES: Program =
     Program { unmodified: true, without_naming: &["-DWITHOUT_NAMING"], ..Program::DEFAULT };
 
-/// [`FORTRAN_MODULES`] with the library's type-bound procedures (flang 23 and 24).
+/// [`FORTRAN_MODULES`] with the library's type-bound procedures (flang 23 and later).
 const FORTRAN_MODULES_BOUND: Program =
     Program { host_vtables: true, type_bound_calls: true, binding_copies: true, ..FORTRAN_MODULES };
 
@@ -726,7 +726,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_bindings_archive",
-        about: "Fortran type-bound procedures without declare target (flang 23 and 24): the module in a static archive",
+        about: "Fortran type-bound procedures without declare target (flang 23 and later): the module in a static archive",
         units: &[Unit { source: "fortran_bindings.F90", flags: &["-DPROGRAM_NAME=\"fortran_bindings_archive\""] }],
         library: &[unit("fortran_bindings_lib.F90")],
         unmodified: true,
@@ -738,7 +738,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_unoffloaded",
-        about: "Fortran type-bound procedures beside a module compiled without offloading (flang 23 and 24): the \
+        about: "Fortran type-bound procedures beside a module compiled without offloading (flang 23 and later): the \
                 program's own module's bindings (no declare target) run on the device; `unoffloaded`: a binding of \
                 the other module's type called on the device stops with the line that names it and the fix",
         units: &[
@@ -756,7 +756,7 @@ pub const PROGRAMS: &[Program] = &[
     Program {
         name: "fortran_extensions",
         about: "Fortran extensions with components of their own, mapped through class(...) objects the host built \
-                (flang 23 and 24): map(to:) and map(tofrom:) of a circle and of a sphere (an extension of an extension), a \
+                (flang 23 and later): map(to:) and map(tofrom:) of a circle and of a sphere (an extension of an extension), a \
                 class pointer re-pointed between regions, target enter/exit data, a routine's region over its dummy \
                 argument, an implicit map, a polymorphic array and a section of it, a derived type's class(shape) \
                 components, an abstract type without components",
@@ -793,7 +793,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_modules_bound",
-        about: "Fortran modules compiled apart (flang 23 and 24): the module library's type-bound procedures too, on a \
+        about: "Fortran modules compiled apart (flang 23 and later): the module library's type-bound procedures too, on a \
                 polymorphic object the driver allocated, in the driver's region and the library's",
         units: &[
             FORTRAN_LIBRARY_BOUND,
@@ -803,7 +803,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_modules_bound_archive",
-        about: "Fortran modules compiled apart (flang 23 and 24), type-bound procedures: the library in a static archive",
+        about: "Fortran modules compiled apart (flang 23 and later), type-bound procedures: the library in a static archive",
         units: &[Unit {
             source: "fortran_modules.F90",
             flags: &["-DTYPE_BOUND", "-DPROGRAM_NAME=\"fortran_modules_bound_archive\""],
@@ -813,7 +813,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "fortran_modules_bound_shared",
-        about: "Fortran modules compiled apart (flang 23 and 24), type-bound procedures: the library a shared library \
+        about: "Fortran modules compiled apart (flang 23 and later), type-bound procedures: the library a shared library \
                 with its own device image",
         units: &[Unit {
             source: "fortran_modules.F90",

@@ -14,8 +14,8 @@ use crate::offload::OffloadTarget;
 use crate::toolchain::{is_fortran, Toolchain};
 
 /// How the project installs the map in a run, set through its environment switches (its plugins
-/// with LLVM 19, the registration library with LLVM 21; libomptarget 22 and 23 install their own
-/// table, always).
+/// with LLVM 19, the registration library with LLVM 21; libomptarget 22 and later install
+/// their own table, always).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MapSetup {
     /// The default: table and hash index.
@@ -431,7 +431,7 @@ fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Re
     Ok(format!("silent by default; LIBOMPTARGET_INFO=1: `{summary}`; OMPTARGET_INDIRECT_MAP=0: one notice"))
 }
 
-/// Where the stock runtime builds the x86_64 table (LLVM 22, 23): the registration library must
+/// Where the stock runtime builds the x86_64 table (LLVM 22 and later: `fills_x86_64_table`): the registration library must
 /// install one table with its hash index on device 0 (`docs/stock-runtime-table.md`), say so
 /// under `LIBOMPTARGET_INFO=1`, and nothing by default; the program must pass without the index
 /// too (the binary search over the same table).

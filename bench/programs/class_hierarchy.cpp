@@ -1,5 +1,5 @@
 // A large C++ unit with no OpenMP in its classes, for the frontend plugin's policy benchmark
-// (`cargo xtask bench`, tests/checks/src/frontend_bench.rs): a hierarchy of 50 dynamic classes
+// (`cargo xtask bench`, bench/src/frontend.rs): a hierarchy of 50 dynamic classes
 // (chains, a second base, class templates), whose virtual functions use the C++ library
 // (<string>, <vector>, <map>, <functional>, <memory>) and, for some, <iostream> (host-only: the
 // device gets a trapping stub). One target region makes virtual calls through base pointers.

@@ -1,5 +1,5 @@
 //! `cargo xtask bench`, second part: what the translation the pass plugin inserts costs on the
-//! x86_64 device. `tests/bench/translation_loops.c` is compiled twice into one program, with the
+//! x86_64 device. `bench/programs/translation_loops.c` is compiled twice into one program, with the
 //! plugin and without (the baseline, in the same run); `translation_cost.c` times both on the
 //! device and checks every result. The program then runs again with no table installed (the
 //! control): the inserted call returns its argument at once and the host copy runs, which the
@@ -41,7 +41,7 @@ const SIZES: [(&str, Option<&str>, u32); 2] =
 
 /// Builds and runs the benchmark, prints the ratios and whether each goal is met.
 pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
-    let sources = workspace.join("tests/bench");
+    let sources = workspace.join("bench/programs");
     let out = workspace.join("target/bench/translation-cost");
     std::fs::create_dir_all(&out)?;
     let target = OffloadTarget::x86_64();

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../e2e/check.h"
+#include "../../tests/e2e/check.h"
 #include "indirect_functions.h"
 #include "translation_gpu.h"
 

@@ -1,6 +1,6 @@
 //! `cargo xtask bench`, third part: what strict mode (`LD_PRELOAD` of
 //! libomptarget-indirect-strict.so) adds to a target region on the x86_64 device, with more or
-//! fewer segments of the host program to protect. `tests/bench/strict_cost.c` is linked with
+//! fewer segments of the host program to protect. `bench/programs/strict_cost.c` is linked with
 //! 0, 4 and 24 generated user libraries; each build runs alternately loose and strict, seven
 //! pairs, in the same benchmark run. Figures in `target/bench/strict_cost.csv`.
 
@@ -12,10 +12,10 @@ use anyhow::{ensure, Context, Result};
 
 use crate::cmd;
 use crate::dist::Dist;
-use crate::e2e::{run_with, Device, MapSetup};
 use crate::offload::OffloadTarget;
 use crate::toolchain::Toolchain;
 use crate::tools::Tools;
+use checks::e2e::{run_with, Device, MapSetup};
 
 /// Generated user libraries per build.
 const PADS: [usize; 3] = [0, 4, 24];
@@ -58,7 +58,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
                 .args(toolchain.offload_args(&target))
                 .args(["-O2", "-Wall", "-Werror"])
                 .arg(format!("-DPAD_CALLS={calls}"))
-                .arg(workspace.join("tests/bench/strict_cost.c"))
+                .arg(workspace.join("bench/programs/strict_cost.c"))
                 .arg(format!("-L{}", dir.display()))
                 .arg(format!("-Wl,-rpath,{}", dir.display()))
                 .args(&link)

@@ -1,8 +1,8 @@
 //! `cargo xtask bench`, the stock runtimes' part: what a call through a host function pointer
 //! costs on the x86_64 device with each release's runtime, the program built the README's way
-//! (`tests/bench/stock_table.c`, 4096 and 65536 indirect functions, a pointer picked per call).
-//! clang 19 through the project's libomptarget 16 plugins is the baseline; clang 21, 22 and 23
-//! through their stock libomptarget with the table `libomptarget-indirect-register.so` installs
+//! (`bench/programs/stock_table.c`, 4096 and 65536 indirect functions, a pointer picked per call).
+//! clang 19 through the project's libomptarget 16 plugins is the baseline; the clang of every
+//! stock release (21 and later) through its stock libomptarget with the table `libomptarget-indirect-register.so` installs
 //! per device (`docs/stock-runtime-table.md`), the same without its hash index
 //! (`OMPTARGET_INDIRECT_INDEX=0`: the negative control, whose ratio to the stock table falls to
 //! about 1x), and the stock runtime's own per-image table (`OMPTARGET_INDIRECT_MAP=0`: the
@@ -20,7 +20,7 @@ use crate::dist::Dist;
 use crate::offload::OffloadTarget;
 use crate::toolchain::Toolchain;
 use crate::tools::Tools;
-use crate::translation_bench::report_ratios;
+use crate::translation::report_ratios;
 
 /// The program's two sizes: (name, extra compile flag, number of indirect functions).
 const SIZES: [(&str, Option<&str>, u32); 2] =
@@ -49,7 +49,7 @@ struct Configuration<'a> {
 
 /// Builds and runs the benchmark, prints the ratios and whether each goal is met.
 pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
-    let source = workspace.join("tests/bench/stock_table.c");
+    let source = workspace.join("bench/programs/stock_table.c");
     let out = workspace.join("target/bench/stock-table");
     std::fs::create_dir_all(&out)?;
     let toolchains: Vec<Toolchain> = Toolchain::all(tools, dist).collect();

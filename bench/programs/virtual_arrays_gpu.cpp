@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../e2e/check.h"
+#include "../../tests/e2e/check.h"
 #include "virtual_arrays_gpu.h"
 
 #pragma omp begin declare target indirect

@@ -7,7 +7,7 @@
 #include <omp.h>
 #include <stdio.h>
 
-#include "../e2e/check.h"
+#include "../../tests/e2e/check.h"
 #include "virtual_ops.h"
 
 enum { OBJECTS = 64, CALLS = 1 << 22, REPEAT = 7, CASES = 3 };

@@ -4,7 +4,7 @@
 //! policy before) and `vtables=all` (every dynamic class outside system headers, the default),
 //! alternately, five pairs, in the same run: the device object's size and vtables (deterministic)
 //! and the median compile time with the spread of the pairs' ratios. Sources: the end-to-end C++
-//! programs and `tests/bench/class_hierarchy.cpp` (50 classes over the C++ library), the latter
+//! programs and `bench/programs/class_hierarchy.cpp` (50 classes over the C++ library), the latter
 //! for sm_90 too (through ptxas). Figures in `target/bench/frontend_policy.csv`.
 
 use std::fmt::Write as _;
@@ -19,7 +19,7 @@ use crate::dist::Dist;
 use crate::offload::OffloadTarget;
 use crate::toolchain::Toolchain;
 use crate::tools::Tools;
-use crate::translation_bench::median;
+use crate::translation::median;
 
 /// Compile pairs per source and target.
 const PAIRS: usize = 5;
@@ -29,7 +29,7 @@ const POLICIES: [&str; 2] = ["declare-target", "all"];
 
 /// `(source under the workspace, targets)`.
 const SOURCES: &[(&str, &[&str])] = &[
-    ("tests/bench/class_hierarchy.cpp", &["x86_64", "sm_90"]),
+    ("bench/programs/class_hierarchy.cpp", &["x86_64", "sm_90"]),
     ("tests/e2e/class_library.cpp", &["x86_64"]),
     ("tests/e2e/class_library_main.cpp", &["x86_64"]),
     ("tests/e2e/host_scene.cpp", &["x86_64"]),

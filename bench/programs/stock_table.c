@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../e2e/check.h"
+#include "../../tests/e2e/check.h"
 
 typedef long (*unary)(long);
 

@@ -38,33 +38,23 @@ use std::process::Command;
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::cmd;
-use crate::corpus;
-use crate::device_build::DeviceBuild;
-use crate::dist::Dist;
-use crate::e2e;
-use crate::images;
-use crate::llvm::{DeviceRtl, PROJECT_PLUGINS_RUNTIME};
-use crate::offload::OffloadTarget;
-use crate::requirements;
-use crate::toolchain::{Llvm, Toolchain};
-use crate::tools::Tools;
+use checks::corpus;
+use checks::e2e;
+use checks::images;
+use checks::llvm_lookup::{device_environment, LlvmLookup};
+use packaging::cmd;
+use packaging::device_build::DeviceBuild;
+use packaging::dist::Dist;
+use packaging::llvm::{DeviceRtl, PROJECT_PLUGINS_RUNTIME};
+use packaging::offload::OffloadTarget;
+use packaging::requirements;
+use packaging::toolchain::{Llvm, Toolchain};
+use packaging::tools::Tools;
 
 /// The GPU architecture of the bundle's cubins (H100/H200); other GPUs JIT the PTX.
 pub const BUNDLE_SM: &str = "sm_90";
 /// The issue's limit on a part's size (a device call carries 64 MiB, the tree included).
 const MAX_BYTES: u64 = 60 << 20;
-/// LLVM 19's indirect-call lookup in its DeviceRTL bitcode.
-pub use omptarget_indirect_abi::LLVM_LOOKUP;
-/// The device environment LLVM's lookup and our fallback read LLVM's table from, defined as
-/// LLVM 19's DeviceRTL defines it (`DeviceEnvironmentTy`, device-rtl/src/environment.rs; LLVM 22's
-/// is the same) for the kernel modules, which link no DeviceRTL.
-const DEVICE_ENVIRONMENT_LL: &str = r#"target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
-target triple = "nvptx64-nvidia-cuda"
-%struct.DeviceEnvironmentTy = type { i32, i32, i32, i32, i64, i64, i64, i64 }
-@__omp_rtl_device_environment = protected addrspace(4) externally_initialized global %struct.DeviceEnvironmentTy zeroinitializer, align 8
-"#;
-
 /// A part of the GPU bundle: a folder that runs alone (its own `run.sh`, runtime and programs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Part {
@@ -631,74 +621,6 @@ fn copy(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Where LLVM's own `__llvm_omp_indirect_call_lookup` comes from, and the tools of that LLVM
-/// that read its bitcode.
-pub struct LlvmLookup<'a> {
-    /// `LLVM 19` or `LLVM 22`: how reports name it (`kernels/llvm_lookup.release`).
-    pub release: String,
-    /// The DeviceRTL bitcode that defines it.
-    pub device_rtl: PathBuf,
-    /// What the DeviceRTL belongs to, for the error when it is missing.
-    pub provider: String,
-    llvm_link: &'a Path,
-    llvm_extract: &'a Path,
-    opt: &'a Path,
-    llc: &'a Path,
-}
-
-impl<'a> LlvmLookup<'a> {
-    /// `llvm`'s, for an `sm_NN` or a `gfxNNN`: from Debian's DeviceRTL bitcode of that
-    /// architecture, or from the nvptx64 DeviceRTL built from LLVM's source (one bitcode for every
-    /// sm, [`DeviceRtl::FromSource`](crate::llvm::DeviceRtl::FromSource)).
-    pub fn of(tools: &'a Tools, llvm: Llvm, arch: &str) -> Self {
-        let release = tools.of(llvm);
-        let (device_rtl, provider) = match &release.device_rtl {
-            None => (tools.llvm_device_rtl(arch), format!("Debian package libomp-{}-dev", llvm.major)),
-            Some(built) => (
-                built.join("nvptx64-nvidia-cuda/libomptarget-nvptx.bc"),
-                format!("scripts/fetch-llvm{}-devicertl.sh", llvm.major),
-            ),
-        };
-        LlvmLookup {
-            release: format!("LLVM {}", llvm.major),
-            device_rtl,
-            provider,
-            llvm_link: &release.llvm_link,
-            llvm_extract: &release.llvm_extract,
-            opt: &release.opt,
-            llc: &release.llc,
-        }
-    }
-
-    /// The lookup alone, extracted into `work`, for an `sm_NN` or a `gfxNNN`; for NVIDIA with a
-    /// definition of the device environment it reads (ptxas needs one). Returns the bitcode.
-    pub fn bitcode(&self, arch: &str, work: &Path) -> Result<PathBuf> {
-        ensure!(self.device_rtl.is_file(), "{} is missing ({})", self.device_rtl.display(), self.provider);
-        fs::create_dir_all(work)?;
-        let extracted = work.join("llvm_lookup_only.bc");
-        cmd::output(
-            Command::new(self.llvm_extract)
-                .arg(format!("--func={LLVM_LOOKUP}"))
-                .arg(&self.device_rtl)
-                .arg("-o")
-                .arg(&extracted),
-        )?;
-        if arch.starts_with("gfx") {
-            return Ok(extracted);
-        }
-        let out = work.join("llvm_lookup.bc");
-        cmd::output(
-            Command::new(self.llvm_link).arg(&extracted).arg(device_environment(work)?).arg("-o").arg(&out),
-        )?;
-        Ok(out)
-    }
-}
-
-/// LLVM 19's lookup for an `sm_NN` or a `gfxNNN` ([`LlvmLookup::bitcode`]).
-pub fn llvm_lookup_bitcode(tools: &Tools, arch: &str, work: &Path) -> Result<PathBuf> {
-    LlvmLookup::of(tools, Llvm::oldest(), arch).bitcode(arch, work)
-}
-
 /// The kernel modules: the gpu-kernels crate's bitcode linked with our device runtime's (as
 /// clang links a program with `-lomptarget-indirect`), once optimised together (device LTO: the
 /// translation inlined) and once not (a call); and its LLVM variant linked with `lookup`, by that
@@ -709,7 +631,7 @@ fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, lookup: &LlvmLookup, di
         DeviceBuild {
             package: "gpu-kernels",
             features,
-            target: "nvptx64-nvidia-cuda",
+            target: packaging::target_record::NVIDIA.rust_target,
             cpu: Some(BUNDLE_SM),
             emits: &[("llvm-bc", name)],
         }
@@ -742,7 +664,7 @@ fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, lookup: &LlvmLookup, di
         ("llvm_lookup", &llvm_inlined, lookup.llc, false),
     ] {
         let ptx = dir.join(format!("{module}.ptx"));
-        crate::tools::compile_ptx(llc, bitcode, BUNDLE_SM, &ptx)?;
+        packaging::tools::compile_ptx(llc, bitcode, BUNDLE_SM, &ptx)?;
         let text = fs::read_to_string(&ptx)?;
         if let Some(ext) = text.lines().find(|l| l.starts_with(".extern")) {
             bail!("{}: unresolved `{ext}`", ptx.display());
@@ -768,18 +690,11 @@ fn kernels(workspace: &Path, tools: &Tools, dist: &Dist, lookup: &LlvmLookup, di
     Ok(())
 }
 
-/// Writes [`DEVICE_ENVIRONMENT_LL`] to `work` and returns its path.
-fn device_environment(work: &Path) -> Result<PathBuf> {
-    let environment = work.join("device_environment.ll");
-    fs::write(&environment, DEVICE_ENVIRONMENT_LL)?;
-    Ok(environment)
-}
-
 /// The plugin test's images: `probe.c` as is and with functions of its own (name, define).
 const PROBE_IMAGES: [(&str, Option<&str>); 2] = [("probe", None), ("probe_second", Some("-DPROBE_SECOND"))];
 
 /// `bench/virtual_arrays_gpu`: virtual calls over arrays of host-built objects on the GPU
-/// (`tests/bench/virtual_arrays_gpu.cpp`), built by `toolchain`: its kernels with the pass plugin,
+/// (`bench/programs/virtual_arrays_gpu.cpp`), built by `toolchain`: its kernels with the pass plugin,
 /// without it (device-built objects), and without it through LLVM's lookup; `run.sh --bench`
 /// runs it.
 fn array_bench(workspace: &Path, toolchain: &Toolchain, dir: &Path) -> Result<()> {
@@ -793,7 +708,7 @@ fn array_bench(workspace: &Path, toolchain: &Toolchain, dir: &Path) -> Result<()
     gpu_bench(workspace, toolchain, &units, &dir.join("virtual_arrays_gpu"))
 }
 
-/// One unit of a GPU benchmark: (source in `tests/bench/`, object, with the pass plugin,
+/// One unit of a GPU benchmark: (source in `bench/programs/`, object, with the pass plugin,
 /// defines).
 type BenchUnit = (&'static str, &'static str, bool, &'static [&'static str]);
 
@@ -804,11 +719,11 @@ fn gpu_bench(workspace: &Path, toolchain: &Toolchain, units: &[BenchUnit], exe: 
     let name = exe.file_name().context("no name")?.to_string_lossy();
     let work = workspace.join("target/device/gpu-bench").join(format!("{name}-llvm{}", toolchain.llvm.major));
     fs::create_dir_all(&work)?;
-    let sources = workspace.join("tests/bench");
+    let sources = workspace.join("bench/programs");
     let objects = units
         .iter()
         .map(|&(source, object, plugin, defines)| {
-            crate::virtual_bench::compile_object(
+            bench::virtual_calls::compile_object(
                 toolchain,
                 &target,
                 &work.join(object),
@@ -822,7 +737,7 @@ fn gpu_bench(workspace: &Path, toolchain: &Toolchain, units: &[BenchUnit], exe: 
 }
 
 /// `bench/translation_gpu`: calls through host function pointers on the GPU
-/// (`tests/bench/translation_gpu.c`), built as a user builds a program with `toolchain` (its
+/// (`bench/programs/translation_gpu.c`), built as a user builds a program with `toolchain` (its
 /// configuration file), with one kernel compiled with the pass plugin and one without it calling
 /// LLVM's lookup; `run.sh --bench` runs it with and without the index.
 fn translation_bench(workspace: &Path, toolchain: &Toolchain, dir: &Path) -> Result<()> {
@@ -852,7 +767,7 @@ fn memcheck_control(workspace: &Path, toolchain: &Toolchain, root: &Path) -> Res
     fs::create_dir_all(&work)?;
     let dir = root.join("memcheck-control");
     fs::create_dir_all(&dir)?;
-    let object = crate::virtual_bench::compile_object(
+    let object = bench::virtual_calls::compile_object(
         toolchain,
         &target,
         &work.join("out_of_bounds.o"),

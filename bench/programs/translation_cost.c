@@ -11,7 +11,7 @@
 #include <omp.h>
 #include <stdio.h>
 
-#include "../e2e/check.h"
+#include "../../tests/e2e/check.h"
 
 typedef long (*unary)(long);
 

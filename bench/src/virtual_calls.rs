@@ -1,7 +1,7 @@
 //! `cargo xtask bench`, third part (after `translation_bench`): a virtual call on the x86_64 device through a host-built
 //! object (vtable pointer translated: a hit) against the same call on a device-built object (a
 //! miss), and both against the call compiled without the pass plugin, in one run
-//! (`tests/bench/virtual_cost.cpp`, `virtual_loops.cpp`); then the control run with no table
+//! (`bench/programs/virtual_cost.cpp`, `virtual_loops.cpp`); then the control run with no table
 //! installed, as in `translation_bench`, for the miss. Figures in
 //! `target/bench/virtual_cost{,_no_table}.csv`. Then virtual calls over arrays of objects
 //! (`virtual_arrays.cpp`, `virtual_sweeps.cpp`): one class, 4 classes grouped, 4 and 64 classes
@@ -23,7 +23,7 @@ use crate::llvm::Llvm;
 use crate::offload::OffloadTarget;
 use crate::toolchain::Toolchain;
 use crate::tools::Tools;
-use crate::translation_bench::{link, median, report_control, report_ratios, rounds, run_checked, NO_TABLE};
+use crate::translation::{link, median, report_control, report_ratios, rounds, run_checked, NO_TABLE};
 
 /// (case, baseline, goal for case / baseline).
 const RATIOS: [(&str, &str, f64); 2] =
@@ -111,7 +111,7 @@ fn explain_device_built_missed(printed: &str) -> Result<()> {
 /// Compiles the benchmark source `source` for `target` into `object` with clang (C) or clang++ of `toolchain`
 /// at -O2, through the configuration file (the pass and frontend plugins) if `plugin`, with the
 /// loop cache off for `-DVARIANT=uncached`.
-pub(crate) fn compile_object(
+pub fn compile_object(
     toolchain: &Toolchain,
     target: &OffloadTarget,
     object: &Path,
@@ -137,7 +137,7 @@ pub const LOOP_CACHE_SWITCH: &str = "OMPTARGET_INDIRECT_LOOP_CACHE";
 /// Builds and runs the benchmark, prints each ratio with its spread over the rounds and whether
 /// its goal is met (or that the run was too noisy to say).
 pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
-    let sources = workspace.join("tests/bench");
+    let sources = workspace.join("bench/programs");
     let out = workspace.join("target/bench/virtual-cost");
     std::fs::create_dir_all(&out)?;
     let target = OffloadTarget::x86_64();
@@ -226,7 +226,7 @@ const GOAL_STOCK_HOST_BUILT: f64 = 1.2;
 fn run_arrays_on_stock_runtime(workspace: &Path, tools: &Tools, dist: &Dist, llvm: Llvm) -> Result<()> {
     let toolchain = Toolchain::new(llvm, tools, dist);
     let major = llvm.major;
-    let sources = workspace.join("tests/bench");
+    let sources = workspace.join("bench/programs");
     let out = workspace.join(format!("target/bench/virtual-cost-llvm{major}"));
     std::fs::create_dir_all(&out)?;
     let target = OffloadTarget::x86_64();
