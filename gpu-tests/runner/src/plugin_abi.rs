@@ -198,6 +198,31 @@ fn mib(bytes: usize) -> f64 {
     bytes as f64 / (1 << 20) as f64
 }
 
+/// The host functions of the two images' indirect entries, as keys: (square, twice, cube,
+/// thrice).
+fn host_keys() -> [u64; 4] {
+    [
+        host_square as usize as u64,
+        host_twice as usize as u64,
+        host_cube as usize as u64,
+        host_thrice as usize as u64,
+    ]
+}
+
+/// Free device memory after each step, for the message if memory is lost.
+struct Trace(Vec<(&'static str, usize)>);
+
+impl Trace {
+    fn mark(&mut self, gpu: &Gpu, label: &'static str) -> Result<()> {
+        self.0.push((label, gpu.memory()?.0));
+        Ok(())
+    }
+
+    fn steps(&self) -> String {
+        self.0.iter().map(|(l, f)| format!("{l} {:.1}", mib(*f))).collect::<Vec<_>>().join(", ")
+    }
+}
+
 /// Runs the whole sequence; returns the report's lines.
 pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<String>> {
     let plugin = bundle.join("lib/libomptarget.rtl.cuda.so");
@@ -217,14 +242,7 @@ pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<String>> {
     // (126 MiB on an H100): using them here first leaves the comparison below to the plugin.
     gpu.warm_up_host_memory()?;
     let (free_before, _) = gpu.memory()?;
-    // Free device memory after each step, for the message if memory is lost.
-    let mut trace = vec![("before", free_before)];
-    let mut mark = |label: &'static str| -> Result<()> {
-        trace.push((label, gpu.memory()?.0));
-        Ok(())
-    };
-    let (sq, tw) = (host_square as usize as u64, host_twice as usize as u64);
-    let (cu, th) = (host_cube as usize as u64, host_thrice as usize as u64);
+    let mut trace = Trace(vec![("before", free_before)]);
     // SAFETY: the plugin's C ABI with live images, tables and buffers throughout.
     unsafe {
         check((api.init_plugin)(), "init_plugin")?;
@@ -235,46 +253,114 @@ pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<String>> {
         ensure(valid == 1, || format!("is_valid_binary_info = {valid} for an sm_90 cubin on sm_{}", gpu.sm))?;
         ensure((api.init_requires)(1) == 1, || "init_requires".into())?;
         check((api.init_device)(0), "init_device")?;
-        mark("init_device")?;
+        trace.mark(gpu, "init_device")?;
         let a = loaded((api.load_binary)(0, first.ptr()))?;
         let b = loaded((api.load_binary)(0, second.ptr()))?;
-        mark("loads")?;
+        trace.mark(gpu, "loads")?;
         let buf = (api.data_alloc)(0, 256, std::ptr::null_mut(), 0);
         ensure(!buf.is_null(), || "data_alloc failed".into())?;
         let s = Session { api: &api, gpu, buf };
+        report.push(s.map_at_load(&a, &b)?);
+        trace.mark(gpu, "launches")?;
+        report.push(s.refused_load(&a, &b, &again)?);
+        trace.mark(gpu, "refused load")?;
+        let (table, line) = s.re_set(&a, &b)?;
+        report.push(line);
+        trace.mark(gpu, "re-set")?;
+        report.push(s.bad_input(&a, &table, devices)?);
+        trace.mark(gpu, "bad input")?;
+        report.push(s.host_and_shared_memory()?);
+        trace.mark(gpu, "host+shared")?;
+        report.push(s.no_leak_over_re_sets(&b)?);
+        trace.mark(gpu, "resets")?;
+        // Empty map, unload, deinit: all device memory comes back.
+        check((api.set_function_ptr_map)(0, 0, std::ptr::null()), "set_function_ptr_map 0")?;
+        ensure(s.globals(&a)? == (0, 0), || "an empty map left the globals set".into())?;
+        trace.mark(gpu, "empty map")?;
+        check((api.data_delete)(0, buf, 0), "data_delete")?;
+        trace.mark(gpu, "data_delete")?;
+        check((api.unload_binary)(0, first.ptr()), "unload_binary")?;
+        check((api.unload_binary)(0, second.ptr()), "unload_binary")?;
+        trace.mark(gpu, "unloads")?;
+        ensure((api.unload_binary)(0, first.ptr()) == OFFLOAD_FAIL, || "unloading twice succeeded".into())?;
+        ensure((api.unload_binary)(0, again.ptr()) == OFFLOAD_FAIL, || "the refused image unloaded".into())?;
+        check((api.deinit_device)(0), "deinit_device")?;
+        trace.mark(gpu, "deinit_device")?;
+        check((api.deinit_plugin)(), "deinit_plugin")?;
+    }
+    let (free_after, _) = gpu.memory()?;
+    let lost = free_before.saturating_sub(free_after);
+    ensure(lost <= GRANULE, || {
+        format!(
+            "device memory: {:.1} MiB free before, {:.1} MiB after deinit (free MiB: {})",
+            mib(free_before),
+            mib(free_after),
+            trace.steps()
+        )
+    })?;
+    report.push(format!(
+        "deinit: cuMemGetInfo free {:.1} MiB before load, {:.1} MiB after unload/deinit",
+        mib(free_before),
+        mib(free_after)
+    ));
+    Ok(report)
+}
 
-        // The map installed at load holds both images' functions, each mapped to its own
-        // image's copy, and both images' globals point at it.
+impl Session<'_> {
+    /// The keys every translation check launches with, and what images `a` and `b` must answer
+    /// for them at load.
+    fn keys_at_load(a: &Loaded, b: &Loaded) -> ([u64; 6], [u64; 6]) {
+        let [sq, tw, cu, th] = host_keys();
         let unknown = 0x1234_5670;
-        let keys = [sq, tw, cu, th, unknown, 0];
-        let want = [a.first, a.second, b.first, b.second, unknown, 0];
-        for (image, name) in [(&a, "first"), (&b, "second")] {
-            let got = s.translate(image, &keys)?;
+        ([sq, tw, cu, th, unknown, 0], [a.first, a.second, b.first, b.second, unknown, 0])
+    }
+
+    /// The map installed at load holds both images' functions, each mapped to its own image's
+    /// copy, and both images' globals point at it.
+    ///
+    /// # Safety
+    /// `a` and `b` are images loaded on device 0.
+    unsafe fn map_at_load(&self, a: &Loaded, b: &Loaded) -> Result<String> {
+        let (keys, want) = Self::keys_at_load(a, b);
+        for (image, name) in [(a, "first"), (b, "second")] {
+            let got = self.translate(image, &keys)?;
             ensure(got == want, || format!("{name} image at load: translated {got:x?}, expected {want:x?}"))?;
         }
-        mark("launches")?;
+        let hosts = host_keys();
         ensure(
-            [a.first, a.second, b.first, b.second].iter().all(|&d| d != 0 && ![sq, tw, cu, th].contains(&d)),
+            [a.first, a.second, b.first, b.second].iter().all(|&d| d != 0 && !hosts.contains(&d)),
             || "a target table holds no device address".into(),
         )?;
-        ensure(s.globals(&a)? == s.globals(&b)?, || "the two images point to different tables".into())?;
-        let at_load = s.globals(&a)?;
-        report.push(format!(
+        ensure(self.globals(a)? == self.globals(b)?, || "the two images point to different tables".into())?;
+        Ok(format!(
             "load: 2 images, one map of 4 functions, each to its own image's copy ({:#x}, {:#x} / {:#x}, {:#x})",
             a.first, a.second, b.first, b.second
-        ));
+        ))
+    }
 
-        // The first image's code once more: its host functions would map to two device copies,
-        // which the plugin refuses (docs/plugins.md), leaving the map as it was.
-        let rc = (api.load_binary)(0, again.ptr());
+    /// The first image's code once more: its host functions would map to two device copies,
+    /// which the plugin refuses (docs/plugins.md), leaving the map as it was.
+    ///
+    /// # Safety
+    /// As [`Session::map_at_load`]; `again` is a live image.
+    unsafe fn refused_load(&self, a: &Loaded, b: &Loaded, again: &OffloadImage) -> Result<String> {
+        let at_load = self.globals(a)?;
+        let (keys, want) = Self::keys_at_load(a, b);
+        // SAFETY: a live image (the caller's).
+        let rc = unsafe { (self.api.load_binary)(0, again.ptr()) };
         ensure(rc.is_null(), || "loading the first image's host functions twice was accepted".into())?;
-        ensure(s.globals(&a)? == at_load, || "the refused load changed the globals".into())?;
-        ensure(s.translate(&b, &keys)? == want, || "the refused load changed the translations".into())?;
-        report.push("a third load mapping the first image's functions again: refused, map unchanged".into());
-        mark("refused load")?;
+        ensure(self.globals(a)? == at_load, || "the refused load changed the globals".into())?;
+        ensure(self.translate(b, &keys)? == want, || "the refused load changed the translations".into())?;
+        Ok("a third load mapping the first image's functions again: refused, map unchanged".into())
+    }
 
-        // Re-set with a large random table holding the four functions, permuted: every loaded
-        // image gets it, and the installed bytes are exactly the sorted input.
+    /// Re-set with a large random table holding the four functions, permuted: every loaded image
+    /// gets it, and the installed bytes are exactly the sorted input. Returns the table.
+    ///
+    /// # Safety
+    /// As [`Session::map_at_load`].
+    unsafe fn re_set(&self, a: &Loaded, b: &Loaded) -> Result<(Vec<FptrMapEntry>, String)> {
+        let [sq, tw, cu, th] = host_keys();
         let mut table = sorted_pairs(1000, 77);
         table.retain(|e| ![sq, tw, cu, th].contains(&e.host_ptr));
         table.extend([
@@ -284,22 +370,30 @@ pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<String>> {
             FptrMapEntry { host_ptr: th, tgt_ptr: b.first },
         ]);
         table.sort();
-        check((api.set_function_ptr_map)(0, table.len() as u64, table.as_ptr()), "set_function_ptr_map")?;
-        for (image, name) in [(&a, "first"), (&b, "second")] {
-            ensure(s.installed(image)? == table, || {
+        // SAFETY: a live table of `len` entries.
+        let rc = unsafe { (self.api.set_function_ptr_map)(0, table.len() as u64, table.as_ptr()) };
+        check(rc, "set_function_ptr_map")?;
+        for (image, name) in [(a, "first"), (b, "second")] {
+            ensure(self.installed(image)? == table, || {
                 format!("{name} image: installed table differs from the input")
             })?;
-            let got = s.translate(image, &[sq, tw, cu, th, table[0].host_ptr, table[0].host_ptr + 16])?;
+            let got = self.translate(image, &[sq, tw, cu, th, table[0].host_ptr, table[0].host_ptr + 16])?;
             let want = [a.second, a.first, b.second, b.first, table[0].tgt_ptr, table[0].host_ptr + 16];
             ensure(got == want, || format!("{name} image after re-set: {got:x?}, expected {want:x?}"))?;
         }
-        let globals = s.globals(&a)?;
-        ensure(globals == s.globals(&b)?, || "the two images point to different tables".into())?;
-        report.push(format!("re-set: {} entries installed in both images, translations follow", table.len()));
-        mark("re-set")?;
+        ensure(self.globals(a)? == self.globals(b)?, || "the two images point to different tables".into())?;
+        let line = format!("re-set: {} entries installed in both images, translations follow", table.len());
+        Ok((table, line))
+    }
 
-        // Bad input: refused, and the installed map is untouched.
-        let mut unsorted = table.clone();
+    /// Bad input: refused, and the installed map (`table`) untouched.
+    ///
+    /// # Safety
+    /// As [`Session::map_at_load`].
+    unsafe fn bad_input(&self, a: &Loaded, table: &[FptrMapEntry], devices: i32) -> Result<String> {
+        let [sq, ..] = host_keys();
+        let globals = self.globals(a)?;
+        let mut unsorted = table.to_vec();
         unsorted.swap(0, 1);
         let conflicting =
             [FptrMapEntry { host_ptr: sq, tgt_ptr: 1 }, FptrMapEntry { host_ptr: sq, tgt_ptr: 2 }];
@@ -312,41 +406,58 @@ pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<String>> {
             ("absurd size", 0, u64::MAX, table.as_ptr()),
         ];
         for (what, device, size, ptr) in bad {
-            let rc = (api.set_function_ptr_map)(device, size, ptr);
+            // SAFETY: hostile input the plugin must refuse without reading past what it was given.
+            let rc = unsafe { (self.api.set_function_ptr_map)(device, size, ptr) };
             ensure(rc == OFFLOAD_FAIL, || format!("{what}: set_function_ptr_map returned {rc}"))?;
-            ensure(s.globals(&a)? == globals, || format!("{what} changed the globals"))?;
-            ensure(s.translate(&a, &[sq])? == [a.second], || format!("{what} changed the translation"))?;
+            ensure(self.globals(a)? == globals, || format!("{what} changed the globals"))?;
+            ensure(self.translate(a, &[sq])? == [a.second], || format!("{what} changed the translation"))?;
         }
-        report.push(format!("bad input: {} kinds refused with OFFLOAD_FAIL, map unchanged", bad.len()));
-        mark("bad input")?;
+        Ok(format!("bad input: {} kinds refused with OFFLOAD_FAIL, map unchanged", bad.len()))
+    }
 
-        // Host and shared allocations are memory the host addresses directly (cuMemAllocHost,
-        // cuMemAllocManaged), freed as what they are.
+    /// Host and shared allocations are memory the host addresses directly (cuMemAllocHost,
+    /// cuMemAllocManaged), freed as what they are.
+    ///
+    /// # Safety
+    /// Device 0 is initialised.
+    unsafe fn host_and_shared_memory(&self) -> Result<String> {
+        let api = self.api;
         for (kind, name) in [(1, "host"), (2, "shared")] {
-            let p = (api.data_alloc)(0, 64, std::ptr::null_mut(), kind);
-            ensure(!p.is_null(), || format!("data_alloc of kind {name} failed"))?;
-            std::ptr::write_bytes(p.cast::<u8>(), 0x5a, 64);
-            let mut back = [0u8; 64];
-            check((api.data_retrieve)(0, back.as_mut_ptr().cast(), p, 64), "data_retrieve")?;
-            ensure(back == [0x5a; 64], || format!("{name} memory written by the host reads back {back:x?}"))?;
-            check((api.data_delete)(0, p, kind), "data_delete")?;
+            // SAFETY: an allocation of 64 bytes the host may address (kinds 1 and 2), written,
+            // read back through the plugin and freed as its kind.
+            unsafe {
+                let p = (api.data_alloc)(0, 64, std::ptr::null_mut(), kind);
+                ensure(!p.is_null(), || format!("data_alloc of kind {name} failed"))?;
+                std::ptr::write_bytes(p.cast::<u8>(), 0x5a, 64);
+                let mut back = [0u8; 64];
+                check((api.data_retrieve)(0, back.as_mut_ptr().cast(), p, 64), "data_retrieve")?;
+                ensure(back == [0x5a; 64], || {
+                    format!("{name} memory written by the host reads back {back:x?}")
+                })?;
+                check((api.data_delete)(0, p, kind), "data_delete")?;
+            }
         }
-        report.push("host and shared allocations: written by the host, read back through the plugin".into());
-        mark("host+shared")?;
+        Ok("host and shared allocations: written by the host, read back through the plugin".into())
+    }
 
-        // Leak check: many re-sets of a 1M-entry table, each freeing the previous table and
-        // index. What stays is exactly one table and its index, each a whole number of granules.
-        // The 1000-entry map before was small enough for the driver to place in a granule it
-        // already had, so freeing it need not give any memory back: it is not subtracted.
+    /// Leak check: many re-sets of a 1M-entry table, each freeing the previous table and index.
+    /// What stays is exactly one table and its index, each a whole number of granules. The
+    /// 1000-entry map before was small enough for the driver to place in a granule it already
+    /// had, so freeing it need not give any memory back: it is not subtracted.
+    ///
+    /// # Safety
+    /// As [`Session::map_at_load`].
+    unsafe fn no_leak_over_re_sets(&self, b: &Loaded) -> Result<String> {
         let big = sorted_pairs(1 << 20, 99);
         let kept = kept_for(&big)?;
         let budget = kept + GRANULE;
-        let (free_loaded, _) = gpu.memory()?;
+        let (free_loaded, _) = self.gpu.memory()?;
         for _ in 0..RESETS {
-            check((api.set_function_ptr_map)(0, big.len() as u64, big.as_ptr()), "set_function_ptr_map 1M")?;
+            // SAFETY: a live table of `len` entries.
+            let rc = unsafe { (self.api.set_function_ptr_map)(0, big.len() as u64, big.as_ptr()) };
+            check(rc, "set_function_ptr_map 1M")?;
         }
-        let (free_resets, _) = gpu.memory()?;
-        mark("resets")?;
+        let (free_resets, _) = self.gpu.memory()?;
         let lost = free_loaded.saturating_sub(free_resets);
         ensure(lost <= budget, || {
             format!(
@@ -356,44 +467,12 @@ pub fn run(gpu: &Gpu, bundle: &Path) -> Result<Vec<String>> {
                 mib(kept),
             )
         })?;
-        ensure(s.installed(&b)? == big, || "the 1M table was not installed exactly".into())?;
-        report.push(format!(
+        ensure(self.installed(b)? == big, || "the 1M table was not installed exactly".into())?;
+        Ok(format!(
             "{RESETS} re-sets of 1M entries: device memory down {:.1} MiB, budget {:.1} MiB (table 16 MiB + index {:.0} MiB)",
             mib(lost),
             mib(budget),
             mib(kept - (16 << 20))
-        ));
-
-        // Empty map, unload, deinit: all device memory comes back.
-        check((api.set_function_ptr_map)(0, 0, std::ptr::null()), "set_function_ptr_map 0")?;
-        ensure(s.globals(&a)? == (0, 0), || "an empty map left the globals set".into())?;
-        mark("empty map")?;
-        check((api.data_delete)(0, buf, 0), "data_delete")?;
-        mark("data_delete")?;
-        check((api.unload_binary)(0, first.ptr()), "unload_binary")?;
-        check((api.unload_binary)(0, second.ptr()), "unload_binary")?;
-        mark("unloads")?;
-        ensure((api.unload_binary)(0, first.ptr()) == OFFLOAD_FAIL, || "unloading twice succeeded".into())?;
-        ensure((api.unload_binary)(0, again.ptr()) == OFFLOAD_FAIL, || "the refused image unloaded".into())?;
-        check((api.deinit_device)(0), "deinit_device")?;
-        mark("deinit_device")?;
-        check((api.deinit_plugin)(), "deinit_plugin")?;
+        ))
     }
-    let (free_after, _) = gpu.memory()?;
-    let lost = free_before.saturating_sub(free_after);
-    let steps: Vec<String> = trace.iter().map(|(l, f)| format!("{l} {:.1}", mib(*f))).collect();
-    ensure(lost <= GRANULE, || {
-        format!(
-            "device memory: {:.1} MiB free before, {:.1} MiB after deinit (free MiB: {})",
-            mib(free_before),
-            mib(free_after),
-            steps.join(", ")
-        )
-    })?;
-    report.push(format!(
-        "deinit: cuMemGetInfo free {:.1} MiB before load, {:.1} MiB after unload/deinit",
-        mib(free_before),
-        mib(free_after)
-    ));
-    Ok(report)
 }

@@ -5,7 +5,7 @@ use std::ffi::{c_void, CString};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::backend::{Backend, Launch, LaunchParams};
+use crate::backend::{Backend, DeviceSymbol, Launch, LaunchParams};
 use crate::device_runtime::{
     give_memory_pool, read_kernel_config, with_kernel_arguments, write_device_environment,
 };
@@ -79,6 +79,30 @@ struct LoadedImage<B: Backend> {
     environment: Option<EnvironmentGlobal>,
     /// The image's own DeviceRTL memory pool (device memory), freed when it is unloaded.
     memory_pool: Option<u64>,
+}
+
+/// What [`Plugin::resolve_entries`] gathers of an image's entries, in their order.
+struct Resolved<B: Backend> {
+    names: Vec<CString>,
+    table: Vec<TgtOffloadEntry>,
+    indirect: Vec<FptrMapEntry>,
+    globals: Vec<(u64, u64)>,
+    kernels: Vec<u64>,
+    #[allow(clippy::vec_box)]
+    kernel_boxes: Vec<Box<LoadedKernel<B>>>,
+}
+
+impl<B: Backend> Resolved<B> {
+    fn with_capacity(entries: usize) -> Self {
+        Resolved {
+            names: Vec::with_capacity(entries),
+            table: Vec::with_capacity(entries),
+            indirect: Vec::new(),
+            globals: Vec::new(),
+            kernels: Vec::new(),
+            kernel_boxes: Vec::new(),
+        }
+    }
 }
 
 /// The vtables of an image the map pairs with the host's.
@@ -389,12 +413,6 @@ impl<B: Backend> Plugin<B> {
         bytes: &[u8],
         entries: &[OffloadEntry],
     ) -> std::result::Result<LoadedImage<B>, (PluginError, B::Image)> {
-        let mut names = Vec::with_capacity(entries.len());
-        let mut table = Vec::with_capacity(entries.len());
-        let mut indirect = Vec::new();
-        let mut globals = Vec::new();
-        let mut kernels = Vec::new();
-        let mut kernel_boxes = Vec::new();
         // The program's requirements: libomptarget's, and those of this image's requirement
         // entries (clang 18+), which this device must meet.
         let required =
@@ -407,109 +425,21 @@ impl<B: Backend> Plugin<B> {
         if let Err(err) = check_requirements::<B>(required) {
             return Err((err, image));
         }
+        let mut resolved = Resolved::with_capacity(entries.len());
         for entry in entries {
-            let resolved = (|| -> Result<u64> {
-                if let EntryKind::Requirement(_) = entry.kind() {
-                    // No device symbol; its flags are in `required`.
-                    return Ok(0);
-                }
-                if entry.kind() == EntryKind::Kernel {
-                    let kernel = self
-                        .backend
-                        .kernel(&image, &entry.name)?
-                        .ok_or_else(|| PluginError::MissingSymbol(entry.name.clone()))?;
-                    let config = match self.backend.device_info(device) {
-                        Some(_) => read_kernel_config(&self.backend, device, &image, &entry.name)?,
-                        None => KernelConfig::NOT_OPENMP,
-                    };
-                    let max_threads = self.backend.kernel_max_threads(&kernel);
-                    let boxed = Box::new(LoadedKernel { kernel, config, max_threads });
-                    let handle = &*boxed as *const LoadedKernel<B> as u64;
-                    kernel_boxes.push(boxed);
-                    kernels.push(handle);
-                    return Ok(handle);
-                }
-                let global = self
-                    .backend
-                    .global(&image, &entry.name)?
-                    .ok_or_else(|| PluginError::MissingSymbol(entry.name.clone()))?;
-                if let Some(size) = global.size.filter(|&size| size < entry.size) {
-                    return Err(PluginError::InvalidImage(format!(
-                        "entry {} names {} bytes, its symbol has {size}",
-                        entry.name, entry.size
-                    )));
-                }
-                if !entry.is_indirect() {
-                    if required & OMP_REQ_UNIFIED_SHARED_MEMORY != 0 {
-                        // Under unified shared memory clang makes each declare-target variable a
-                        // reference pointer (as for `link`) whose host copy holds the host
-                        // variable's address; the device's copy must hold it too. libomptarget
-                        // 19+ copies every global entry's host bytes at load for that;
-                        // libomptarget 16 only for `link` entries and only when the program
-                        // registered the requirement by a call (clang 17 and older), while clang
-                        // 18+ says it in the image's entries: the plugin copies them.
-                        if !global.writable {
-                            return Err(PluginError::InvalidImage(format!(
-                                "entry {} is read-only on the device; unified shared memory needs it written",
-                                entry.name
-                            )));
-                        }
-                        // SAFETY: libomptarget's contract for the host's entries: a global entry's
-                        // address is the host variable, `size` bytes long, alive while the
-                        // program is.
-                        let host = unsafe {
-                            std::slice::from_raw_parts(entry.addr as *const u8, entry.size as usize)
-                        };
-                        self.backend.write(device, global.addr, host)?;
-                    }
-                    // Read-only globals (constants) are not libomptarget's to copy into.
-                    if global.writable {
-                        globals.push((global.addr, entry.size));
-                    }
-                    return Ok(global.addr);
-                }
-                // The global holds the device function's address. libomptarget maps the host
-                // function to what the table says, so a captured pointer arrives translated.
-                let mut word = [0u8; 8];
-                self.backend.read(device, &mut word, global.addr)?;
-                let device_fn = u64::from_le_bytes(word);
-                self.backend.check_function(&image, device_fn).map_err(|err| {
-                    PluginError::InvalidImage(format!("indirect entry {}: {err}", entry.name))
-                })?;
-                indirect.push(FptrMapEntry { host_ptr: entry.addr, tgt_ptr: device_fn });
-                Ok(device_fn)
-            })();
-            let addr = match resolved {
-                Ok(addr) => addr,
-                Err(err) => return Err((err, image)),
-            };
-            let name = match CString::new(entry.name.as_str()) {
-                Ok(name) => name,
-                Err(_) => {
-                    return Err((
-                        PluginError::InvalidImage(format!("entry name {:?} has a NUL", entry.name)),
-                        image,
-                    ))
-                }
-            };
-            table.push(TgtOffloadEntry {
-                addr: addr as *mut c_void,
-                name: name.as_ptr() as *mut _,
-                size: entry.size as usize,
-                flags: entry.flags as i32,
-                reserved: 0,
-            });
-            names.push(name);
+            if let Err(err) = self.resolve_entry(device, &image, entry, required, &mut resolved) {
+                return Err((err, image));
+            }
         }
-        let functions = indirect.len();
+        let functions = resolved.indirect.len();
         let (vtables, vtable_copies) = match self.vtable_pairs(device, &image, bytes) {
             Ok((pairs, count)) => {
-                indirect.extend(&pairs);
+                resolved.indirect.extend(&pairs);
                 (count, copies_of(&pairs))
             }
             Err(err) => return Err((err, image)),
         };
-        let mut entries: Box<[TgtOffloadEntry]> = table.into_boxed_slice();
+        let mut entries: Box<[TgtOffloadEntry]> = resolved.table.into_boxed_slice();
         let range = entries.as_mut_ptr_range();
         let table = Box::new(TgtTargetTable { entries_begin: range.start, entries_end: range.end });
         Ok(LoadedImage {
@@ -517,17 +447,144 @@ impl<B: Backend> Plugin<B> {
             image,
             table,
             entries,
-            _names: names,
-            indirect,
+            _names: resolved.names,
+            indirect: resolved.indirect,
             functions,
             vtable_copies,
             vtables,
-            globals,
-            kernels,
-            kernel_boxes,
+            globals: resolved.globals,
+            kernels: resolved.kernels,
+            kernel_boxes: resolved.kernel_boxes,
             environment: None,
             memory_pool: None,
         })
+    }
+
+    /// Resolves one entry of `image` on `device` into `resolved`: its device address (a kernel's
+    /// handle) in the target table, under its name.
+    fn resolve_entry(
+        &self,
+        device: i32,
+        image: &B::Image,
+        entry: &OffloadEntry,
+        required: u64,
+        resolved: &mut Resolved<B>,
+    ) -> Result<()> {
+        let addr = match entry.kind() {
+            // No device symbol; its flags are in `required`.
+            EntryKind::Requirement(_) => 0,
+            EntryKind::Kernel => self.resolve_kernel(device, image, entry, resolved)?,
+            _ if entry.is_indirect() => self.resolve_indirect(device, image, entry, resolved)?,
+            _ => self.resolve_global(device, image, entry, required, resolved)?,
+        };
+        let name = CString::new(entry.name.as_str())
+            .map_err(|_| PluginError::InvalidImage(format!("entry name {:?} has a NUL", entry.name)))?;
+        resolved.table.push(TgtOffloadEntry {
+            addr: addr as *mut c_void,
+            name: name.as_ptr() as *mut _,
+            size: entry.size as usize,
+            flags: entry.flags as i32,
+            reserved: 0,
+        });
+        resolved.names.push(name);
+        Ok(())
+    }
+
+    /// A kernel entry: its launch configuration read from the image, boxed at the address that
+    /// is its handle.
+    fn resolve_kernel(
+        &self,
+        device: i32,
+        image: &B::Image,
+        entry: &OffloadEntry,
+        resolved: &mut Resolved<B>,
+    ) -> Result<u64> {
+        let kernel = self
+            .backend
+            .kernel(image, &entry.name)?
+            .ok_or_else(|| PluginError::MissingSymbol(entry.name.clone()))?;
+        let config = match self.backend.device_info(device) {
+            Some(_) => read_kernel_config(&self.backend, device, image, &entry.name)?,
+            None => KernelConfig::NOT_OPENMP,
+        };
+        let max_threads = self.backend.kernel_max_threads(&kernel);
+        let boxed = Box::new(LoadedKernel { kernel, config, max_threads });
+        let handle = &*boxed as *const LoadedKernel<B> as u64;
+        resolved.kernel_boxes.push(boxed);
+        resolved.kernels.push(handle);
+        Ok(handle)
+    }
+
+    /// The image's global of `entry`, at least as large as the entry says.
+    fn entry_global(&self, image: &B::Image, entry: &OffloadEntry) -> Result<DeviceSymbol> {
+        let global = self
+            .backend
+            .global(image, &entry.name)?
+            .ok_or_else(|| PluginError::MissingSymbol(entry.name.clone()))?;
+        if let Some(size) = global.size.filter(|&size| size < entry.size) {
+            return Err(PluginError::InvalidImage(format!(
+                "entry {} names {} bytes, its symbol has {size}",
+                entry.name, entry.size
+            )));
+        }
+        Ok(global)
+    }
+
+    /// A global variable's entry: its device address; under unified shared memory its device
+    /// copy given the host copy's bytes.
+    fn resolve_global(
+        &self,
+        device: i32,
+        image: &B::Image,
+        entry: &OffloadEntry,
+        required: u64,
+        resolved: &mut Resolved<B>,
+    ) -> Result<u64> {
+        let global = self.entry_global(image, entry)?;
+        if required & OMP_REQ_UNIFIED_SHARED_MEMORY != 0 {
+            // Under unified shared memory clang makes each declare-target variable a reference
+            // pointer (as for `link`) whose host copy holds the host variable's address; the
+            // device's copy must hold it too. libomptarget 19+ copies every global entry's host
+            // bytes at load for that; libomptarget 16 only for `link` entries and only when the
+            // program registered the requirement by a call (clang 17 and older), while clang 18+
+            // says it in the image's entries: the plugin copies them.
+            if !global.writable {
+                return Err(PluginError::InvalidImage(format!(
+                    "entry {} is read-only on the device; unified shared memory needs it written",
+                    entry.name
+                )));
+            }
+            // SAFETY: libomptarget's contract for the host's entries: a global entry's address is
+            // the host variable, `size` bytes long, alive while the program is.
+            let host = unsafe { std::slice::from_raw_parts(entry.addr as *const u8, entry.size as usize) };
+            self.backend.write(device, global.addr, host)?;
+        }
+        // Read-only globals (constants) are not libomptarget's to copy into.
+        if global.writable {
+            resolved.globals.push((global.addr, entry.size));
+        }
+        Ok(global.addr)
+    }
+
+    /// An indirect function's entry: the device function's address its global holds, paired with
+    /// the host function's. libomptarget maps the host function to what the table says, so a
+    /// captured pointer arrives translated.
+    fn resolve_indirect(
+        &self,
+        device: i32,
+        image: &B::Image,
+        entry: &OffloadEntry,
+        resolved: &mut Resolved<B>,
+    ) -> Result<u64> {
+        let global = self.entry_global(image, entry)?;
+        let mut word = [0u8; 8];
+        self.backend.read(device, &mut word, global.addr)?;
+        let device_fn = u64::from_le_bytes(word);
+        self.backend
+            .check_function(image, device_fn)
+            .map_err(|err| PluginError::InvalidImage(format!("indirect entry {}: {err}", entry.name)))?;
+        resolved.indirect.push(FptrMapEntry { host_ptr: entry.addr, tgt_ptr: device_fn });
+        Ok(device_fn)
     }
 
     /// `(host word, device word)` for every word of every vtable `bytes` (the image `image` was
