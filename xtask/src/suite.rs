@@ -147,7 +147,7 @@ pub fn run(workspace: &Path) -> Result<()> {
         // The cluster install (a vendored build as another user, twice: about 7 minutes, mostly
         // cargo) runs beside the steps from here on, with its own copy of the release archive and
         // its own scratch; its outcome is reported in its place below.
-        let mut cluster = Report::wanted(CLUSTER_STEP).then(|| {
+        let mut cluster = Report::wanted(&cluster_step()).then(|| {
             scope.spawn(|| -> Result<String> {
                 let own = workspace.join("target/release-archive-cluster");
                 let archive = packaging::install::archive_in(workspace, &dist, &own)?;
@@ -167,8 +167,15 @@ fn cargo_step(workspace: &Path, args: &[&str]) -> Result<String> {
     cmd::status(&mut c).map(|()| String::new())
 }
 
-/// The name of the cluster install's step.
-const CLUSTER_STEP: &str = "install on a cluster: LLVM 22 only at another prefix (Debian's hidden), as uid 65534, no network, from `cargo xtask vendor`'s tarball, and with EasyBuild; a C++ program through --config and CMake on the strict device; the release archive against that prefix";
+/// The name of the cluster install's step, for the reference release (`Llvm::reference`).
+fn cluster_step() -> String {
+    format!(
+        "install on a cluster: LLVM {} only at another prefix (Debian's hidden), as uid 65534, no network, from \
+         `cargo xtask vendor`'s tarball, and with EasyBuild; a C++ program through --config and CMake on the strict \
+         device; the release archive against that prefix",
+        Llvm::reference().major
+    )
+}
 
 /// The steps that need the dist tree, in order; `cluster` is the cluster install's thread, if it
 /// runs.
@@ -369,7 +376,7 @@ fn gpu_image_steps(workspace: &Path, tools: &Tools, dist: &Dist, report: &mut Re
         }
     }
     report.step(
-        "stock parity corpus (tests/corpus/): real libraries' headers in and beside declare target regions, built by clang 22 stock and with the project for x86_64, sm_90 and gfx90a; the project builds every one stock builds, and runs the x86_64 ones on the strict device with stock's output",
+        format!("stock parity corpus (tests/corpus/): real libraries' headers in and beside declare target regions, built by clang {} stock and with the project for x86_64, sm_90 and gfx90a; the project builds every one stock builds, and runs the x86_64 ones on the strict device with stock's output", Llvm::reference().major),
         || corpus::check(workspace, tools, dist),
     );
     for llvm in Llvm::all() {
@@ -428,7 +435,7 @@ fn install_steps(
         "the README's and docs' `sh runnable` blocks run as written (install, compile examples/, run, strict mode)",
         || doc_commands::check(workspace),
     );
-    report.step(CLUSTER_STEP, || {
+    report.step(cluster_step(), || {
         let started = Instant::now();
         let outcome = cluster.take().map_or_else(
             || Err(anyhow::anyhow!("it did not start")),
@@ -454,9 +461,11 @@ fn measurement_steps(workspace: &Path, tools: &Tools, dist: &Dist, archs: &Archs
         ),
         || fuzz::run(workspace, tools, dist, fuzz::SUITE_SECONDS),
     );
-    report.step("static metrics: registers and SASS of ours vs LLVM 19's lookup (target/bench/)", || {
-        metrics::run(workspace, tools, dist, &archs.sms)
-    });
+    let metrics_step = format!(
+        "static metrics: registers and SASS of ours vs LLVM {}'s lookup (target/bench/)",
+        Llvm::oldest().major
+    );
+    report.step(metrics_step, || metrics::run(workspace, tools, dist, &archs.sms));
 }
 
 /// The GPU bundle's parts: built, self-checked, run if a GPU is here.
