@@ -13,8 +13,9 @@
 //! (`LLVM 21 and later`), or reads the record. [`ALLOWED_LISTS`] lists the places where a list
 //! states a fact of those releases alone (a layout LLVM's source has in exactly them).
 
-use std::path::Path;
-use std::process::Command;
+mod tracked_sources;
+
+use tracked_sources::code_of;
 
 /// (file, text the line holds, why): the places where a release is named on purpose.
 const ALLOWED: &[(&str, &str, &str)] = &[
@@ -147,63 +148,25 @@ fn names_release(code: &str) -> Option<String> {
     None
 }
 
-/// The code of a line: what comes before a `//` comment (one that is not inside a string, as
-/// far as a line can tell), nothing for a doc or block comment line.
-fn code_of(line: &str) -> &str {
-    let trimmed = line.trim_start();
-    if trimmed.starts_with("//") || trimmed.starts_with('*') || trimmed.starts_with("/*") {
-        return "";
-    }
-    let mut in_string = false;
-    let bytes = line.as_bytes();
-    for i in 0..bytes.len() {
-        match bytes[i] {
-            b'"' if i == 0 || bytes[i - 1] != b'\\' => in_string = !in_string,
-            b'/' if !in_string && bytes.get(i + 1) == Some(&b'/') => return &line[..i],
-            _ => {}
-        }
-    }
-    line
-}
-
 #[test]
 fn no_rust_code_outside_the_records_names_an_llvm_release() {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace");
-    let listed = Command::new("git")
-        .current_dir(workspace)
-        .args(["ls-files", "-z", "--", "*.rs"])
-        .output()
-        .expect("git ls-files");
-    assert!(listed.status.success(), "git ls-files failed");
     let mut found = Vec::new();
     let mut used = vec![false; ALLOWED.len()];
     let mut lists = Vec::new();
     let mut lists_used = vec![false; ALLOWED_LISTS.len()];
     let supported = supported_majors();
-    for file in String::from_utf8_lossy(&listed.stdout).split('\0').filter(|f| !f.is_empty()) {
-        let integration_test = file.split('/').any(|part| part == "tests") && !file.starts_with("tests/");
-        if integration_test {
-            continue;
+    for (file, n, line) in tracked_sources::product_lines("") {
+        for prose in prose_of(&line) {
+            let Some(listed) = lists_releases(prose, &supported) else { continue };
+            match ALLOWED_LISTS.iter().position(|(f, holds, _)| *f == file && line.contains(holds)) {
+                Some(entry) => lists_used[entry] = true,
+                None => lists.push(format!("{file}:{n}: `{listed}`: {}", line.trim())),
+            }
         }
-        let text = std::fs::read_to_string(workspace.join(file)).unwrap_or_default();
-        for (n, line) in text.lines().enumerate() {
-            if line.trim_start().starts_with("#[cfg(test)]") {
-                break;
-            }
-            for prose in prose_of(line) {
-                let Some(listed) = lists_releases(prose, &supported) else { continue };
-                match ALLOWED_LISTS.iter().position(|(f, holds, _)| *f == file && line.contains(holds)) {
-                    Some(entry) => lists_used[entry] = true,
-                    None => lists.push(format!("{file}:{}: `{listed}`: {}", n + 1, line.trim())),
-                }
-            }
-            let Some(named) = names_release(code_of(line)) else { continue };
-            let allowed = ALLOWED.iter().position(|(f, holds, _)| *f == file && line.contains(holds));
-            if let Some(entry) = allowed {
-                used[entry] = true;
-            } else {
-                found.push(format!("{file}:{}: `{named}`: {}", n + 1, line.trim()));
-            }
+        let Some(named) = names_release(code_of(&line)) else { continue };
+        match ALLOWED.iter().position(|(f, holds, _)| *f == file && line.contains(holds)) {
+            Some(entry) => used[entry] = true,
+            None => found.push(format!("{file}:{n}: `{named}`: {}", line.trim())),
         }
     }
     assert!(

@@ -10,10 +10,10 @@
 //! images, the device library's `cfg(target_arch)`) reads its own target's name in its own terms
 //! (`starts_with("amdgcn")` of an image's triple), never a whole triple the build would share.
 
-use std::path::Path;
-use std::process::Command;
+mod tracked_sources;
 
 use packaging::target_record::TARGETS;
+use tracked_sources::code_of;
 
 /// What `code` (a line with its comment removed) says of a target that the record holds: a
 /// triple or Rust target as a string literal, or a decision by an architecture's prefix.
@@ -37,48 +37,12 @@ fn names_target(code: &str) -> Option<String> {
     None
 }
 
-/// The code of a line: nothing for a comment line, else what comes before a `//` outside a
-/// string.
-fn code_of(line: &str) -> &str {
-    let trimmed = line.trim_start();
-    if trimmed.starts_with("//") || trimmed.starts_with('*') || trimmed.starts_with("/*") {
-        return "";
-    }
-    let mut in_string = false;
-    let bytes = line.as_bytes();
-    for i in 0..bytes.len() {
-        match bytes[i] {
-            b'"' if i == 0 || bytes[i - 1] != b'\\' => in_string = !in_string,
-            b'/' if !in_string && bytes.get(i + 1) == Some(&b'/') => return &line[..i],
-            _ => {}
-        }
-    }
-    line
-}
-
 #[test]
 fn no_code_outside_the_target_records_names_a_triple_or_decides_by_a_prefix() {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace");
-    let listed = Command::new("git")
-        .current_dir(workspace)
-        .args(["ls-files", "-z", "--", "*.rs"])
-        .output()
-        .expect("git ls-files");
-    assert!(listed.status.success(), "git ls-files failed");
     let mut found = Vec::new();
-    for file in String::from_utf8_lossy(&listed.stdout).split('\0').filter(|f| !f.is_empty()) {
-        let integration_test = file.split('/').any(|part| part == "tests") && !file.starts_with("tests/");
-        if integration_test || file == "packaging/src/target_record.rs" {
-            continue;
-        }
-        let text = std::fs::read_to_string(workspace.join(file)).unwrap_or_default();
-        for (n, line) in text.lines().enumerate() {
-            if line.trim_start().starts_with("#[cfg(test)]") {
-                break;
-            }
-            if let Some(named) = names_target(code_of(line)) {
-                found.push(format!("{file}:{}: `{named}`: {}", n + 1, line.trim()));
-            }
+    for (file, n, line) in tracked_sources::product_lines("packaging/src/target_record.rs") {
+        if let Some(named) = names_target(code_of(&line)) {
+            found.push(format!("{file}:{n}: `{named}`: {}", line.trim()));
         }
     }
     assert!(

@@ -10,7 +10,7 @@
 //!
 //! - **Where the globals are**: [`crate::registration::extend`] adds to each descriptor one entry per global
 //!   (flags 0, a `declare target` variable of the global's size) whose host address is a
-//!   [`Shadows`] field of this library; libomptarget maps it to the image's global when it loads
+//!   [`Shadows`](crate::registered::Shadows) field of this library; libomptarget maps it to the image's global when it loads
 //!   the image, and `omp_get_mapped_ptr` answers where.
 //! - **The pairs**: libomptarget maps the host address of every indirect entry (functions, and
 //!   the vtable words [`crate::registration::extend`] adds) to the device address the entry's global holds,
@@ -42,34 +42,9 @@ use host_table::rtl_interface::{FptrIndex, FptrMapEntry, FPTR_MAP_P, FPTR_MAP_SI
 use host_table::switches::{switch_from_env, HASH_INDEX_ENV, MAP_ON_LOAD_ENV};
 use host_table::vtable_slots::{self, PairedVtable};
 use host_table::vtables::HostObjects;
-use omptarget_indirect_abi::c_names;
 
-use crate::registration::{indirect_keys, vtable_copies, REGISTERED};
+use crate::registered::{indirect_keys, vtable_copies, Shadows, REGISTERED};
 use crate::NAME;
-
-/// Host stand-ins of the device library's three globals, one set per registered descriptor:
-/// their addresses are the host addresses of the entries [`crate::registration::extend`] adds, which
-/// libomptarget maps to the globals of each image it loads. Never read or written here (under
-/// `requires unified_shared_memory` libomptarget copies them over the globals when it loads an
-/// image: all zero, the globals' initial value).
-#[repr(C, align(16))]
-#[derive(Default)]
-pub(crate) struct Shadows {
-    map_p: u64,
-    map_size: u64,
-    index: [u64; 6],
-}
-
-impl Shadows {
-    /// `(symbol, host address, size)` of each global's stand-in, as the entries name them.
-    pub(crate) fn entries(&self) -> [(&'static CStr, u64, u64); 3] {
-        [
-            (c_names::FPTR_MAP_P, &self.map_p as *const u64 as u64, 8),
-            (c_names::FPTR_MAP_SIZE, &self.map_size as *const u64 as u64, 8),
-            (c_names::FPTR_INDEX, self.index.as_ptr() as u64, 48),
-        ]
-    }
-}
 
 /// Devices this module installs tables on (device numbers `0..MAX_DEVICES`); the others keep
 /// the stock tables.

@@ -31,6 +31,7 @@
 mod device_table;
 mod fortran_maps;
 mod kernel_launch;
+mod registered;
 mod registration;
 mod x86_64_table;
 
@@ -39,5 +40,22 @@ pub use kernel_launch::__tgt_target_kernel;
 pub use registration::{__tgt_register_lib, __tgt_unregister_lib, read_descriptor_for_fuzzing, TgtBinDesc};
 pub use x86_64_table::__omptarget_indirect_x86_64_image_loaded;
 
+use std::ffi::c_void;
+
+use host_table::rtl_interface::TgtBinDesc as BinDesc;
+
 /// The name in this library's diagnostics.
 const NAME: &str = "register";
+
+/// `void (*)(__tgt_bin_desc *)`: `__tgt_register_lib` and `__tgt_unregister_lib`.
+type RegisterFn = unsafe extern "C" fn(*mut BinDesc);
+
+/// libomptarget's definition of `name` (the next one after this library's).
+fn next(name: &std::ffi::CStr) -> Option<RegisterFn> {
+    // SAFETY: dlsym with a NUL-terminated name; a non-null result is the function of that name,
+    // whose C signature is `void (__tgt_bin_desc *)` for both names used here.
+    unsafe {
+        let found = libc::dlsym(libc::RTLD_NEXT, name.as_ptr());
+        (!found.is_null()).then(|| std::mem::transmute::<*mut c_void, RegisterFn>(found))
+    }
+}

@@ -26,7 +26,8 @@ use host_table::rtl_interface::{FptrIndex, FptrMapEntry, FPTR_MAP_P, OMP_DECLARE
 use host_table::switches::{switch_from_env, HASH_INDEX_ENV, MAP_ON_LOAD_ENV};
 use omptarget_indirect_abi::{c_names, vtable_word, IndexSlot};
 
-use crate::registration::{next, REGISTERED};
+use crate::next;
+use crate::registered::REGISTERED;
 use crate::NAME;
 
 /// A table installed in one image, kept while the image may run.
