@@ -12,17 +12,18 @@
 //! };
 //! ```
 //!
-//! Who fills the table: LLVM 18-21's CUDA and AMDGPU plugins, and LLVM 22's libomptarget for
+//! Who fills the table: LLVM 18-21's CUDA and AMDGPU plugins, and from LLVM 22 on libomptarget for
 //! every device, x86_64 host offload included, but only in an image that defines the global. On
 //! the GPU targets LLVM's DeviceRTL defines it (in the constant address space) and this crate
 //! only refers to it; the x86_64 host-offload device has no DeviceRTL, so this crate defines it
-//! there, weak and zero, for libomptarget 22 to find and fill.
+//! there, weak and zero, for libomptarget (22 and later) to find and fill.
 #![allow(non_upper_case_globals)]
 
 pub use omptarget_indirect_abi::DeviceEnvironment;
 
 /// The x86_64 definition: weak, so that any other definition in the image is the one used, and
-/// exported from the device image's shared object, where libomptarget 22 looks it up by name.
+/// exported from the device image's shared object, where libomptarget (22 and later) looks it up
+/// by name.
 #[cfg(not(any(target_arch = "nvptx64", target_arch = "amdgpu")))]
 #[no_mangle]
 #[linkage = "weak"]

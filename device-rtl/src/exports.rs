@@ -40,7 +40,8 @@ pub static mut __omp_offloading_fptr_index: FptrIndex = FptrIndex::NONE;
 /// Looks `fn_ptr` up in the table installed in [`__omp_offloading_fptr_map_p`] /
 /// [`__omp_offloading_fptr_map_size`] (this project's plugins install it), or, while that pointer
 /// is null, in the table LLVM's runtime installs in `__omp_rtl_device_environment`
-/// ([`crate::environment`]; libomptarget 22 fills it on every device, LLVM 18-21 on the GPUs).
+/// ([`crate::environment`]; libomptarget fills it on every device from LLVM 22 on, LLVM 18-21 on
+/// the GPUs).
 /// Returns the matching `tgt_ptr`, or `fn_ptr` unchanged when it is null, when neither table is
 /// installed (null pointer or size 0), or when it is not a key (for example a pointer that is
 /// already a device function). Never fails, never traps, terminates for every input (LLVM's own

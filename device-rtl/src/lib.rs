@@ -6,7 +6,7 @@
 //! [`__omp_offloading_fptr_map_size`]; device code then calls [`__kmpc_target_translate_fptr`]
 //! on a host pointer to obtain the device function to call.
 //!
-//! Where no table of ours is installed (LLVM 22's stock libomptarget, or LLVM 18-21's GPU
+//! Where no table of ours is installed (a stock libomptarget from LLVM 22 on, or LLVM 18-21's GPU
 //! plugins), the translation answers from the table LLVM's runtime keeps in its device
 //! environment ([`environment`]), in the same layout.
 //!
