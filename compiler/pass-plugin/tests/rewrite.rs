@@ -1370,13 +1370,9 @@ fn a_polymorphic_scalar_is_mapped_with_its_dynamic_types_size() {
     // An attachment entry (its size the descriptor's) is left alone.
     let module = Module::parse(&polymorphic_map("select i1 %none, i64 0, i64 4", "i64", 0x4000));
     assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 0);
-
-    // With the switch off at compile time nothing changes.
-    std::env::set_var("OMPTARGET_INDIRECT_POLYMORPHIC_MAPS", "0");
-    let module = Module::parse(&polymorphic_map("select i1 %none, i64 0, i64 4", "i64", 1));
-    let changed = module.rewrite(Phase::PipelineStart).polymorphic_maps;
-    std::env::remove_var("OMPTARGET_INDIRECT_POLYMORPHIC_MAPS");
-    assert_eq!(changed, 0);
+    // (The switch that turns the maps off is read from the compiler's environment, which a test
+    // thread must not change under the others: `policy`'s unit tests cover when it is off, and
+    // the Fortran programs' negative control, built with it off, fails the end-to-end step.)
 }
 
 #[test]
