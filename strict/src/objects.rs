@@ -183,8 +183,19 @@ pub fn page_size() -> usize {
 /// Splits segments at the protections `/proc/self/maps` shows (RELRO pages are read-only).
 fn refine_protections(segments: &mut Vec<Segment>) {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return };
+    *segments = refined(segments, &maps);
+}
+
+/// `segments` split where the mappings of `maps` (`/proc/self/maps`' text) begin and end, each
+/// part with its segment's protection, less `PROT_WRITE` where the mapping is readable but not
+/// writable: making RELRO read-only is the one change the loader makes to a segment's protection.
+/// A mapping with no access at all is this library's own protection still in place (a page closed
+/// again for the loader just as a window closed, not yet found by a host access): a snapshot that
+/// took it for the page's own made every window "restore" it, and the page stayed closed for good
+/// (the loader and libomptarget then faulted on the executable's RELRO without end).
+fn refined(segments: &[Segment], maps: &str) -> Vec<Segment> {
     let mut refined = Vec::new();
-    for s in segments.iter() {
+    for s in segments {
         let mut covered = Vec::new();
         for line in maps.lines() {
             let mut fields = line.split_whitespace();
@@ -197,13 +208,9 @@ fn refine_protections(segments: &mut Vec<Segment>) {
             if start >= end {
                 continue;
             }
-            let bytes = perms.as_bytes();
-            let mut prot = 0;
-            for (i, p) in [libc::PROT_READ, libc::PROT_WRITE, libc::PROT_EXEC].into_iter().enumerate() {
-                if bytes.get(i).is_some_and(|&c| c != b'-') {
-                    prot |= p;
-                }
-            }
+            let shown = |i: usize| perms.as_bytes().get(i).is_some_and(|&c| c != b'-');
+            let closed = !(shown(0) || shown(1) || shown(2));
+            let prot = if shown(1) || closed { s.prot } else { s.prot & !libc::PROT_WRITE };
             covered.push(Segment { start, end, prot });
         }
         if covered.is_empty() {
@@ -212,7 +219,7 @@ fn refine_protections(segments: &mut Vec<Segment>) {
             refined.extend(covered);
         }
     }
-    *segments = refined;
+    refined
 }
 
 /// The functions and variables of the object at `path` loaded at `base`: its `.symtab` (the
@@ -262,6 +269,22 @@ pub fn object_at(objects: &[Object], addr: usize) -> Option<&Object> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relro_is_read_only_and_a_page_closed_at_snapshot_time_keeps_its_segments_protection() {
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let segment = Segment { start: 0x1000, end: 0x4000, prot: rw };
+        // RELRO, a page this library left closed (its segment's protection back), the rest
+        // writable.
+        let maps = "1000-2000 r--p 00000000 fe:00 1 /x\n2000-3000 ---p 00001000 fe:00 1 /x\n3000-4000 rw-p 00002000 fe:00 1 /x\n";
+        let parts: Vec<(usize, usize, libc::c_int)> =
+            refined(&[segment], maps).iter().map(|s| (s.start, s.end, s.prot)).collect();
+        assert_eq!(parts, [(0x1000, 0x2000, libc::PROT_READ), (0x2000, 0x3000, rw), (0x3000, 0x4000, rw)]);
+        // Code stays executable whatever the page shows now.
+        let code = Segment { start: 0x5000, end: 0x6000, prot: libc::PROT_READ | libc::PROT_EXEC };
+        let closed = refined(&[code], "5000-6000 ---p 00000000 fe:00 1 /x\n");
+        assert_eq!(closed[0].prot, libc::PROT_READ | libc::PROT_EXEC);
+    }
 
     #[test]
     fn the_host_program_is_the_executable_and_the_users_libraries() {
