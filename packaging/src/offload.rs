@@ -11,8 +11,6 @@ pub struct OffloadTarget {
     pub name: String,
     /// Its record.
     pub record: &'static Target,
-    /// Triple of the device images clang writes for it (the record's).
-    pub triple: &'static str,
     /// `arch=` of those images in the OffloadBinary (empty for host offload).
     pub arch: String,
 }
@@ -20,7 +18,7 @@ pub struct OffloadTarget {
 impl OffloadTarget {
     /// The GPU architecture `arch` of `record`.
     fn gpu(record: &'static Target, arch: &str) -> Self {
-        OffloadTarget { name: arch.to_string(), record, triple: record.triple, arch: arch.to_string() }
+        OffloadTarget { name: arch.to_string(), record, arch: arch.to_string() }
     }
 
     /// NVIDIA `sm_NN`.
@@ -41,12 +39,12 @@ impl OffloadTarget {
 
     /// The host-offload "device".
     pub fn x86_64() -> Self {
-        OffloadTarget {
-            name: HOST.dist_dir.to_string(),
-            record: &HOST,
-            triple: HOST.triple,
-            arch: String::new(),
-        }
+        OffloadTarget { name: HOST.dist_dir.to_string(), record: &HOST, arch: String::new() }
+    }
+
+    /// The triple of the device images clang writes for it.
+    pub fn triple(&self) -> &'static str {
+        self.record.triple
     }
 
     /// Whose device it is.
@@ -62,7 +60,7 @@ impl OffloadTarget {
     /// The packager's `--image=` argument for this target's image in `file`: packs it into an
     /// OffloadBinary, or extracts it from a linked program.
     pub fn image_selector(&self, file: &std::path::Path) -> String {
-        let mut selector = format!("--image=file={},triple={},kind=openmp", file.display(), self.triple);
+        let mut selector = format!("--image=file={},triple={},kind=openmp", file.display(), self.triple());
         if !self.arch.is_empty() {
             selector.push_str(&format!(",arch={}", self.arch));
         }

@@ -130,7 +130,7 @@ impl<'a> Toolchain<'a> {
                 args.push(prefixed("--cuda-path=", &self.tools.cuda));
             }
             Vendor::Amd => args.push(format!("--offload-arch={}", target.arch).into()),
-            Vendor::Host => args.push(format!("-fopenmp-targets={}", target.triple).into()),
+            Vendor::Host => args.push(format!("-fopenmp-targets={}", target.triple()).into()),
         }
         let release = self.release();
         match (self.llvm.device_rtl, &release.device_rtl, target.vendor()) {
@@ -141,7 +141,7 @@ impl<'a> Toolchain<'a> {
                 args.push(prefixed("--rocm-device-lib-path=", &self.tools.rocm_device_libs))
             }
             (DeviceRtl::FromSource { .. }, Some(built), Vendor::Nvidia) => {
-                args.push(prefixed(NVPTX_DEVICE_RTL_FLAG, &built.join(target.triple)))
+                args.push(prefixed(NVPTX_DEVICE_RTL_FLAG, &built.join(target.triple())))
             }
             // amdgcn with a DeviceRTL built from source: linked by name (device_link_args); no
             // DeviceRTL at all: device IR only.
@@ -162,7 +162,7 @@ impl<'a> Toolchain<'a> {
     /// unused), and for amdgcn, whose `-nogpulib` leaves it out, the library itself.
     pub fn device_link_args(&self, target: &OffloadTarget) -> Vec<OsString> {
         let Some(built) = &self.release().device_rtl else { return Vec::new() };
-        let mut args = vec!["-Xoffload-linker".into(), prefixed("-L", &built.join(target.triple))];
+        let mut args = vec!["-Xoffload-linker".into(), prefixed("-L", &built.join(target.triple()))];
         match target.vendor() {
             Vendor::Nvidia => args,
             Vendor::Amd => {

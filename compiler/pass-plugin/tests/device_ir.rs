@@ -318,7 +318,7 @@ fn check_hoisting(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarge
         target.name
     );
     // On the GPU targets behind the key-range test, on x86_64 beside its call (loop_cache.rs).
-    let x86_64 = target.triple == "x86_64-pc-linux-gnu";
+    let x86_64 = !target.is_gpu();
     let varying = placement(&text, "varying_loop_translated")?;
     let expected = if x86_64 { Placement::WithTheCall } else { Placement::Guarded };
     ensure!(

@@ -84,7 +84,7 @@ pub fn check(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<String> {
                     "{name} for {}: stock builds it, the project does not: {err:#}",
                     target.name
                 )),
-                (Ok(stock), Ok(project)) if target.triple == OffloadTarget::x86_64().triple => {
+                (Ok(stock), Ok(project)) if !target.is_gpu() => {
                     if let Err(err) = same_output(&toolchain, stock, project, name) {
                         failures.push(format!("{err:#}"));
                     }
