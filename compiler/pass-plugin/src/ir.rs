@@ -243,3 +243,18 @@ pub(crate) unsafe fn is_known_callee(callee: LLVMValueRef) -> bool {
             || !LLVMIsAUndefValue(callee).is_null()
     }
 }
+
+/// Whether `value` is the callee of a call or invoke, directly or through at most `merges` phis
+/// and selects.
+pub(crate) unsafe fn is_called(value: LLVMValueRef, merges: u32) -> bool {
+    // SAFETY: use-list walk and callee reads on valid values.
+    unsafe {
+        users(value).into_iter().any(|user| {
+            if !LLVMIsACallInst(user).is_null() || !LLVMIsAInvokeInst(user).is_null() {
+                return LLVMGetCalledValue(user) == value;
+            }
+            let merge = !LLVMIsAPHINode(user).is_null() || !LLVMIsASelectInst(user).is_null();
+            merge && merges > 0 && is_called(user, merges - 1)
+        })
+    }
+}

@@ -22,7 +22,7 @@
 use std::collections::HashSet;
 
 use crate::device_addresses::{holds_only_device_addresses, translates_to_itself};
-use crate::ir::{has_module_flag, users, value_name_bytes};
+use crate::ir::{has_module_flag, is_called, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMLinkage;
@@ -196,13 +196,8 @@ pub unsafe fn casts_with_rtti(call: LLVMValueRef) -> bool {
 /// # Safety
 /// `call` must be a valid call.
 pub unsafe fn looks_up_a_vtable_pointer(call: LLVMValueRef) -> bool {
-    // SAFETY: use-list reads and type queries on a valid value and its users.
-    unsafe {
-        !users(call).into_iter().any(|user| {
-            (!LLVMIsACallInst(user).is_null() || !LLVMIsAInvokeInst(user).is_null())
-                && LLVMGetCalledValue(user) == call
-        })
-    }
+    // SAFETY: a valid call (caller).
+    unsafe { !is_called(call, 0) }
 }
 
 /// The environment variable that turns the loop cache off for a compile (`=0`): the benchmarks

@@ -32,7 +32,8 @@ use crate::fortran_dispatch::is_type_descriptor_load;
 
 use crate::device_addresses::device_global_of;
 use crate::ir::{
-    has_metadata, instructions, keep, kind_id, md_string, node_operands, picks_only, users, value_name_bytes,
+    has_metadata, instructions, is_called, keep, kind_id, md_string, node_operands, picks_only, users,
+    value_name_bytes,
 };
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
@@ -307,7 +308,7 @@ unsafe fn used_as_vtable(value: LLVMValueRef) -> bool {
     unsafe {
         users(value).into_iter().any(|user| {
             if !LLVMIsALoadInst(user).is_null() {
-                return is_called(user, 0);
+                return is_called(user, MEMBER_POINTER_MERGES);
             }
             if LLVMIsAGetElementPtrInst(user).is_null() || LLVMGetOperand(user, 0) != value {
                 return false;
@@ -318,26 +319,15 @@ unsafe fn used_as_vtable(value: LLVMValueRef) -> bool {
             users(user).into_iter().any(|read| {
                 !LLVMIsALoadInst(read).is_null()
                     && LLVMGetOperand(read, 0) == user
-                    && (negative || is_called(read, 0))
+                    && (negative || is_called(read, MEMBER_POINTER_MERGES))
             })
         })
     }
 }
 
-/// Whether `value` is the callee of a call or invoke, directly or through phis and selects (a
-/// call through a member pointer picks the virtual or the plain function on two paths).
-unsafe fn is_called(value: LLVMValueRef, depth: u32) -> bool {
-    // SAFETY: use-list walk and callee reads on valid values.
-    unsafe {
-        users(value).into_iter().any(|user| {
-            if !LLVMIsACallInst(user).is_null() || !LLVMIsAInvokeInst(user).is_null() {
-                return LLVMGetCalledValue(user) == value;
-            }
-            let merges = !LLVMIsAPHINode(user).is_null() || !LLVMIsASelectInst(user).is_null();
-            merges && depth < 4 && is_called(user, depth + 1)
-        })
-    }
-}
+/// The phis and selects a vtable slot's read may pass before its call: a call through a member
+/// pointer picks the virtual or the plain function on two paths.
+const MEMBER_POINTER_MERGES: u32 = 4;
 
 /// Whether `load` was translated by an earlier run: every user of it is a translation of it
 /// (directly or through an address-space cast), or, where the loop cache keeps its last key
