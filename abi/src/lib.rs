@@ -14,7 +14,10 @@
 #![deny(missing_docs)]
 
 pub mod fortran;
+pub mod host_calls;
 pub mod map_type;
+
+pub use host_calls::{HostCalls, RangeList};
 
 /// One entry of the function-pointer map: `struct __omp_offloading_fptr_map_ty { int64_t
 /// host_ptr; int64_t tgt_ptr; }` (16 bytes, 8-aligned).
@@ -176,7 +179,7 @@ impl DeviceEnvironment {
 // assertions above equal the sum of the fields), and every bit pattern is a valid value.
 #[cfg(feature = "bytemuck")]
 mod pod {
-    use super::{DeviceEnvironment, FptrIndex, FptrMapEntry, IndexSlot};
+    use super::{DeviceEnvironment, FptrIndex, FptrMapEntry, HostCalls, IndexSlot};
 
     // SAFETY: see the module comment.
     unsafe impl bytemuck::Zeroable for FptrMapEntry {}
@@ -194,6 +197,10 @@ mod pod {
     unsafe impl bytemuck::Zeroable for DeviceEnvironment {}
     // SAFETY: see the module comment.
     unsafe impl bytemuck::Pod for DeviceEnvironment {}
+    // SAFETY: see the module comment.
+    unsafe impl bytemuck::Zeroable for HostCalls {}
+    // SAFETY: see the module comment.
+    unsafe impl bytemuck::Pod for HostCalls {}
 }
 
 /// Defines each symbol name once as text, and in [`c_names`] NUL-terminated for C APIs.
@@ -255,6 +262,9 @@ symbol_names! {
     /// libomptarget's `int64_t __tgt_mapper_num_components(void *handle)`: the components pushed
     /// so far.
     MAPPER_NUM_COMPONENTS = "__tgt_mapper_num_components";
+    /// The device global through which the host sets up the check of calls into host code
+    /// ([`HostCalls`], 32 bytes); this project's device library only.
+    HOST_CALLS = "__omptarget_indirect_host_calls";
 }
 
 /// Whether `name` is a dispatch table the host and the device each define and pair word by word
@@ -565,6 +575,7 @@ mod symbol_name_tests {
             (super::FLANG_SAME_TYPE_AS, super::c_names::FLANG_SAME_TYPE_AS),
             (super::EXTENDS_TYPE_OF, super::c_names::EXTENDS_TYPE_OF),
             (super::FLANG_EXTENDS_TYPE_OF, super::c_names::FLANG_EXTENDS_TYPE_OF),
+            (super::HOST_CALLS, super::c_names::HOST_CALLS),
         ] {
             assert_eq!(c.to_str(), Ok(text));
         }

@@ -14,8 +14,12 @@ use core::ffi::c_void;
 use core::ptr::{addr_of, null};
 
 use crate::environment::__omp_rtl_device_environment;
+use crate::host_calls::untranslated;
 use crate::index::FptrIndex;
-use crate::lookup::{key_range_first_installed, translate_first_installed, FptrMapEntry, InstalledTable};
+use crate::lookup::{
+    key_range_first_installed, translate_first_installed, translate_first_installed_or, FptrMapEntry,
+    InstalledTable,
+};
 
 /// Device address of the sorted function-pointer table, written by the host plugin after it
 /// loads the image. Weak and externally visible so the plugin finds it by name and so that a
@@ -53,8 +57,12 @@ pub static mut __omp_offloading_fptr_index: FptrIndex = FptrIndex::NONE;
 /// (or be null / 0), and an index that names the table must be well formed.
 #[no_mangle]
 pub unsafe extern "C" fn __kmpc_target_translate_fptr(fn_ptr: *mut c_void) -> *mut c_void {
-    // SAFETY: the caller's contract is this function's.
-    unsafe { translate_installed(fn_ptr) }
+    // SAFETY: the tables' and the index's validity is this function's precondition, and the
+    // check's global is the host's to keep valid (`host_calls`).
+    unsafe {
+        let (ours, llvm, index) = installed();
+        translate_first_installed_or(ours, llvm, index, fn_ptr, |missed| untranslated(missed))
+    }
 }
 
 /// [`__kmpc_target_translate_fptr`], inlined into the library's own callers (a GPU's copy of the

@@ -25,9 +25,10 @@
 #![cfg_attr(not(test), no_std)]
 // `linkage`: the weak globals. `portable_simd`: `u64x2`, so that probing an index slot is one
 // 16-byte load of key and value.
-#![feature(linkage, portable_simd)]
-#![cfg_attr(feature = "panic-handler", feature(core_intrinsics))]
-#![cfg_attr(feature = "panic-handler", allow(internal_features))]
+// `core_intrinsics`: `abort`, the trap of a GPU's check of calls into host code (and of the
+// panic handler, which is unreachable).
+#![feature(linkage, portable_simd, core_intrinsics)]
+#![allow(internal_features)]
 #![deny(missing_docs)]
 
 /// Only the x86_64 device has RTTI to cast with (see the module).
@@ -36,6 +37,7 @@ pub mod dynamic_cast;
 pub mod environment;
 mod exports;
 pub mod fortran_types;
+pub mod host_calls;
 /// Only the x86_64 device image's copy calls out (see the module).
 #[cfg(all(target_arch = "x86_64", feature = "device-image"))]
 mod image_loaded;
@@ -51,10 +53,11 @@ pub use exports::{
     __kmpc_target_translate_fptr, __omp_offloading_fptr_index, __omp_offloading_fptr_map_p,
     __omp_offloading_fptr_map_size, __omptarget_indirect_first_key, __omptarget_indirect_last_key,
 };
+pub use host_calls::__omptarget_indirect_host_calls;
 pub use index::{FptrIndex, IndexLookup, IndexSlot};
 pub use lookup::{
-    key_range_first_installed, translate, translate_first_installed, translate_in, translate_indexed,
-    FptrMapEntry, InstalledTable,
+    key_range_first_installed, translate, translate_first_installed, translate_first_installed_or,
+    translate_in, translate_indexed, translate_or, FptrMapEntry, InstalledTable,
 };
 
 /// Freestanding builds need a panic handler even though nothing in this crate can panic: the

@@ -19,18 +19,38 @@ use crate::index::{find_after, read_slot_at, FptrIndex};
 /// or some entry's `tgt_ptr`), never an out-of-bounds read.
 #[inline(always)]
 pub unsafe fn translate(table: *const FptrMapEntry, size: u64, fn_ptr: *mut c_void) -> *mut c_void {
+    // SAFETY: the caller's contract is this function's.
+    unsafe { translate_or(table, size, fn_ptr, |missed| missed) }
+}
+
+/// [`translate`], with the answer for a non-null key that is no entry's (a miss) given by
+/// `missed`: the device library's exported lookup passes its check of calls into host code
+/// ([`crate::host_calls`]), everything else the key itself.
+///
+/// # Safety
+/// As for [`translate`].
+#[inline(always)]
+pub unsafe fn translate_or(
+    table: *const FptrMapEntry,
+    size: u64,
+    fn_ptr: *mut c_void,
+    missed: impl FnOnce(*mut c_void) -> *mut c_void,
+) -> *mut c_void {
     let key = fn_ptr as u64;
-    if key == 0 || table.is_null() || size == 0 {
+    if key == 0 {
         return fn_ptr;
+    }
+    if table.is_null() || size == 0 {
+        return missed(fn_ptr);
     }
     // SAFETY: the caller guarantees `size` readable entries.
     if !unsafe { in_range(table, size, key) } {
-        return fn_ptr;
+        return missed(fn_ptr);
     }
     // SAFETY: `key` is in range, `search`'s precondition.
     match unsafe { search(table, size, key) } {
         Some(tgt_ptr) => tgt_ptr as *mut c_void,
-        None => fn_ptr,
+        None => missed(fn_ptr),
     }
 }
 
@@ -94,6 +114,23 @@ pub unsafe fn translate_first_installed(
     index: &FptrIndex,
     fn_ptr: *mut c_void,
 ) -> *mut c_void {
+    // SAFETY: the caller's contract is this function's.
+    unsafe { translate_first_installed_or(ours, llvm, index, fn_ptr, |missed| missed) }
+}
+
+/// [`translate_first_installed`], with the answer for a miss given by `missed`, as
+/// [`translate_or`] takes it: only the paths that found no entry call it.
+///
+/// # Safety
+/// As for [`translate_first_installed`].
+#[inline(always)]
+pub unsafe fn translate_first_installed_or(
+    ours: InstalledTable<'_, *const FptrMapEntry>,
+    llvm: InstalledTable<'_, u64>,
+    index: &FptrIndex,
+    fn_ptr: *mut c_void,
+    missed: impl FnOnce(*mut c_void) -> *mut c_void,
+) -> *mut c_void {
     let key = fn_ptr as u64;
     let (
         InstalledTable { table: ours, size: our_size },
@@ -112,15 +149,21 @@ pub unsafe fn translate_first_installed(
         }
         // SAFETY: as above.
         let further = unsafe { find_after(index, key, index.bucket(key), host_ptr) };
-        return further.map_or(fn_ptr, |t| t as *mut c_void);
+        return match further {
+            Some(tgt_ptr) => tgt_ptr as *mut c_void,
+            None => missed(fn_ptr),
+        };
     }
-    if indexed | (key == 0) {
+    if key == 0 {
         return fn_ptr;
+    }
+    if indexed {
+        return missed(fn_ptr);
     }
     let (table, size) =
         if ours.is_null() { (*llvm_table as *const FptrMapEntry, *llvm_size) } else { (ours, *our_size) };
     // SAFETY: the table chosen is valid by this function's precondition (ours, or LLVM's).
-    unsafe { translate(table, size, fn_ptr) }
+    unsafe { translate_or(table, size, fn_ptr, missed) }
 }
 
 /// The closed range `(first, last)` holding every key of the table [`translate_first_installed`]

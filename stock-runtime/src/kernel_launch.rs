@@ -3,8 +3,8 @@
 
 use std::ffi::c_void;
 
-use crate::device_table;
 use crate::NAME;
+use crate::{device_table, host_calls};
 
 /// `int __tgt_target_kernel(ident_t *loc, int64_t device_id, int32_t num_teams, int32_t
 /// thread_limit, void *host_ptr, KernelArgsTy *args)`: libomptarget's (the next definition),
@@ -42,6 +42,7 @@ pub unsafe extern "C" fn __tgt_target_kernel(
         return -1;
     };
     device_table::before_launch(device_id);
+    let _launch = host_calls::launching(host_ptr, loc);
     // SAFETY: the caller's arguments, as received (the caller's contract).
     unsafe { launch(loc, device_id, num_teams, thread_limit, host_ptr, args) }
 }

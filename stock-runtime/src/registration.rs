@@ -16,7 +16,7 @@ use host_table::rtl_interface::{
 use host_table::{diagnostics, image, vtables};
 
 use crate::registered::{indirect_keys, Registered, Replacement, Shadows, REGISTERED};
-use crate::{device_table, next, x86_64_table, NAME};
+use crate::{device_table, host_calls, next, x86_64_table, NAME};
 
 /// `void __tgt_register_lib(__tgt_bin_desc *desc)`: registers `desc` with libomptarget, its
 /// images' entries extended by their vtable words (see the crate documentation). Without a
@@ -69,6 +69,7 @@ pub unsafe extern "C" fn __tgt_register_lib(desc: *mut TgtBinDesc) {
     // or null) or the replacement.
     let entries = unsafe { registered_desc.as_ref().and_then(|d| v1_entries(d)) }
         .map_or((std::ptr::null(), 0), |e| (e.as_ptr(), e.len()));
+    host_calls::registered(desc.cast());
     REGISTERED.lock().unwrap_or_else(|e| e.into_inner()).push(Registered {
         original: desc as usize,
         replacement,
@@ -106,6 +107,7 @@ pub unsafe extern "C" fn __tgt_unregister_lib(desc: *mut TgtBinDesc) {
         // Before libomptarget unloads the images (and may release the devices). A panic there
         // leaks the tables rather than unwinding into the program's exit code.
         let _ = std::panic::catch_unwind(device_table::free_all);
+        host_calls::unloading();
     }
     // SAFETY: the descriptor registered for `desc` (never freed), or `desc` as received.
     unsafe { unregister(ours.unwrap_or(desc)) }

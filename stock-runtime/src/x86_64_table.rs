@@ -26,9 +26,9 @@ use host_table::rtl_interface::{FptrIndex, FptrMapEntry, FPTR_MAP_P, OMP_DECLARE
 use host_table::switches::{switch_from_env, HASH_INDEX_ENV, MAP_ON_LOAD_ENV};
 use omptarget_indirect_abi::{c_names, vtable_word, IndexSlot};
 
-use crate::next;
 use crate::registered::REGISTERED;
 use crate::NAME;
+use crate::{host_calls, next};
 
 /// A table installed in one image, kept while the image may run.
 struct Installed {
@@ -57,6 +57,9 @@ pub unsafe extern "C" fn __omptarget_indirect_x86_64_image_loaded(anchor: *const
     }
     if runtime_closes_images_twice() && switch_from_env(HOLD_IMAGES_ENV) {
         hold_image(anchor);
+    }
+    if let Some(image) = object_file(anchor).and_then(|file| Handle::of_loaded(&file)) {
+        let _ = std::panic::catch_unwind(|| host_calls::image_loaded(|name| image.symbol(name)));
     }
     if !runtime_fills_none() {
         return;

@@ -8,7 +8,6 @@
 //! not the device images.
 
 use std::ffi::{c_int, c_void, CStr};
-use std::path::Path;
 
 /// One `PT_LOAD` segment of a protected object, as mapped.
 #[derive(Debug, Clone, Copy)]
@@ -45,33 +44,17 @@ pub struct Object {
     pub symbols: Vec<Symbol>,
 }
 
-/// Directories of system and runtime libraries: never protected.
-const SYSTEM_DIRS: [&str; 5] = ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/local/lib/"];
-
-/// Libraries of the offload runtime and of this project, wherever they are: never protected.
 /// The first words of every line strict mode prints.
 pub const PREFIX: &str = "omptarget-indirect strict: ";
 
-const RUNTIME_PREFIXES: [&str; 5] = ["libomptarget", "libomp.so", "libffi", "libLLVM", "ld-linux"];
-
-/// Whether the object at `path` is part of the host program.
+/// Whether the object at `path` is part of the host program: the main executable, and the
+/// libraries the project's rule takes for the program's (the device library's check of calls
+/// into host code uses the same rule), less the objects known to be device images.
 pub fn is_host_program(path: &str, is_main: bool, device_images: &[usize], base: usize) -> bool {
-    if is_main {
-        return true;
-    }
-    if path.is_empty() || path.starts_with("linux-vdso") || device_images.contains(&base) {
-        return false;
-    }
-    if is_device_image_path(path) {
-        return false;
-    }
-    let name = Path::new(path).file_name().and_then(|n| n.to_str()).unwrap_or(path);
-    if RUNTIME_PREFIXES.iter().any(|p| name.starts_with(p)) {
-        return false;
-    }
-    !SYSTEM_DIRS.iter().any(|d| path.starts_with(d))
+    is_main || (!device_images.contains(&base) && is_host_program_library(path))
 }
 
+use omptarget_indirect_abi::host_calls::is_host_program_library;
 pub use omptarget_indirect_abi::is_device_image_path;
 
 /// The loaded objects of the host program, with their segments and symbols. `device_images`:
