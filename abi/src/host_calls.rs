@@ -66,6 +66,18 @@ pub struct RangeList {
     pub count: u64,
 }
 
+/// Environment variable that says what the x86_64 device does at a call into host code: `stop`
+/// (the default) reports it and ends the program with [`STOP_EXIT_STATUS`] as a GPU's fault
+/// would, `report` reports it once per function and runs the host copy, `off` checks nothing
+/// (the host copy runs, as without the check).
+pub const HOST_CALLS_ENV: &str = "OMPTARGET_INDIRECT_HOST_CALLS";
+
+/// The exit status of a program stopped at a call into host code (the strict device's too).
+pub const STOP_EXIT_STATUS: i32 = 70;
+
+/// The words every report of a call into host code holds, after the reporter's prefix.
+pub const REPORT_WORDS: &str = "device code called";
+
 /// Whether an object of the process at `path` (as the loader names it) is part of the host
 /// program, whose code and data a device cannot reach: the program's own libraries, wherever the
 /// user keeps them, but not the runtimes (the C, C++ and Fortran runtimes in the system's

@@ -52,7 +52,8 @@ fn on_a_gpu_a_key_inside_the_host_programs_objects_traps() {
 
 #[test]
 fn the_lookup_asks_only_for_a_non_null_key_it_does_not_find() {
-    let table = [FptrMapEntry { host_ptr: 0x100, tgt_ptr: 0xA00 }, FptrMapEntry { host_ptr: 0x300, tgt_ptr: 0xC00 }];
+    let table =
+        [FptrMapEntry { host_ptr: 0x100, tgt_ptr: 0xA00 }, FptrMapEntry { host_ptr: 0x300, tgt_ptr: 0xC00 }];
     let size = table.len() as u64;
     let asked = Cell::new(0);
     let lookup = |key: u64| {

@@ -23,13 +23,12 @@ use omptarget_indirect_abi::HostCalls;
 use crate::loaded_objects::{self, demangled, symbol_at, LoadedObject};
 use crate::switches::HOST_CALLS_ENV;
 
-/// The exit status of a program stopped at a call into host code (the strict device's too).
-pub const EXIT_STATUS: i32 = 70;
+pub use omptarget_indirect_abi::host_calls::STOP_EXIT_STATUS;
 
 /// What [`HOST_CALLS_ENV`] asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnHostCall {
-    /// Report the call and end the program with [`EXIT_STATUS`], as a GPU stops at it: the
+    /// Report the call and end the program with [`STOP_EXIT_STATUS`], as a GPU stops at it: the
     /// default, so that a program that would fault on a GPU does not pass on the x86_64 device.
     Stop,
     /// Report the call (once per function), then run the host copy.
@@ -194,6 +193,9 @@ impl HostCallCheck {
             (object.clone(), offloading.iter().any(|&a| object.holds(a)))
         };
         let mode = OnHostCall::from_env();
+        if mode == OnHostCall::Off {
+            return key;
+        }
         if mode == OnHostCall::Report && !lock(&self.reported).insert(key) {
             return key;
         }
@@ -209,7 +211,7 @@ impl HostCallCheck {
         if mode == OnHostCall::Stop {
             // SAFETY: ends the process without running the host program's exit handlers, as a
             // GPU's failed kernel ends it; stderr is unbuffered.
-            unsafe { libc::_exit(EXIT_STATUS) };
+            unsafe { libc::_exit(STOP_EXIT_STATUS) };
         }
         key
     }
@@ -219,7 +221,9 @@ impl HostCallCheck {
         let symbol = symbol_at(object, key);
         let what = match &symbol {
             Some(s) if s.function => format!("host function `{}`", demangled(&s.name)),
-            Some(s) if is_vtable(&s.name) => format!("the host's vtable of {}", vtable_class(&s.name)),
+            Some(s) if is_vtable(&s.name) => {
+                format!("a virtual function through the host's vtable of {}", vtable_class(&s.name))
+            }
             Some(s) => format!("host variable `{}`", demangled(&s.name)),
             None => "a host address".to_string(),
         };
@@ -404,6 +408,19 @@ mod tests {
             .starts_with("libshapes.so was compiled without offloading"));
         assert!(fix(Some(("_ZTV5Shape", false)), "/a/prog", true).contains("configuration file"));
         assert_eq!(vtable_class("_QMshapesEXdtXcircle"), "type `circle`");
+    }
+
+    #[test]
+    fn a_report_names_the_function_its_object_and_the_region_in_one_line() {
+        let check = HostCallCheck::new("register");
+        let objects = crate::loaded_objects::loaded_objects();
+        let main = objects[0].clone();
+        let here = a_report_names_the_function_its_object_and_the_region_in_one_line as usize as u64;
+        let line = check.report(&main, true, here, OnHostCall::Stop);
+        assert!(line.starts_with("omptarget-indirect (register) error: "), "{line}");
+        assert!(line.contains(omptarget_indirect_abi::host_calls::REPORT_WORDS), "{line}");
+        assert!(line.contains("a_report_names_the_function") && line.contains(&main.path), "{line}");
+        assert!(!line.contains('\n'), "{line}");
     }
 
     #[test]

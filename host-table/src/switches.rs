@@ -22,11 +22,8 @@ pub const HELPER_TEAM_ENV: &str = "OMPTARGET_INDIRECT_HELPER_TEAM";
 /// negative control of a program's classes over a shared library's.
 pub const SLOT_COPIES_ENV: &str = "OMPTARGET_INDIRECT_SLOT_COPIES";
 
-/// Environment variable that says what the x86_64 device does when device code calls a host
-/// function or vtable no image pairs ([`crate::host_calls`]): `stop` (the default) reports it and
-/// ends the program as a GPU's fault would, `report` reports it once per function and runs the
-/// host copy, `off` checks nothing (the host copy runs, as without the check).
-pub const HOST_CALLS_ENV: &str = "OMPTARGET_INDIRECT_HOST_CALLS";
+/// What the x86_64 device does at a call into host code no image pairs ([`crate::host_calls`]).
+pub use omptarget_indirect_abi::host_calls::HOST_CALLS_ENV;
 
 /// Whether the switch `name` is on: anything but `0` or `off`, and on when unset.
 pub fn switch_from_env(name: &str) -> bool {

@@ -9,7 +9,7 @@ use crate::objects;
 use crate::window;
 
 /// The exit status of a program strict mode stopped.
-pub const EXIT_STATUS: c_int = 70;
+pub const EXIT_STATUS: c_int = omptarget_indirect_abi::host_calls::STOP_EXIT_STATUS;
 
 use crate::objects::PREFIX;
 

@@ -15,8 +15,8 @@
 
 #include "check.h"
 
-enum { ADD_ONE, TWICE, SQUARE, NEGATE, NOT_INDIRECT, FUNCTIONS };
-static const char *const function_names[FUNCTIONS] = {"add_one", "twice", "square", "negate", "not_indirect"};
+enum { ADD_ONE, TWICE, SQUARE, NEGATE, FUNCTIONS };
+static const char *const function_names[FUNCTIONS] = {"add_one", "twice", "square", "negate"};
 
 /* 1 when device code runs on a GPU: host memory (and so a host vtable) is not readable there, and
  * an untranslated host address faults instead of running the host copy. */

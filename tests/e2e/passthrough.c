@@ -1,8 +1,8 @@
 /* Program 5: pointers the translation must return unchanged: a device function's address taken on
  * the device (a pointer that exists only there; a device_type(nohost) function cannot be named in
- * a region, whose host fallback must compile too), the host address of a declare-target function
- * that is not indirect, a host function the device never sees, a data pointer, and null; next to
- * an indirect function that is translated, so the map is present. */
+ * a region, whose host fallback must compile too), a data pointer, and null; next to an indirect
+ * function that is translated, so the map is present. (A host function's address that no image
+ * pairs is no device address: translating it is the mistake host_calls.cpp makes.) */
 #include "indirect_check.h"
 
 #pragma omp begin declare target indirect
@@ -14,19 +14,15 @@ int indirect_fn(int x, const void **self) {
 
 #pragma omp begin declare target
 int device_only(int x) { return x + 2; }
-int not_indirect(int x) { return x + 3; }
 static probe_fn device_view = indirect_fn;
 #pragma omp end declare target
 
-int host_only(int x) { return x + 4; }
-
-enum { DEVICE_ONLY, NOT_INDIRECT, HOST_ONLY, DATA, NULL_PTR, CASES };
+enum { DEVICE_ONLY, DATA, NULL_PTR, CASES };
 
 int main(void) {
-  const char *names[CASES] = {"device function address taken on the device", "declare target function, not indirect",
-                              "host function never on the device", "data pointer", "null"};
+  const char *names[CASES] = {"device function address taken on the device", "data pointer", "null"};
   static int data[4];
-  const void *host_in[CASES] = {0, (const void *)not_indirect, (const void *)host_only, 0, 0};
+  const void *host_in[CASES] = {0, 0, 0};
   const void *in[CASES], *out[CASES];
   probe_fn indirect_host[1] = {indirect_fn};
   int device_only_result = 0;
@@ -47,7 +43,6 @@ int main(void) {
     EXPECT(out[i] == in[i], "%s: %p came back as %p", names[i], in[i], out[i]);
   EXPECT(in[DEVICE_ONLY] != 0, "the device-only function has an address");
   EXPECT(device_only_result == 7, "the device-only function returned %d", device_only_result);
-  EXPECT(in[NOT_INDIRECT] == (const void *)not_indirect, "the host address reached the device unchanged");
   check_probe("the indirect function beside them", &p, indirect_fn, 7);
   return finish("passthrough");
 }

@@ -26,11 +26,6 @@ int negate(int x) {
 #pragma omp end declare target
 
 #pragma omp begin declare target
-/* Declare target but not indirect: no table entry, so its host address is never translated. */
-int not_indirect(int x) {
-  note_call(NOT_INDIRECT);
-  return x + 100;
-}
 /* The device image's own table: device addresses, which the translation returns unchanged. */
 unary device_table[4] = {add_one, twice, square, negate};
 static int apply_twice(unary f, int x) { return f(f(x)); }
@@ -126,21 +121,5 @@ int main(void) {
   expect_calls("captured (translated by libomptarget at launch)", (int[FUNCTIONS]){[NEGATE] = 1},
                (int[FUNCTIONS]){0});
 
-  /* Not indirect: its host address has no entry and passes through unchanged; on x86_64 host
-   * offload the host copy runs (device code can call host code there), on a GPU (and the strict
-   * device) it would fault, so those skip the call. */
-  unary plain = not_indirect;
-  int skipped = 0, strict = strict_device();
-#pragma omp target map(to : plain, strict) map(from : r[0 : 1], skipped)
-  {
-    skipped = ON_GPU || strict;
-    if (!skipped)
-      r[0] = plain(1);
-  }
-  if (!skipped) {
-    EXPECT(r[0] == 101, "not indirect: %d", r[0]);
-    expect_calls("a declare-target function that is not indirect", (int[FUNCTIONS]){0},
-                 (int[FUNCTIONS]){[NOT_INDIRECT] = 1});
-  }
   return finish("unmodified");
 }

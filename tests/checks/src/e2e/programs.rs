@@ -18,9 +18,10 @@ const fn unit(source: &'static str) -> Unit {
 
 impl Unit {
     /// Whether the unit has device code: not one compiled with `--offload-host-only` (a file
-    /// built without offloading, whose procedures the device never gets).
+    /// built without offloading, whose procedures the device never gets) or `-fno-openmp` (a
+    /// plain file).
     pub fn has_device_code(&self) -> bool {
-        !self.flags.contains(&"--offload-host-only")
+        !self.flags.iter().any(|f| matches!(*f, "--offload-host-only" | "-fno-openmp"))
     }
 }
 
@@ -105,6 +106,25 @@ pub struct Program {
     /// bindings whose procedures can have no device copy): every other slot must lead to a
     /// procedure, whichever unit's copy of a descriptor the link kept.
     pub trapping_binding_slots: usize,
+    /// Mistakes the program makes when given their argument: a call into host code no image
+    /// pairs, which the check of such calls must stop with its line, loose and strict, and which
+    /// runs the host copy (the program passes) with the check off.
+    pub host_call_mistakes: &'static [HostCallMistake],
+}
+
+/// A unit compiled without OpenMP by the program's own compile line (whose offload flags then go
+/// unused).
+const PLAIN: &[&str] = &["-fno-openmp", "-Wno-unused-command-line-argument"];
+
+/// One call into host code a program makes when asked ([`Program::host_call_mistakes`]).
+pub struct HostCallMistake {
+    /// The program's argument.
+    pub argument: &'static str,
+    /// What the check's line says was called (`host function `f``, `a virtual function through
+    /// the host's vtable of class `C``).
+    pub called: &'static str,
+    /// The file name of the object the line names (the executable's, a library's).
+    pub object: &'static str,
 }
 
 impl Program {
@@ -136,6 +156,7 @@ impl Program {
         extension_components: None,
         binding_copies: false,
         trapping_binding_slots: 0,
+        host_call_mistakes: &[],
     };
 
     /// Whether it runs with `llvm`'s toolchain: every program does, Fortran ones with the
@@ -407,7 +428,7 @@ pub const PROGRAMS: &[Program] = &[
     },
     Program {
         name: "passthrough",
-        about: "device addresses, non-indirect and host-only functions, data, null pass unchanged",
+        about: "device addresses, data, null pass unchanged",
         units: &[unit("passthrough.c")],
         ..Program::DEFAULT
     },
@@ -434,7 +455,7 @@ pub const PROGRAMS: &[Program] = &[
     Program {
         name: "unmodified",
         about: "no explicit translation (pass plugin): map(to:), arrays, struct members, through device \
-                functions, per team/thread, device addresses, NULL, not indirect",
+                functions, per team/thread, device addresses, NULL",
         units: &[unit("unmodified.c")],
         unmodified: true,
         ..Program::DEFAULT
@@ -823,5 +844,26 @@ pub const PROGRAMS: &[Program] = &[
         // As fortran_modules_shared's.
         on_gpus: false,
         ..FORTRAN_MODULES_BOUND
+    },
+    Program {
+        name: "host_calls",
+        about: "calls into host code no device image pairs (pass plugin): a function not declared indirect, a \
+                plain C file's function, a virtual function of a class library compiled without offloading; each \
+                stops with the line that names it",
+        units: &[unit("host_calls.cpp"), Unit { source: "host_calls_plain.c", flags: PLAIN }],
+        shared_library: &[Unit { source: "host_calls_shapes.cpp", flags: PLAIN }],
+        unmodified: true,
+        host_vtables: true,
+        on_gpus: false,
+        host_call_mistakes: &[
+            HostCallMistake { argument: "not-indirect", called: "host function `triple(double)`", object: "host_calls" },
+            HostCallMistake { argument: "plain-c", called: "host function `quadruple`", object: "host_calls" },
+            HostCallMistake {
+                argument: "class-library",
+                called: "a virtual function through the host's vtable of class `(anonymous namespace)::Square`",
+                object: "libhost_calls_shared.so",
+            },
+        ],
+        ..Program::DEFAULT
     },
 ];

@@ -12,6 +12,7 @@ use crate::cmd;
 use crate::images;
 use crate::offload::OffloadTarget;
 use crate::toolchain::{is_fortran, Toolchain};
+use omptarget_indirect_abi::host_calls::{HOST_CALLS_ENV, REPORT_WORDS, STOP_EXIT_STATUS};
 
 /// How the project installs the map in a run, set through its environment switches (its plugins
 /// with LLVM 19, the registration library with LLVM 21; libomptarget 22 and later install
@@ -164,7 +165,7 @@ fn command(
     if info {
         c.env("LIBOMPTARGET_INFO", "1");
     }
-    c.env_remove("OMPTARGET_INDIRECT_MAP").env_remove("OMPTARGET_INDIRECT_INDEX");
+    c.env_remove("OMPTARGET_INDIRECT_MAP").env_remove("OMPTARGET_INDIRECT_INDEX").env_remove(HOST_CALLS_ENV);
     match setup {
         MapSetup::Indexed => {}
         MapSetup::SearchOnly => {
@@ -180,6 +181,13 @@ fn command(
             c.env("OMPTARGET_INDIRECT_SLOT_COPIES", "0");
         }
     }
+    c
+}
+
+/// `c` with the check of calls into host code turned off (`OMPTARGET_INDIRECT_HOST_CALLS=off`):
+/// the strict device's own stops, and the host copies the loose device runs without the check.
+fn without_host_call_check(mut c: std::process::Command) -> std::process::Command {
+    c.env(HOST_CALLS_ENV, "off");
     c
 }
 
@@ -218,8 +226,9 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
     let exe = build(workspace, toolchain, &target, program)?;
     // A program kept off GPUs may have its image use what its shared library's image defines
     // (flang 24 refers to a used module's variables there): said in the report, never hidden.
+    let library_has_image = program.shared_library.iter().any(|u| u.has_device_code());
     let library_image = match shared_library_of(program, &exe) {
-        Some(library) if !program.on_gpus => {
+        Some(library) if !program.on_gpus && library_has_image => {
             let dir = exe.parent().context("no parent")?.join("library-image");
             std::fs::create_dir_all(&dir)?;
             Some(extract_image(toolchain.packager(), &library, &target, &dir)?)
@@ -247,6 +256,9 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
     }
     expect_pass_on(toolchain, &exe, program, MapSetup::Indexed, Device::Strict)?;
     detail.push_str("; the same on the strict device");
+    if !program.host_call_mistakes.is_empty() && !ours {
+        detail.push_str(&format!("; {}", expect_host_call_stops(toolchain, &exe, program)?));
+    }
     if !across.is_empty() {
         detail.push_str(&format!(
             "; its device image uses what its shared library's image defines ({}), which no GPU link resolves",
@@ -378,6 +390,47 @@ pub fn run_x86_64(workspace: &Path, toolchain: &Toolchain, program: &Program) ->
         ));
     }
     Ok(detail)
+}
+
+/// Each of the program's calls into host code ([`Program::host_call_mistakes`]) stops with the
+/// line that names what was called and its object, loose and strict; with the check off the loose
+/// device runs the host copies and the program passes (the negative control).
+fn expect_host_call_stops(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<String> {
+    for mistake in program.host_call_mistakes {
+        let argument = [mistake.argument];
+        for device in [Device::Loose, Device::Strict] {
+            let (code, output) = run_with(toolchain, exe, &argument, MapSetup::Indexed, false, device)?;
+            let line = output.lines().find(|l| l.contains(REPORT_WORDS)).unwrap_or_default();
+            let object = format!("/{} ", mistake.object);
+            ensure!(
+                host_call_stop(code, &output).as_deref() == Some(mistake.called)
+                    && line.contains(&object)
+                    && line.contains("from the target region in `")
+                    && output.lines().filter(|l| l.contains(REPORT_WORDS)).count() == 1,
+                "{} {} on the {device:?} device exited with {code}; expected {STOP_EXIT_STATUS} and one line naming \
+                 {} in {}:\n{output}",
+                exe.display(),
+                mistake.argument,
+                mistake.called,
+                mistake.object
+            );
+        }
+        let c = command(toolchain, exe, &argument, MapSetup::Indexed, false, None);
+        let (code, output) = run_command(toolchain, exe, without_host_call_check(c))?;
+        ensure!(
+            code == 0 && output.contains(&format!("{}: ", program.name)) && !output.contains(REPORT_WORDS),
+            "negative control: {} {} with {HOST_CALLS_ENV}=off exited with {code}; expected the host copy to run:\n{output}",
+            exe.display(),
+            mistake.argument
+        );
+    }
+    let named: Vec<String> =
+        program.host_call_mistakes.iter().map(|m| format!("`{}` at {}", m.argument, m.called)).collect();
+    Ok(format!(
+        "stops {} (exit {STOP_EXIT_STATUS}, one line naming the object and the target region), loose and strict; with \
+         {HOST_CALLS_ENV}=off each runs the host copy and passes (negative control)",
+        named.join(", ")
+    ))
 }
 
 /// The project's lines (`omptarget-indirect (...)`) in a run's output.
@@ -599,28 +652,43 @@ fn binding_copies_control(workspace: &Path, toolchain: &Toolchain, program: &Pro
     Ok(format!("; {what}: loose and strict stop at the stub of {named} (negative control)"))
 }
 
-/// Runs a negative control, which must fail its checks (FAIL lines, a failing exit); returns how
-/// it failed.
+/// Runs a negative control, which must fail: its checks (FAIL lines, a failing exit), or, where
+/// its device code calls host code no image pairs, the check of such calls that stops it (exit
+/// [`STOP_EXIT_STATUS`] and the line naming what was called). Returns how it failed.
 fn expect_failure(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: &str) -> Result<Failure> {
     let (code, output) = run(toolchain, exe, setup)?;
     let checks = output.lines().filter(|l| l.starts_with("FAIL ")).count();
+    let stopped_at = host_call_stop(code, &output);
     ensure!(
-        code != 0 && checks > 0,
+        (code != 0 && checks > 0) || stopped_at.is_some(),
         "negative control: {what}, {} exited with {code} and {checks} failed checks; it must fail:\n{output}",
         exe.display()
     );
-    Ok(Failure { checks, exit: code })
+    Ok(Failure { checks, exit: code, stopped_at })
+}
+
+/// What the check of calls into host code stopped a run at (`host function `f``, `a virtual
+/// function through the host's vtable of class `C``), when it did: exit [`STOP_EXIT_STATUS`] and its one line.
+pub fn host_call_stop(code: i32, output: &str) -> Option<String> {
+    let line = output.lines().find(|l| l.starts_with("omptarget-indirect (") && l.contains(REPORT_WORDS))?;
+    let called = line.split_once(REPORT_WORDS)?.1.split(" at 0x").next()?.trim();
+    (code == STOP_EXIT_STATUS).then(|| called.to_string())
 }
 
 /// How a negative control failed: its failed checks, and its exit (1, or -1 where the program
-/// gone wrong then died of a signal, which the report says).
+/// gone wrong then died of a signal, which the report says); or what the check of calls into
+/// host code stopped it at.
 struct Failure {
     checks: usize,
     exit: i32,
+    stopped_at: Option<String>,
 }
 
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(called) = &self.stopped_at {
+            return write!(f, "it stops where device code called {called} (exit {STOP_EXIT_STATUS})");
+        }
         write!(f, "{} checks fail", self.checks)?;
         if self.exit != 1 {
             write!(f, " (then it dies: exit {})", self.exit)?;
@@ -686,12 +754,18 @@ fn frontend_controls(workspace: &Path, toolchain: &Toolchain, program: &Program)
     Ok(detail)
 }
 
-/// Runs a negative control on the strict device, which must stop it at the first host function
-/// device code calls or host variable it reads: exit status 70 and one line `omptarget-indirect
+/// Runs a negative control on the strict device (without the check of calls into host code,
+/// which would stop it first), which must stop it at the first host function device code calls or
+/// host variable it reads: exit status 70 and one line `omptarget-indirect
 /// strict: call of host function `f` ...` (or `read of host variable `v`+0x10 ...`) naming it;
 /// returns what it names ("call of host function `f`").
 fn expect_strict_stop(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: &str) -> Result<String> {
-    let (code, output) = run_with(toolchain, exe, &[], setup, false, Device::Strict)?;
+    let strict = toolchain.dist().strict_lib();
+    let (code, output) = run_command(
+        toolchain,
+        exe,
+        without_host_call_check(command(toolchain, exe, &[], setup, false, Some(&strict))),
+    )?;
     let lines: Vec<&str> = output.lines().filter(|l| l.starts_with("omptarget-indirect strict: ")).collect();
     let [line] = lines[..] else {
         bail!(
@@ -725,7 +799,8 @@ fn expect_strict_stop(toolchain: &Toolchain, exe: &Path, setup: MapSetup, what: 
 
 /// `tests/e2e/strict.c`'s modes that touch the host program from device code (a host global
 /// read and written, a host function called, each through a pointer passed as a value): the
-/// loose x86_64 device lets each through (exit 0), the strict device stops each with its line.
+/// loose x86_64 device lets each through (exit 0) without the check of calls into host code, the
+/// strict device stops each with its line; with the check, the call stops at its line on both.
 pub fn strict_stops(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
     let program = PROGRAMS.iter().find(|p| p.name == "strict").context("no strict program")?;
     let exe = build(workspace, toolchain, &OffloadTarget::x86_64(), program)?;
@@ -736,7 +811,9 @@ pub fn strict_stops(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
         ("relro", "read of host variable `host_relro`"),
     ] {
         for device in [Device::Loose, Device::Strict] {
-            let (code, text) = run_with(toolchain, &exe, &[mode], MapSetup::Indexed, false, device)?;
+            let strict = (device == Device::Strict).then(|| toolchain.dist().strict_lib());
+            let c = command(toolchain, &exe, &[mode], MapSetup::Indexed, false, strict.as_deref());
+            let (code, text) = run_command(toolchain, &exe, without_host_call_check(c))?;
             let lines: Vec<&str> =
                 text.lines().filter(|l| l.starts_with("omptarget-indirect strict: ")).collect();
             match device {
@@ -750,6 +827,16 @@ pub fn strict_stops(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
                 ),
             }
         }
+    }
+    // With the check of calls into host code (the default), the call is stopped before it is
+    // made, on both devices, by the line that names the function.
+    for device in [Device::Loose, Device::Strict] {
+        let (code, text) = run_with(toolchain, &exe, &["call"], MapSetup::Indexed, false, device)?;
+        ensure!(
+            host_call_stop(code, &text).as_deref() == Some("host function `host_only`") && !text.contains("touched"),
+            "call on the {device:?} device with the check of calls into host code exited with {code}, expected \
+             {STOP_EXIT_STATUS} and its line naming `host_only`:\n{text}"
+        );
     }
     // Under another file name the library still keeps its own code open while it protects the
     // host program (it finds itself by address; by name it would close itself off and crash in
@@ -767,8 +854,9 @@ pub fn strict_stops(workspace: &Path, toolchain: &Toolchain) -> Result<String> {
         renamed.display(),
         exe.display()
     );
-    Ok("the loose device lets device code read, write and call into the host program and read its RELRO; the \
-        strict device stops each with its line (exit 70), naming the symbol and the kernel; the strict library \
-        renamed works the same"
+    Ok("without the check of calls into host code, the loose device lets device code read, write and call into \
+        the host program and read its RELRO; the strict device stops each with its line (exit 70), naming the \
+        symbol and the kernel; with the check, the call stops on both devices at the check's line; the strict \
+        library renamed works the same"
         .to_string())
 }
