@@ -169,8 +169,14 @@ pub(crate) fn run_checked(
 /// whether the goal is met, or that the rounds disagree too much to say (spread over half the
 /// ratio); a NaN goal is a line for comparison only.
 pub fn report_ratios(printed: &str, ratios: &[(&str, &str, f64)]) -> Result<()> {
+    report_ratios_between(printed, printed, ratios)
+}
+
+/// [`report_ratios`] with each case read from `printed` and its baseline from `baseline_run`
+/// (another run of the same program, under another switch), round against round.
+pub fn report_ratios_between(printed: &str, baseline_run: &str, ratios: &[(&str, &str, f64)]) -> Result<()> {
     for &(case, base, goal) in ratios {
-        let (with, without) = (rounds(printed, case)?, rounds(printed, base)?);
+        let (with, without) = (rounds(printed, case)?, rounds(baseline_run, base)?);
         let ratios: Vec<f64> = with.iter().zip(&without).map(|(w, b)| w / b).collect();
         let (low, high) = ratios.iter().fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
         let ratio = median(ratios);

@@ -6,7 +6,9 @@
 //! `target/bench/virtual_cost{,_no_table}.csv`. Then virtual calls over arrays of objects
 //! (`virtual_arrays.cpp`, `virtual_sweeps.cpp`): one class, 4 classes grouped, 4 and 64 classes
 //! in random order, host-built objects against device-built ones without the pass plugin, and
-//! device-built ones with it against the same without it (`target/bench/virtual_arrays.csv`).
+//! device-built ones with it against the same without it (`target/bench/virtual_arrays.csv`), and
+//! both against a second run with the check of calls into host code off
+//! (`target/bench/virtual_arrays_unchecked.csv`: what the check costs a miss, and a hit).
 //! Last, the arrays built the README's way by the reference release and by the newest, through
 //! their stock libomptarget: the newest's stock loop calls LLVM's own lookup before every
 //! virtual call, which the project's loop and table are measured against
@@ -23,7 +25,9 @@ use crate::llvm::Llvm;
 use crate::offload::OffloadTarget;
 use crate::toolchain::Toolchain;
 use crate::tools::Tools;
-use crate::translation::{link, median, report_control, report_ratios, rounds, run_checked, NO_TABLE};
+use crate::translation::{
+    link, median, report_control, report_ratios, report_ratios_between, rounds, run_checked, NO_TABLE,
+};
 
 /// (case, baseline, goal for case / baseline).
 const RATIOS: [(&str, &str, f64); 2] =
@@ -46,6 +50,22 @@ const DEVICE_BUILT_RATIOS: [(&str, &str, f64); 4] = [
     ("device_built_4_grouped", "device_built_plain_4_grouped", 1.05),
     ("device_built_4_random", "device_built_plain_4_random", 1.05),
     ("device_built_64_random", "device_built_plain_64_random", 1.05),
+];
+
+/// The check of calls into host code off: the device library as it was before the check (a miss
+/// returns its key at once).
+const NO_HOST_CALL_CHECK: (&str, &str) = ("OMPTARGET_INDIRECT_HOST_CALLS", "off");
+
+/// The array cases with the check of calls into host code (the default) against the same cases
+/// in a run with it off: device-built objects miss on every lookup (where the check runs),
+/// host-built ones hit (where it must cost nothing).
+const HOST_CALL_CHECK_RATIOS: [(&str, &str, f64); 6] = [
+    ("device_built_1_class", "device_built_1_class", 1.05),
+    ("device_built_4_grouped", "device_built_4_grouped", 1.05),
+    ("device_built_4_random", "device_built_4_random", 1.05),
+    ("device_built_64_random", "device_built_64_random", 1.05),
+    ("host_built_4_random", "host_built_4_random", 1.05),
+    ("host_built_64_random", "host_built_64_random", 1.05),
 ];
 
 /// The array cases with the loop cache off, against the same baselines (no goal: what the
@@ -190,7 +210,15 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     );
     report_ratios(&printed, &DEVICE_BUILT_RATIOS)?;
     explain_device_built_missed(&printed)?;
-    println!("figures: target/bench/{name}.csv");
+    let unchecked =
+        run_checked(workspace, &toolchain, &exe, name, &[NO_HOST_CALL_CHECK], &format!("{name}_unchecked"))?;
+    println!(
+        "  the check of calls into host code: the same cases against a run with it off ({}={}; device-built \
+         objects miss, host-built ones hit):",
+        NO_HOST_CALL_CHECK.0, NO_HOST_CALL_CHECK.1
+    );
+    report_ratios_between(&printed, &unchecked, &HOST_CALL_CHECK_RATIOS)?;
+    println!("figures: target/bench/{name}.csv, target/bench/{name}_unchecked.csv");
     // The reference release stands for the stock runtimes (its figures are the table's); the
     // newest is the one whose stock clang inserts LLVM's own lookup before every virtual call.
     let mut releases = vec![Llvm::reference(), Llvm::newest()];

@@ -48,9 +48,13 @@ pub static mut __omp_offloading_fptr_index: FptrIndex = FptrIndex::NONE;
 /// the GPUs).
 /// Returns the matching `tgt_ptr`, or `fn_ptr` unchanged when it is null, when neither table is
 /// installed (null pointer or size 0), or when it is not a key (for example a pointer that is
-/// already a device function). Never fails, never traps, terminates for every input (LLVM's own
-/// lookup over the same table does not for a pointer between two keys). Uses
-/// [`__omp_offloading_fptr_index`] when it names the table searched, the binary search otherwise.
+/// already a device function). A pointer that is not a key is first given to the check of calls
+/// into host code the host may have set up ([`crate::host_calls`]): one into the host program
+/// stops the program on the x86_64 device (the host reports it) and traps on an NVIDIA GPU; with
+/// no check set up (the global all zero, as any other runtime leaves it) it comes back unchanged.
+/// Otherwise never fails, terminates for every input (LLVM's own lookup over the same table does
+/// not for a pointer between two keys). Uses [`__omp_offloading_fptr_index`] when it names the
+/// table searched, the binary search otherwise.
 ///
 /// # Safety
 /// The globals must describe readable tables sorted by `host_ptr`, as the runtimes install them

@@ -18,8 +18,12 @@
 //! vtables it reads; on every device, [`fortran_types`] gives Fortran's `same_type_as` and
 //! `extends_type_of` the same for the type descriptors they read.
 //!
+//! A pointer no table pairs goes to [`host_calls`], the check of calls into host code, which
+//! tells a device address (its own translation) from the host program's (an error).
+//!
 //! The crate is freestanding (`no_std`, no allocation, no panic paths, no external calls but the
-//! x86_64 device image's one at load time, `src/image_loaded.rs`) so the
+//! x86_64 device image's, to the host that loaded it: one at load time, `src/image_loaded.rs`,
+//! and the check's question about a pointer no table pairs) so the
 //! same source builds for `nvptx64-nvidia-cuda`, `amdgcn-amd-amdhsa` and x86_64, and the lookup
 //! in [`lookup`] is ordinary Rust that the host test suite runs directly.
 #![cfg_attr(not(test), no_std)]

@@ -20,7 +20,7 @@ use std::sync::{Mutex, OnceLock};
 
 use omptarget_indirect_abi::HostCalls;
 
-use crate::loaded_objects::{self, demangled, symbol_at, LoadedObject};
+use crate::loaded_objects::{self, demangled, has_offloading, symbol_at, LoadedObject};
 use crate::switches::HOST_CALLS_ENV;
 
 pub use omptarget_indirect_abi::host_calls::STOP_EXIT_STATUS;
@@ -68,8 +68,6 @@ pub struct HostCallCheck {
     /// kernel names and source locations are the host program's data, which the strict device
     /// closes while kernels run.
     regions: Mutex<BTreeMap<Launch, String>>,
-    /// Addresses inside objects that registered offload entries.
-    offloading: Mutex<Vec<u64>>,
     /// Keys reported so far (with [`OnHostCall::Report`]).
     reported: Mutex<BTreeSet<u64>>,
     /// Set by the thread that reports a stop.
@@ -88,7 +86,6 @@ impl HostCallCheck {
             globals: Mutex::new(Vec::new()),
             launches: Mutex::new(Vec::new()),
             regions: Mutex::new(BTreeMap::new()),
-            offloading: Mutex::new(Vec::new()),
             reported: Mutex::new(BTreeSet::new()),
             stopping: AtomicBool::new(false),
             kernel_names: OnceLock::new(),
@@ -98,11 +95,6 @@ impl HostCallCheck {
     /// Sets how the library names a kernel from its host address (first call only).
     pub fn name_kernels_with(&self, names: fn(u64) -> Option<String>) {
         let _ = self.kernel_names.set(names);
-    }
-
-    /// Notes that the object holding `address` registered offload entries (a descriptor).
-    pub fn offloading_object_at(&self, address: u64) {
-        lock(&self.offloading).push(address);
     }
 
     /// Lists the objects again if the loader's list changed since, and gives every image the new
@@ -115,13 +107,15 @@ impl HostCallCheck {
         }
         *objects = (loaded_objects::loaded_objects(), now);
         let list: Box<[u64]> = loaded_objects::device_ranges(&objects.0).into_boxed_slice();
-        drop(objects);
         let address = list.as_ptr() as u64;
         lock(&self.lists).push(list);
-        for &global in lock(&self.globals).iter() {
-            // SAFETY: a global of an image given to `install`, still loaded (the library forgets
-            // the images of an unregistered program); an aligned 8-byte store of the list's
-            // address, which a kernel reads whole, the old list or the new.
+        let mut globals = lock(&self.globals);
+        // Images unloaded since are forgotten: only a loaded image's global is written.
+        globals.retain(|&g| objects.0.iter().any(|o| o.is_device_image() && o.holds(g as u64)));
+        for &global in globals.iter() {
+            // SAFETY: a global of an image given to `install`, loaded (just listed; the objects'
+            // lock keeps this check and the write together against another refresh); an aligned
+            // 8-byte store of the list's address, which a kernel reads whole, old list or new.
             unsafe { set_ranges(global, address) };
         }
     }
@@ -162,6 +156,11 @@ impl HostCallCheck {
         lock(&self.globals).clear();
     }
 
+    /// Forgets the image global `global` (its image is about to unload).
+    pub fn forget(&self, global: *mut c_void) {
+        lock(&self.globals).retain(|&g| g != global as usize);
+    }
+
     /// Notes a launch of the kernel at host address `kernel` (with clang's `ident_t *`), until
     /// the guard is dropped, after giving the images the loader's newest objects. Nothing while
     /// no image has the check (a program that runs on GPUs only).
@@ -183,14 +182,13 @@ impl HostCallCheck {
     /// after a report when the host program holds it (and the program ends there unless
     /// [`OnHostCall::Report`]).
     pub fn answer(&self, key: u64) -> u64 {
-        let (host_object, has_offloading) = {
+        let host_object = {
             let objects = lock(&self.objects);
             let Some(object) = objects.0.iter().find(|o| o.holds(key)) else { return key };
             if !object.is_host_program() {
                 return key;
             }
-            let offloading = lock(&self.offloading);
-            (object.clone(), offloading.iter().any(|&a| object.holds(a)))
+            object.clone()
         };
         let mode = OnHostCall::from_env();
         if mode == OnHostCall::Off {
@@ -206,7 +204,7 @@ impl HostCallCheck {
                 unsafe { libc::pause() };
             }
         }
-        let line = self.report(&host_object, has_offloading, key, mode);
+        let line = self.report(&host_object, key, mode);
         eprintln!("{line}");
         if mode == OnHostCall::Stop {
             // SAFETY: ends the process without running the host program's exit handlers, as a
@@ -217,7 +215,7 @@ impl HostCallCheck {
     }
 
     /// The report line for `key` in `object`.
-    fn report(&self, object: &LoadedObject, has_offloading: bool, key: u64, mode: OnHostCall) -> String {
+    fn report(&self, object: &LoadedObject, key: u64, mode: OnHostCall) -> String {
         let symbol = symbol_at(object, key);
         let what = match &symbol {
             Some(s) if s.function => format!("host function `{}`", demangled(&s.name)),
@@ -228,7 +226,8 @@ impl HostCallCheck {
             None => "a host address".to_string(),
         };
         let region = self.region();
-        let fix = fix(symbol.as_ref().map(|s| (s.name.as_str(), s.function)), &object.path, has_offloading);
+        let fix =
+            fix(symbol.as_ref().map(|s| (s.name.as_str(), s.function)), &object.path, has_offloading(object));
         let then = match mode {
             OnHostCall::Report => "; the host copy runs",
             _ => "",
@@ -308,22 +307,27 @@ fn vtable_class(name: &str) -> String {
 /// What to do about a call of `symbol` (its name, whether a function) in the object `path`.
 fn fix(symbol: Option<(&str, bool)>, path: &str, has_offloading: bool) -> String {
     let object = path.rsplit('/').next().unwrap_or(path);
-    let directive = match symbol.map(|s| s.0) {
-        Some(name) if name.starts_with("_Q") => "`!$omp declare target indirect` in the procedure",
-        _ => "`#pragma omp declare target indirect` around its definition",
+    let fortran = symbol.is_some_and(|(name, _)| name.starts_with("_Q"));
+    let name_it = if fortran {
+        "name it for the device with a `type(indirect)` variable of module `omptarget_indirect`, declared target \
+         (docs/fortran.md)"
+    } else {
+        "declare it `#pragma omp declare target indirect` around its definition"
     };
     match (symbol, has_offloading) {
-        (Some((_, true)), true) => format!(
-            "declare it {directive}, in a file compiled with offloading and the configuration file"
-        ),
+        (Some((_, true)), true) => {
+            format!("{name_it}, in a file compiled with offloading and the configuration file")
+        }
         (Some((_, true)), false) => format!(
-            "{object} was compiled without offloading; compile it with offloading and the configuration file, and declare the function {directive}"
+            "{object} was compiled without offloading; compile it with offloading and the configuration file, and \
+             {name_it}"
         ),
         (Some((name, false)), true) if is_vtable(name) => "compile the file that defines the class with the \
             configuration file (`--config=clang-NN.cfg`), which gives its vtable a device copy"
             .to_string(),
         (Some((name, false)), false) if is_vtable(name) => format!(
-            "{object} was compiled without offloading; compile it with offloading and the configuration file, or build these objects in device code"
+            "{object} was compiled without offloading; compile it with offloading and the configuration file, or \
+             build these objects in device code"
         ),
         _ => "only functions and vtables with device copies can be called in device code".to_string(),
     }
@@ -403,7 +407,7 @@ mod tests {
     #[test]
     fn the_fix_follows_what_was_called_and_where() {
         assert!(fix(Some(("twice", true)), "/a/prog", true).contains("#pragma omp declare target indirect"));
-        assert!(fix(Some(("_QPscale", true)), "/a/prog", true).contains("!$omp declare target indirect"));
+        assert!(fix(Some(("_QPscale", true)), "/a/prog", true).contains("`type(indirect)` variable"));
         assert!(fix(Some(("_ZTV5Shape", false)), "/a/libshapes.so", false)
             .starts_with("libshapes.so was compiled without offloading"));
         assert!(fix(Some(("_ZTV5Shape", false)), "/a/prog", true).contains("configuration file"));
@@ -416,7 +420,7 @@ mod tests {
         let objects = crate::loaded_objects::loaded_objects();
         let main = objects[0].clone();
         let here = a_report_names_the_function_its_object_and_the_region_in_one_line as usize as u64;
-        let line = check.report(&main, true, here, OnHostCall::Stop);
+        let line = check.report(&main, here, OnHostCall::Stop);
         assert!(line.starts_with("omptarget-indirect (register) error: "), "{line}");
         assert!(line.contains(omptarget_indirect_abi::host_calls::REPORT_WORDS), "{line}");
         assert!(line.contains("a_report_names_the_function") && line.contains(&main.path), "{line}");

@@ -171,9 +171,23 @@ pub fn symbol_at(object: &LoadedObject, address: u64) -> Option<SymbolAt> {
         .find(|s| !s.name.is_empty())
 }
 
-/// `name` demangled by the C++ runtime's `__cxa_demangle` when the process has one and the name
-/// is a C++ one (`_Z`); otherwise `name` as it is.
+/// Whether `object` was linked from files compiled with offloading: its file holds offload
+/// entries (`omp_offloading_entries` before LLVM 20, `llvm_offload_entries` since) or an embedded
+/// device image (`.llvm.offloading`). False when the file cannot be read.
+pub fn has_offloading(object: &LoadedObject) -> bool {
+    use object::{Object as _, ObjectSection};
+    const SECTIONS: [&str; 3] = ["omp_offloading_entries", "llvm_offload_entries", ".llvm.offloading"];
+    let Ok(data) = std::fs::read(&object.path) else { return false };
+    let Ok(file) = object::File::parse(&*data) else { return false };
+    file.sections().any(|s| s.name().is_ok_and(|name| SECTIONS.contains(&name)))
+}
+
+/// `name` demangled: a C++ one (`_Z`) by the C++ runtime's `__cxa_demangle` when the process has
+/// one, a Fortran one (`_Q`) as [`fortran_name`] reads it; otherwise `name` as it is.
 pub fn demangled(name: &str) -> String {
+    if let Some(readable) = fortran_name(name) {
+        return readable;
+    }
     type Demangle = unsafe extern "C" fn(
         *const libc::c_char,
         *mut libc::c_char,
@@ -204,6 +218,35 @@ pub fn demangled(name: &str) -> String {
     }
 }
 
+/// A flang procedure name read for people: `_QMshapesParea` is `area (module shapes)`,
+/// `_QFsolvePstep` `step (internal to solve)`, `_QPscale` `scale`, `_QQmain` `the main program`.
+/// flang writes each scope as an upper-case letter and the scope's name, in lower case.
+pub fn fortran_name(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("_Q")?;
+    if rest == "Qmain" {
+        return Some("the main program".to_string());
+    }
+    let mut scopes: Vec<(u8, &str)> = Vec::new();
+    let mut at = 0;
+    let bytes = rest.as_bytes();
+    while at < bytes.len() {
+        let tag = bytes[at];
+        if !tag.is_ascii_uppercase() {
+            return None;
+        }
+        let end = bytes[at + 1..].iter().position(u8::is_ascii_uppercase).map_or(bytes.len(), |p| at + 1 + p);
+        scopes.push((tag, &rest[at + 1..end]));
+        at = end;
+    }
+    let procedure = scopes.iter().rev().find(|(tag, _)| *tag == b'P')?.1;
+    let scope = |tag: u8| scopes.iter().find(|(t, n)| *t == tag && !n.is_empty()).map(|(_, n)| *n);
+    Some(match (scope(b'M'), scope(b'F')) {
+        (Some(module), _) => format!("{procedure} (module {module})"),
+        (None, Some(host)) => format!("{procedure} (internal to {host})"),
+        (None, None) => procedure.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,6 +275,11 @@ mod tests {
     #[test]
     fn cxx_names_are_demangled_when_the_runtime_can_and_others_stay() {
         assert_eq!(demangled("twice"), "twice");
-        assert_eq!(demangled("_QMshapesPcircle_area"), "_QMshapesPcircle_area");
+        assert_eq!(demangled("_QMshapesPcircle_area"), "circle_area (module shapes)");
+        assert_eq!(demangled("_QFsolvePstep"), "step (internal to solve)");
+        assert_eq!(demangled("_QPscale"), "scale");
+        assert_eq!(demangled("_QQmain"), "the main program");
+        // Not a procedure: as it is.
+        assert_eq!(demangled("_QMshapesEXdtXcircle"), "_QMshapesEXdtXcircle");
     }
 }

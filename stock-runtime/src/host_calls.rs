@@ -23,12 +23,6 @@ pub(crate) fn image_loaded(symbol: impl Fn(&CStr) -> Option<*mut c_void>) {
     unsafe { CHECK.install(global, ask_host) };
 }
 
-/// Notes the program's descriptor at `desc`: its object has offloading (the fix a report gives
-/// depends on it).
-pub(crate) fn registered(desc: *const c_void) {
-    CHECK.offloading_object_at(desc as u64);
-}
-
 /// The images are about to be unloaded: their globals are no longer written.
 pub(crate) fn unloading() {
     CHECK.forget_images();

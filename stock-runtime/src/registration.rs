@@ -69,7 +69,6 @@ pub unsafe extern "C" fn __tgt_register_lib(desc: *mut TgtBinDesc) {
     // or null) or the replacement.
     let entries = unsafe { registered_desc.as_ref().and_then(|d| v1_entries(d)) }
         .map_or((std::ptr::null(), 0), |e| (e.as_ptr(), e.len()));
-    host_calls::registered(desc.cast());
     REGISTERED.lock().unwrap_or_else(|e| e.into_inner()).push(Registered {
         original: desc as usize,
         replacement,

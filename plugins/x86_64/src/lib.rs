@@ -3,6 +3,7 @@
 //! called through libffi on the calling thread, as LLVM's host plugin does.
 #![deny(missing_docs)]
 
+mod host_calls;
 pub mod validate;
 
 use std::ffi::{c_void, CStr, CString};
@@ -272,11 +273,17 @@ impl Library {
         Ok(Some((self.base.wrapping_add(found.value) as *mut c_void, found.size)))
     }
 
+    /// Whether `address` is in the image's code.
+    fn holds_code(&self, address: u64) -> bool {
+        self.code.iter().any(|&(start, end)| (start..end).contains(&address))
+    }
+
     /// Unmaps the image. Should the loader keep it (the validator refuses what is known to make
     /// an object undeletable), its memfd stays open in [`UNDELETABLE`]: glibc finds loaded
     /// objects by path first, and a later image given the same descriptor number would be
     /// answered with this one.
     fn close(self) -> Result<()> {
+        host_calls::image_unloading(&self);
         // SAFETY: the handle came from dlopen and is closed once (self is consumed).
         if unsafe { libc::dlclose(self.handle) } != 0 {
             return Err(dl_error("dlclose"));
@@ -334,7 +341,9 @@ impl Backend for HostOffload {
     }
 
     fn load_image(&self, _device: i32, image: &[u8]) -> Result<Library> {
-        take_preloaded(image).map_or_else(|| Library::open(image, None), Ok)
+        let library = take_preloaded(image).map_or_else(|| Library::open(image, None), Ok)?;
+        host_calls::image_loaded(&library);
+        Ok(library)
     }
 
     fn unload_image(&self, _device: i32, image: Library) -> Result<()> {
@@ -353,9 +362,11 @@ impl Backend for HostOffload {
     }
 
     fn kernel(&self, image: &Library, name: &str) -> Result<Option<Kernel>> {
-        Ok(image
-            .own_symbol(name, STT_FUNC)?
-            .map(|(addr, _)| Kernel { function: addr as usize, ran: image.ran.clone() }))
+        let found = image.own_symbol(name, STT_FUNC)?;
+        if let Some((addr, _)) = found {
+            host_calls::kernel_found(addr as u64, name);
+        }
+        Ok(found.map(|(addr, _)| Kernel { function: addr as usize, ran: image.ran.clone() }))
     }
 
     fn global(&self, image: &Library, name: &str) -> Result<Option<DeviceSymbol>> {
@@ -372,7 +383,7 @@ impl Backend for HostOffload {
     fn check_function(&self, image: &Library, addr: u64) -> Result<()> {
         // Device functions need not be exported (clang's are often hidden): the address must lie
         // in the image's code.
-        if image.code.iter().any(|&(start, end)| (start..end).contains(&addr)) {
+        if image.holds_code(addr) {
             Ok(())
         } else {
             Err(PluginError::InvalidImage(format!("{addr:#x} is not in the image's code")))
@@ -430,6 +441,7 @@ impl Backend for HostOffload {
         let cif = Cif::new(values.iter().map(|_| Type::pointer()), Type::void());
         let args: Vec<_> = values.iter().map(arg).collect();
         kernel.ran.store(true, Ordering::Release);
+        let _launch = host_calls::launching(kernel.function as u64);
         // SAFETY: `kernel` is a function of a loaded image (the core's registry says so) taking
         // `values.len()` pointer arguments (clang's outlined kernel signature).
         unsafe { cif.call::<()>(CodePtr(kernel.function as *mut c_void), &args) };
