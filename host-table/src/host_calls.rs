@@ -351,7 +351,9 @@ fn describe_region(kernel: Option<&str>, source: Option<String>) -> String {
     };
     match (parsed, kernel) {
         (Some((function, _)), Some(kernel)) => {
-            format!("the target region in `{function}`{at} (kernel {kernel})")
+            // `the main program` (flang's `_QQmain`) is words, not a name.
+            let function = if function.starts_with("the ") { function } else { format!("`{function}`") };
+            format!("the target region in {function}{at} (kernel {kernel})")
         }
         (None, Some(kernel)) => format!("kernel {kernel}{at}"),
         (_, None) => format!("a target region{at}"),
@@ -402,6 +404,11 @@ mod tests {
             "{described}"
         );
         assert_eq!(describe_region(None, None), "a target region");
+        let fortran = "__omp_offloading_fd00_2b3f1a__QQmain_l12";
+        assert_eq!(
+            describe_region(Some(fortran), None),
+            format!("the target region in the main program at line 12 (kernel {fortran})")
+        );
     }
 
     #[test]
