@@ -14,7 +14,7 @@
 
 /* Counted in each image's own copy: the device's when the device copy ran. */
 #pragma omp begin declare target
-int halved;
+int halved, applied;
 #pragma omp end declare target
 
 #pragma omp begin declare target indirect
@@ -33,7 +33,11 @@ struct Scaler {
   virtual double apply(double x) const;
   double factor;
 };
-double Scaler::apply(double x) const { return factor * x; }
+double Scaler::apply(double x) const {
+#pragma omp atomic
+  applied++;
+  return factor * x;
+}
 
 /* Defined here, never declared indirect: its address is the host's only. */
 double triple(double x) { return 3 * x; }
@@ -59,6 +63,9 @@ int main(int argc, char **argv) {
 #pragma omp target map(to : bytes[0 : sizeof(Scaler)]) map(from : scaled)
     scaled = reinterpret_cast<Scaler *>(bytes)->apply(2);
     EXPECT(scaled == 10, "a host-built Scaler(5) applied to 2 on the device: %g", scaled);
+    EXPECT(applied == 0, "the host copy of Scaler::apply ran %d times", applied);
+#pragma omp target update from(applied)
+    EXPECT(applied == 1, "the device copy of Scaler::apply ran %d times, expected once", applied);
     delete scaler;
   }
   if (!strcmp(mistake, "not-indirect")) {

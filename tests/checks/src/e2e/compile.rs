@@ -156,9 +156,15 @@ impl ProgramBuild<'_> {
         if self.how == Build::WithoutBindingCopies {
             compiler.env(BINDING_COPIES_SWITCH, "0");
         }
+        // A plain unit (no OpenMP) is compiled as a plain file, without the offload flags.
+        let flags = if unit.flags.contains(&"-fno-openmp") {
+            vec!["-O2".into()]
+        } else {
+            self.flags_for(unit.source)
+        };
         cmd::output(
             compiler
-                .args(self.flags_for(unit.source))
+                .args(flags)
                 .args(module_dir_args(unit.source, &self.out))
                 .args(["-Wall", "-Werror", "-c"])
                 .args(pic.then_some("-fPIC"))
