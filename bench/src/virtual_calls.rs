@@ -26,7 +26,8 @@ use crate::offload::OffloadTarget;
 use crate::toolchain::Toolchain;
 use crate::tools::Tools;
 use crate::translation::{
-    link, median, report_control, report_ratios, report_ratios_between, rounds, run_checked, NO_TABLE,
+    link, median, report_control, report_ratios, report_ratios_between, rounds, run_checked,
+    NO_HOST_CALL_CHECK, NO_TABLE,
 };
 
 /// (case, baseline, goal for case / baseline).
@@ -51,10 +52,6 @@ const DEVICE_BUILT_RATIOS: [(&str, &str, f64); 4] = [
     ("device_built_4_random", "device_built_plain_4_random", 1.05),
     ("device_built_64_random", "device_built_plain_64_random", 1.05),
 ];
-
-/// The check of calls into host code off: the device library as it was before the check (a miss
-/// returns its key at once).
-const NO_HOST_CALL_CHECK: (&str, &str) = ("OMPTARGET_INDIRECT_HOST_CALLS", "off");
 
 /// The array cases with the check of calls into host code (the default) against the same cases
 /// in a run with it off: device-built objects miss on every lookup (where the check runs),
@@ -178,7 +175,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     let name = "virtual_cost";
     let exe = link(tools, &toolchain, &objects, &out, name)?;
     let printed = run_checked(workspace, &toolchain, &exe, name, &[], name)?;
-    let control = run_checked(workspace, &toolchain, &exe, name, &[NO_TABLE], &format!("{name}_no_table"))?;
+    let control = run_checked(workspace, &toolchain, &exe, name, &NO_TABLE, &format!("{name}_no_table"))?;
     println!("\nvirtual calls, x86_64 device, ns per call (median of 7 rounds of 4M calls, one program):");
     report_ratios(&printed, &RATIOS)?;
     // The control for the miss only: with no table the host-built objects call the host copies.

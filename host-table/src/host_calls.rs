@@ -2,8 +2,9 @@
 //! (`device-rtl/src/host_calls.rs`): the device's ranges, and the answer for a key outside them.
 //!
 //! The x86_64 device runs in this process, so the device library can ask: a translation that
-//! found no entry, for a key outside the objects device code may call ([`device_ranges`]), calls
-//! [`ask_host`]. That key is the host program's when one of its objects holds it (the main
+//! found no entry, for a key outside the objects device code may call
+//! ([`loaded_objects::device_ranges`]), calls the library's `ask_host`, which gives the key to
+//! [`HostCallCheck::answer`]. That key is the host program's when one of its objects holds it (the main
 //! executable and the user's libraries, [`LoadedObject::is_host_program`]): a function no image
 //! pairs, a vtable of a class without device copies. It is reported in one line, with the
 //! function or vtable, its object, the target region and the fix, and then, as
@@ -162,20 +163,19 @@ impl HostCallCheck {
     }
 
     /// Notes a launch of the kernel at host address `kernel` (with clang's `ident_t *`), until
-    /// the guard is dropped, after giving the images the loader's newest objects. Nothing while
-    /// no image has the check (a program that runs on GPUs only).
-    pub fn launching(&self, kernel: u64, ident: u64) -> Option<LaunchGuard<'_>> {
-        if lock(&self.globals).is_empty() {
-            return None;
+    /// the guard is dropped, after giving the images the loader's newest objects (where an image
+    /// has the check: the first launch on a device loads its images after this).
+    pub fn launching(&self, kernel: u64, ident: u64) -> LaunchGuard<'_> {
+        if !lock(&self.globals).is_empty() {
+            self.refresh();
         }
-        self.refresh();
         let launch = (kernel, ident);
         lock(&self.regions).entry(launch).or_insert_with(|| {
             let name = self.kernel_names.get().and_then(|names| names(kernel));
             describe_region(name.as_deref(), source_location(ident))
         });
         lock(&self.launches).push(launch);
-        Some(LaunchGuard { check: self, launch })
+        LaunchGuard { check: self, launch }
     }
 
     /// The answer for `key`, missed by the device's lookup and outside its ranges: itself,

@@ -17,7 +17,6 @@ static CHECK: HostCallCheck = HostCallCheck::new(NAME);
 /// loaded; an image without that global (an older device library) is left alone.
 pub(crate) fn image_loaded(symbol: impl Fn(&CStr) -> Option<*mut c_void>) {
     let Some(global) = symbol(c_names::HOST_CALLS) else { return };
-    CHECK.name_kernels_with(kernel_name);
     // SAFETY: the loading image's global of that name, a `HostCalls` (the device library's
     // layout), writable (it is in the image's .data); no kernel of the image runs while it loads.
     unsafe { CHECK.install(global, ask_host) };
@@ -33,7 +32,8 @@ pub(crate) fn unloading() {
 pub(crate) fn launching(
     kernel: *mut c_void,
     ident: *mut c_void,
-) -> Option<host_table::host_calls::LaunchGuard<'static>> {
+) -> host_table::host_calls::LaunchGuard<'static> {
+    CHECK.name_kernels_with(kernel_name);
     CHECK.launching(kernel as u64, ident as u64)
 }
 

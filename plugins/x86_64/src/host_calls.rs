@@ -21,7 +21,6 @@ static KERNEL_NAMES: Mutex<BTreeMap<u64, String>> = Mutex::new(BTreeMap::new());
 /// of an older device library has none).
 pub(crate) fn image_loaded(image: &Library) {
     let Ok(Some((global, _))) = image.own_symbol(HOST_CALLS, STT_OBJECT) else { return };
-    CHECK.name_kernels_with(kernel_name);
     // SAFETY: the loaded image's global of that name, a `HostCalls` (the device library's layout)
     // in its writable data; none of its kernels runs while it is being loaded.
     unsafe { CHECK.install(global, ask_host) };
@@ -42,7 +41,8 @@ pub(crate) fn kernel_found(function: u64, name: &str) {
 }
 
 /// Notes the launch of the kernel at `function` until the guard drops.
-pub(crate) fn launching(function: u64) -> Option<LaunchGuard<'static>> {
+pub(crate) fn launching(function: u64) -> LaunchGuard<'static> {
+    CHECK.name_kernels_with(kernel_name);
     CHECK.launching(function, 0)
 }
 
