@@ -13,9 +13,11 @@
 //!   images, the runtimes they link) is its own translation; any other key is given to the
 //!   host's `ask_host`, which names the function, its object and the target region, and stops
 //!   the program (or, as asked, lets the host copy run);
-//! - a GPU ([`HostCalls::HOST_RANGES`]): a key inside the ranges (the host program's objects) is
+//! - an NVIDIA GPU ([`HostCalls::HOST_RANGES`]): a key inside the host program's objects is
 //!   stored in the host-visible `record` (the first one only) and the kernel traps, so that no
-//!   wrong result is computed and the host names it after the launch.
+//!   wrong result is computed and the host can name it after the launch. No host sets this up
+//!   yet: the global stays zero there, and a miss translates to itself as before.
+//! - AMD GPUs: no check (the AMD definition of `untranslated` says why).
 #![allow(non_upper_case_globals)]
 
 use core::ffi::c_void;
