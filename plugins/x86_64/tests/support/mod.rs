@@ -12,6 +12,20 @@ use host_table::rtl_interface::{TgtOffloadEntry, TgtTargetTable, OFFLOAD_SUCCESS
 use plugin_test_support::kernel_args;
 pub use plugin_test_support::{Api, OffloadImage};
 
+/// These tests exercise the table and the C ABI: their kernels call the test binary's functions
+/// through pointers no image pairs on purpose (to show which copy ran), which the check of calls
+/// into host code would stop (the end-to-end programs check the check). It is turned off before
+/// `main`, while the process has one thread and no one reads the environment.
+extern "C" fn host_call_check_off() {
+    // SAFETY: runs from `.init_array`, before any other thread exists; the name and value are
+    // NUL-terminated.
+    unsafe { libc::setenv(c"OMPTARGET_INDIRECT_HOST_CALLS".as_ptr(), c"off".as_ptr(), 1) };
+}
+
+#[used]
+#[link_section = ".init_array"]
+static HOST_CALL_CHECK_OFF: extern "C" fn() = host_call_check_off;
+
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
