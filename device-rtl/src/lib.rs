@@ -66,7 +66,8 @@ pub use lookup::{
 
 /// Freestanding builds need a panic handler even though nothing in this crate can panic: the
 /// lookup uses raw pointers and unchecked arithmetic that cannot overflow. The artifact checks
-/// prove the handler is unreachable (no trap or external call remains in the PTX).
+/// prove the handler is unreachable (no external call remains in the PTX, and no trap but the one
+/// of the check of calls into host code).
 #[cfg(feature = "panic-handler")]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
