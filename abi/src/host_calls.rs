@@ -9,7 +9,7 @@
 //!   uint64_t ranges;    // address of a struct __omptarget_indirect_ranges_ty, or 0
 //!   uint64_t ask_host;  // DEVICE_RANGES: void *(*)(void *key), the host's answer for a key outside the ranges
 //!   uint64_t record;    // HOST_RANGES: address of a host-visible uint64_t where the first such key is stored, or 0
-//!   uint64_t host[4][2]; // HOST_RANGES: the host program's [start, end) ranges, unused ones [0, 0)
+//!   uint64_t host[8][2]; // HOST_RANGES: the host program's [start, end) ranges, unused ones [0, 0)
 //! };
 //! struct __omptarget_indirect_ranges_ty { uint64_t count; uint64_t range[][2]; }; // [start, end)
 //! ```

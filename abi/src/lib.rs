@@ -263,7 +263,7 @@ symbol_names! {
     /// so far.
     MAPPER_NUM_COMPONENTS = "__tgt_mapper_num_components";
     /// The device global through which the host sets up the check of calls into host code
-    /// ([`HostCalls`], 32 bytes); this project's device library only.
+    /// ([`HostCalls`], 160 bytes); this project's device library only.
     HOST_CALLS = "__omptarget_indirect_host_calls";
 }
 

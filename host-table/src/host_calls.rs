@@ -21,7 +21,7 @@ use std::sync::{Mutex, OnceLock};
 
 use omptarget_indirect_abi::HostCalls;
 
-use crate::loaded_objects::{self, demangled, has_offloading, symbol_at, LoadedObject};
+use crate::loaded_objects::{self, demangled, file_facts, LoadedObject};
 use crate::switches::HOST_CALLS_ENV;
 
 pub use omptarget_indirect_abi::host_calls::STOP_EXIT_STATUS;
@@ -216,7 +216,7 @@ impl HostCallCheck {
 
     /// The report line for `key` in `object`.
     fn report(&self, object: &LoadedObject, key: u64, mode: OnHostCall) -> String {
-        let symbol = symbol_at(object, key);
+        let (symbol, has_offloading) = file_facts(object, key).unwrap_or((None, false));
         let what = match &symbol {
             Some(s) if s.function => format!("host function `{}`", demangled(&s.name)),
             Some(s) if is_vtable(&s.name) => {
@@ -226,8 +226,7 @@ impl HostCallCheck {
             None => "a host address".to_string(),
         };
         let region = self.region();
-        let fix =
-            fix(symbol.as_ref().map(|s| (s.name.as_str(), s.function)), &object.path, has_offloading(object));
+        let fix = fix(symbol.as_ref().map(|s| (s.name.as_str(), s.function)), &object.path, has_offloading);
         let then = match mode {
             OnHostCall::Report => "; the host copy runs",
             _ => "",

@@ -117,13 +117,9 @@ pub fn device_ranges(objects: &[LoadedObject]) -> Vec<u64> {
     let mut merged: Vec<(u64, u64)> = Vec::new();
     for (start, end) in others {
         match merged.last_mut() {
-            // Objects the loader mapped back to back read as one range (fewer pairs to scan);
-            // nothing of the host program lies between them.
-            Some(last)
-                if start <= last.1 && !objects.iter().any(|o| o.is_host_program() && o.holds(last.1)) =>
-            {
-                last.1 = last.1.max(end)
-            }
+            // Overlapping or touching spans read as one range (fewer pairs to scan): no gap lies
+            // between them for the host program.
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
             _ => merged.push((start, end)),
         }
     }
@@ -147,13 +143,19 @@ pub struct SymbolAt {
     pub function: bool,
 }
 
-/// The symbol of `object` that covers `address`, from the object's `.symtab` (the dynamic
-/// symbols name only what is exported), else its dynamic symbols; None when the file cannot be
-/// read or no symbol covers the address.
-pub fn symbol_at(object: &LoadedObject, address: u64) -> Option<SymbolAt> {
-    use object::{Object as _, ObjectSymbol, SymbolKind};
+/// What the file of `object` says of `address`, from one read of it: the symbol that covers
+/// the address ([`symbol_in`]) and whether the object has offloading ([`has_offloading`]). None
+/// when the file cannot be read or parsed.
+pub fn file_facts(object: &LoadedObject, address: u64) -> Option<(Option<SymbolAt>, bool)> {
     let data = std::fs::read(&object.path).ok()?;
     let file = object::File::parse(&*data).ok()?;
+    Some((symbol_in(&file, object, address), has_offloading(&file)))
+}
+
+/// The symbol of `file` (loaded as `object`) that covers `address`, from its `.symtab` (the
+/// dynamic symbols name only what is exported), else its dynamic symbols.
+fn symbol_in(file: &object::File<'_>, object: &LoadedObject, address: u64) -> Option<SymbolAt> {
+    use object::{Object as _, ObjectSymbol, SymbolKind};
     // Position-independent objects are relative to their bias; fixed-address executables not.
     let bias = if file.kind() == object::ObjectKind::Executable { 0 } else { object.base };
     file.symbols()
@@ -171,14 +173,12 @@ pub fn symbol_at(object: &LoadedObject, address: u64) -> Option<SymbolAt> {
         .find(|s| !s.name.is_empty())
 }
 
-/// Whether `object` was linked from files compiled with offloading: its file holds offload
-/// entries (`omp_offloading_entries` before LLVM 20, `llvm_offload_entries` since) or an embedded
-/// device image (`.llvm.offloading`). False when the file cannot be read.
-pub fn has_offloading(object: &LoadedObject) -> bool {
+/// Whether `file` was linked from files compiled with offloading: it holds offload entries
+/// (`omp_offloading_entries` before LLVM 20, `llvm_offload_entries` since) or an embedded device
+/// image (`.llvm.offloading`).
+fn has_offloading(file: &object::File<'_>) -> bool {
     use object::{Object as _, ObjectSection};
     const SECTIONS: [&str; 3] = ["omp_offloading_entries", "llvm_offload_entries", ".llvm.offloading"];
-    let Ok(data) = std::fs::read(&object.path) else { return false };
-    let Ok(file) = object::File::parse(&*data) else { return false };
     file.sections().any(|s| s.name().is_ok_and(|name| SECTIONS.contains(&name)))
 }
 
@@ -258,7 +258,8 @@ mod tests {
         assert!(main.main && main.is_host_program(), "{main:?}");
         let here = this_test_binary_is_the_host_program_and_its_function_is_named as usize as u64;
         assert!(main.holds(here));
-        let symbol = symbol_at(main, here).expect("a symbol");
+        let (symbol, _) = file_facts(main, here).expect("the test binary's file");
+        let symbol = symbol.expect("a symbol");
         assert!(symbol.function && symbol.offset == 0, "{symbol:?}");
         assert!(demangled(&symbol.name).contains("this_test_binary_is_the_host_program"), "{symbol:?}");
         // libc is a runtime: a device may reach it, and it is in the device's ranges.
