@@ -15,12 +15,13 @@
 //!   the program (or, as asked, lets the host copy run);
 //! - an NVIDIA GPU ([`HostCalls::HOST_RANGES`]): a key inside the host program's objects is
 //!   stored in the host-visible `record` (the first one only) and the kernel traps, so that no
-//!   wrong result is computed and the host can name it after the launch. No host sets this up
-//!   yet: the global stays zero there, and a miss translates to itself as before.
+//!   wrong result is computed and the host can name it after the launch (the registration
+//!   library and the project's GPU plugins set it up).
 //! - AMD GPUs: no check (the AMD definition of `untranslated` says why).
 #![allow(non_upper_case_globals)]
 
 use core::ffi::c_void;
+#[cfg(not(target_arch = "amdgpu"))]
 use core::ptr::addr_of;
 
 pub use omptarget_indirect_abi::{HostCalls, RangeList};

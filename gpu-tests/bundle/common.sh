@@ -13,6 +13,7 @@
 #                                        sets gpus and pageable_memory (0 or 1)
 #   step NAME COMMAND... / skip NAME WHY
 #   run_e2e_folder / run_control_folder  every program of a folder (run_e2e, run_control)
+#   run_host_call_folder                 the calls into host code programs make on purpose
 #   run_benches NAME, find_sanitizer, run_memcheck / run_memcheck_control
 #   finish                               the summary line, steps.tsv and the exit status
 
@@ -257,6 +258,31 @@ run_e2e_folder() { # step-prefix folder
       continue
     fi
     step "$1 $name" run_e2e "$program"
+  done
+}
+
+# A call into host code a program makes on purpose (its argument) stops it, non-zero, with the
+# check's one line naming what was called and its object, instead of a bare fault.
+run_host_call_stop() { # program argument called object
+  local output
+  output=$(OMP_TARGET_OFFLOAD=MANDATORY timeout 120 ${launch[@]+"${launch[@]}"} "$1" "$2" 2>&1)
+  local rc=$?
+  echo "$output" | head -n 8
+  echo "exit status $rc"
+  [ $rc -ne 0 ] && echo "$output" | grep -F "device code called $3 at 0x" | grep -qF -e "/$4 from" -e "/$4, which"
+}
+
+# Every call into host code the programs of a folder make on purpose (`<program>.host-calls`:
+# argument, what is called, its object; tab-separated), as a step each.
+run_host_call_folder() { # step-prefix folder
+  local list program argument called object
+  for list in "$2"/*.host-calls; do
+    [ -f "$list" ] || continue
+    program=${list%.host-calls}
+    while IFS=$'\t' read -r -u 3 argument called object; do
+      step "$1 $(basename "$program") $argument stops with its report" \
+        run_host_call_stop "$program" "$argument" "$called" "$object"
+    done 3< "$list"
   done
 }
 

@@ -81,6 +81,7 @@ fault_pattern=("an illegal memory access was encountered" "an illegal instructio
   "the device encountered an invalid program counter")
 
 run_e2e_folder "1. e2e" "$programs/e2e"
+run_host_call_folder "1. host calls:" "$programs/e2e"
 run_e2e_folder "1. e2e -foffload-lto" "$programs/e2e-offload-lto"
 # libomptarget takes `requires unified_shared_memory` without asking the GPU whether it can
 # read pageable host memory: on a GPU that cannot, these programs fault, and prove nothing.

@@ -32,6 +32,7 @@ fault_pattern=("CUDA_ERROR_ILLEGAL_ADDRESS" "CUDA_ERROR_ILLEGAL_INSTRUCTION")
 step "1. device lookup" "$here/bin/gpu-test" lookup --bundle "$here"
 step "2. plugin C ABI" "$here/bin/gpu-test" plugin-abi --bundle "$here"
 run_e2e_folder "3. e2e" "$programs/e2e"
+run_host_call_folder "3. host calls:" "$programs/e2e"
 # Negative controls: the unmodified programs built without the pass plugin call host addresses
 # on the GPU; the programs whose objects only the host builds, built without the frontend
 # plugin, find no vtable of their classes on the device.

@@ -214,6 +214,44 @@ impl HostCallCheck {
         key
     }
 
+    /// The check a GPU's images hold ([`HostCalls::HOST_RANGES`]): the host program's objects as
+    /// the loader lists them now, and `record`, the host-visible word where the device stores the
+    /// first key it finds inside one; `None` when [`HOST_CALLS_ENV`] turns the check off. Call
+    /// outside kernels.
+    pub fn gpu_check(&self, record: u64) -> Option<HostCalls> {
+        if OnHostCall::from_env() == OnHostCall::Off {
+            return None;
+        }
+        self.refresh();
+        let objects = lock(&self.objects);
+        let host = loaded_objects::host_program_spans(&objects.0);
+        Some(HostCalls { kind: HostCalls::HOST_RANGES, record, host, ..HostCalls::NONE })
+    }
+
+    /// Whether the loader's list of objects changed since the check last listed them (a GPU's
+    /// images then need [`HostCallCheck::gpu_check`] again).
+    pub fn objects_changed(&self) -> bool {
+        lock(&self.objects).1 != loaded_objects::generation()
+    }
+
+    /// Reports `key`, which a GPU's check stored before its kernel trapped, once per key (the
+    /// device ends the kernel; the program ends with it). Returns whether a line was printed: a
+    /// key no host program's object holds is not reported.
+    pub fn report_recorded(&self, key: u64) -> bool {
+        let object = {
+            let objects = lock(&self.objects);
+            match objects.0.iter().find(|o| o.holds(key) && o.is_host_program()) {
+                Some(object) => object.clone(),
+                None => return false,
+            }
+        };
+        if !lock(&self.reported).insert(key) {
+            return false;
+        }
+        eprintln!("{}", self.report(&object, key, OnHostCall::Stop));
+        true
+    }
+
     /// The report line for `key` in `object`.
     fn report(&self, object: &LoadedObject, key: u64, mode: OnHostCall) -> String {
         let (symbol, has_offloading) = file_facts(object, key).unwrap_or((None, false));
@@ -431,6 +469,22 @@ mod tests {
         assert!(line.contains(omptarget_indirect_abi::host_calls::REPORT_WORDS), "{line}");
         assert!(line.contains("a_report_names_the_function") && line.contains(&main.path), "{line}");
         assert!(!line.contains('\n'), "{line}");
+    }
+
+    #[test]
+    fn a_gpu_holds_the_host_program_and_its_recorded_key_is_reported_once() {
+        let check = HostCallCheck::new("register");
+        let here = a_gpu_holds_the_host_program_and_its_recorded_key_is_reported_once as usize as u64;
+        let gpu = check.gpu_check(0x1000).expect("the check is on unless the environment turns it off");
+        assert_eq!((gpu.kind, gpu.record, gpu.ranges, gpu.ask_host), (HostCalls::HOST_RANGES, 0x1000, 0, 0));
+        // The executable (this test) is the first object held; a runtime library is not held.
+        assert!(gpu.host[0][0] <= here && here < gpu.host[0][1], "{:x?}", gpu.host);
+        let libc_function = libc::getpid as usize as u64;
+        assert!(!gpu.host.iter().any(|&[start, end]| start <= libc_function && libc_function < end));
+        assert!(!check.objects_changed());
+        assert!(check.report_recorded(here));
+        assert!(!check.report_recorded(here), "a key is reported once");
+        assert!(!check.report_recorded(libc_function), "a runtime's function is not the host program's");
     }
 
     #[test]

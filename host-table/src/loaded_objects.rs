@@ -9,6 +9,7 @@
 use std::ffi::{c_int, c_void, CStr};
 
 use omptarget_indirect_abi::host_calls::is_host_program_library;
+use omptarget_indirect_abi::host_calls::HOST_RANGES_MAX;
 use omptarget_indirect_abi::is_device_image_path;
 
 /// One loaded object.
@@ -130,6 +131,19 @@ pub fn device_ranges(objects: &[LoadedObject]) -> Vec<u64> {
         list.extend([start, end]);
     }
     list
+}
+
+/// The host program's objects as a GPU's check holds them ([`HostCalls::host`](omptarget_indirect_abi::HostCalls)):
+/// each one's span, the executable first, then its libraries in the loader's order; unused pairs
+/// `[0, 0)`. A program with more objects than pairs has the later ones unchecked: a span is never
+/// widened over a gap, where a GPU's own memory may lie.
+pub fn host_program_spans(objects: &[LoadedObject]) -> [[u64; 2]; HOST_RANGES_MAX] {
+    let mut spans = [[0u64; 2]; HOST_RANGES_MAX];
+    let host = objects.iter().filter(|o| o.is_host_program()).filter_map(LoadedObject::span);
+    for (pair, (start, end)) in spans.iter_mut().zip(host) {
+        *pair = [start, end];
+    }
+    spans
 }
 
 /// The symbol of the object at `address`: its name, its start and whether it is a function.
@@ -271,6 +285,30 @@ mod tests {
         let malloc = libc::malloc as usize as u64;
         assert!(pairs.iter().any(|p| p[0] <= malloc && malloc < p[1]));
         assert!(!pairs.iter().any(|p| p[0] <= here && here < p[1]));
+    }
+
+    #[test]
+    fn a_gpu_holds_at_most_eight_host_objects_and_never_widens_one() {
+        let object = |path: &str, main: bool, start: u64| LoadedObject {
+            path: path.to_string(),
+            base: start,
+            main,
+            segments: vec![(start, start + 0x100), (start + 0x200, start + 0x300)],
+        };
+        let mut objects = vec![
+            object("/home/u/app", true, 0x1000),
+            object("/usr/lib/x86_64-linux-gnu/libc.so.6", false, 0x9000),
+        ];
+        objects.extend((0..9).map(|i| object(&format!("/home/u/lib{i}.so"), false, 0x10_0000 * (i + 1))));
+        let spans = host_program_spans(&objects);
+        assert_eq!(spans[0], [0x1000, 0x1300]);
+        assert_eq!(spans[1], [0x10_0000, 0x10_0300]);
+        assert_eq!(spans[7], [0x70_0000, 0x70_0300]);
+        assert!(
+            !spans.iter().any(|&[start, _]| start == 0x9000),
+            "a system library is not the host program's"
+        );
+        assert_eq!(host_program_spans(&objects[1..2]), [[0, 0]; HOST_RANGES_MAX]);
     }
 
     #[test]

@@ -44,11 +44,11 @@ use host_table::vtable_slots::{self, PairedVtable};
 use host_table::vtables::HostObjects;
 
 use crate::registered::{indirect_keys, vtable_copies, Shadows, REGISTERED};
-use crate::NAME;
+use crate::{host_calls, NAME};
 
 /// Devices this module installs tables on (device numbers `0..MAX_DEVICES`); the others keep
 /// the stock tables.
-const MAX_DEVICES: usize = 64;
+pub(crate) const MAX_DEVICES: usize = 64;
 
 /// Bumped by every registration that adds [`Shadows`]: a device whose [`BUILT`] differs builds
 /// its table again before its next launch.
@@ -73,9 +73,9 @@ pub(crate) fn registered() {
     REGISTRATIONS.fetch_add(1, Ordering::AcqRel);
 }
 
-/// The OpenMP API functions this module calls (libomptarget's and libomp's, found in the
+/// The OpenMP API functions this library calls (libomptarget's and libomp's, found in the
 /// process when first needed: this library does not link them).
-struct OpenMp {
+pub(crate) struct OpenMp {
     get_mapped_ptr: unsafe extern "C" fn(*const c_void, c_int) -> *mut c_void,
     target_alloc: unsafe extern "C" fn(usize, c_int) -> *mut c_void,
     target_free: unsafe extern "C" fn(*mut c_void, c_int),
@@ -84,11 +84,22 @@ struct OpenMp {
     get_initial_device: unsafe extern "C" fn() -> c_int,
     get_default_device: unsafe extern "C" fn() -> c_int,
     get_num_devices: unsafe extern "C" fn() -> c_int,
+    /// libomptarget's `llvm_omp_target_alloc_host` and `llvm_omp_target_free_host` (page-locked
+    /// host memory a device can write), where it has them.
+    pub(crate) host_memory: Option<HostMemory>,
+}
+
+/// `void *llvm_omp_target_alloc_host(size_t, int device)` and `void
+/// llvm_omp_target_free_host(void *, int device)`.
+#[derive(Clone, Copy)]
+pub(crate) struct HostMemory {
+    pub(crate) alloc: unsafe extern "C" fn(usize, c_int) -> *mut c_void,
+    pub(crate) free: unsafe extern "C" fn(*mut c_void, c_int),
 }
 
 impl OpenMp {
     /// The functions, or None when one is missing (no OpenMP runtime in the process).
-    fn get() -> Option<&'static OpenMp> {
+    pub(crate) fn get() -> Option<&'static OpenMp> {
         static API: OnceLock<Option<OpenMp>> = OnceLock::new();
         API.get_or_init(|| {
             /// `name` in the process, as a function of type `F`.
@@ -107,13 +118,16 @@ impl OpenMp {
                 get_initial_device: find(c"omp_get_initial_device")?,
                 get_default_device: find(c"omp_get_default_device")?,
                 get_num_devices: find(c"omp_get_num_devices")?,
+                host_memory: find(c"llvm_omp_target_alloc_host")
+                    .zip(find(c"llvm_omp_target_free_host"))
+                    .map(|(alloc, free)| HostMemory { alloc, free }),
             })
         })
         .as_ref()
     }
 
     /// Copies `bytes` from the host to `device` memory at `to`.
-    fn upload(&self, device: c_int, to: u64, bytes: &[u8]) -> Result<(), String> {
+    pub(crate) fn upload(&self, device: c_int, to: u64, bytes: &[u8]) -> Result<(), String> {
         // SAFETY: `to` is device memory of `device` at least `bytes.len()` long (an allocation of
         // ours, or a global of the image's that size); the source is host memory.
         let status = unsafe {
@@ -169,7 +183,8 @@ impl OpenMp {
 
 /// Before a kernel is launched on `device_id` (libomptarget's device argument, -1 for the
 /// default device): builds and installs the device's table if a descriptor was registered since
-/// it was last built. Never fails: see the module documentation.
+/// it was last built, and keeps the device's check of calls into host code current
+/// ([`host_calls::gpu_launching`]). Never fails: see the module documentation.
 pub(crate) fn before_launch(device_id: i64) {
     let generation = REGISTRATIONS.load(Ordering::Acquire);
     if generation == 0 {
@@ -184,16 +199,24 @@ pub(crate) fn before_launch(device_id: i64) {
         c_int::try_from(device_id).unwrap_or(-1)
     };
     let Ok(slot) = usize::try_from(device) else { return };
-    if slot >= MAX_DEVICES || BUILT[slot].load(Ordering::Acquire) == generation {
+    if slot >= MAX_DEVICES {
         return;
     }
+    if BUILT[slot].load(Ordering::Acquire) != generation {
+        build(api, device, slot);
+    }
+    host_calls::gpu_launching(api, device);
+}
+
+/// Builds and installs the table of `device` (number `slot`), unless another thread did.
+fn build(api: &OpenMp, device: c_int, slot: usize) {
     // Nothing for the host device or where there is no device (as the launch will find).
     // SAFETY: OpenMP API queries without arguments.
     let (devices, initial) = unsafe { ((api.get_num_devices)(), (api.get_initial_device)()) };
     if device >= devices || device == initial {
         if device == initial {
             // The host: never a device with images; not asked again.
-            BUILT[slot].store(generation, Ordering::Release);
+            BUILT[slot].store(REGISTRATIONS.load(Ordering::Acquire), Ordering::Release);
         }
         return;
     }
@@ -259,6 +282,18 @@ fn install(api: &OpenMp, device: c_int, tables: &mut DeviceTables) -> Result<Opt
     let fresh: Vec<&(u64, [u64; 3])> = images.iter().filter(|(s, _)| !tables.installed.contains(s)).collect();
     if fresh.is_empty() {
         return Ok(None);
+    }
+    for &&(shadow, _) in &fresh {
+        // SAFETY: as above, a registered descriptor's Shadows.
+        let shadow = unsafe { &*(shadow as *const Shadows) };
+        let Some((_, host, _)) = shadow.host_calls_entry() else { continue };
+        let Some(global) = api.mapped(device, host) else { continue };
+        if let Err(why) = host_calls::gpu_image_loaded(api, device, global) {
+            diagnostics::info(
+                NAME,
+                format_args!("device {device}: calls into host code are not checked: {why}"),
+            );
+        }
     }
     let pairs = device_pairs(api, device, &keys)?;
     let vtable_words = pairs.iter().filter(|(_, word)| *word).count() as u64;
@@ -414,6 +449,7 @@ fn device_pairs(
 /// are about to be unloaded), and forgets what was written.
 pub(crate) fn free_all() {
     let Some(api) = OpenMp::get() else { return };
+    host_calls::gpu_images_unloading(api);
     let mut devices = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
     for (&device, tables) in devices.iter_mut() {
         for &allocation in &tables.allocations {

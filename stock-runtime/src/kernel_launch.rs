@@ -44,5 +44,9 @@ pub unsafe extern "C" fn __tgt_target_kernel(
     device_table::before_launch(device_id);
     let _launch = host_calls::launching(host_ptr, loc);
     // SAFETY: the caller's arguments, as received (the caller's contract).
-    unsafe { launch(loc, device_id, num_teams, thread_limit, host_ptr, args) }
+    let status = unsafe { launch(loc, device_id, num_teams, thread_limit, host_ptr, args) };
+    if status != 0 {
+        host_calls::launch_failed();
+    }
+    status
 }

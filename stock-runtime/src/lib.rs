@@ -25,8 +25,9 @@
 //!   the device library's own globals, which its translation reads first.
 //! - [`x86_64_table`]: the x86_64 device's table where the release's libomptarget fills none
 //!   (`Runtime::Stock::fills_x86_64_table`), installed when the image loads.
-//! - [`host_calls`]: on the x86_64 device, a call into host code that no image pairs is reported
-//!   (function, object, target region, fix) and stops the program, as a GPU would.
+//! - [`host_calls`]: a call into host code that no image pairs is reported (function, object,
+//!   target region, fix) and stops the program: on the x86_64 device before the call, on an
+//!   NVIDIA GPU after the kernel trapped at it.
 //! - [`fortran_maps`]: the mapper flang's polymorphic maps call, which maps an object by its
 //!   dynamic type.
 

@@ -10,7 +10,7 @@ use host_table::rtl_interface::{
     TgtBinDesc, TgtDeviceImage, TgtOffloadEntryV1 as EntryV1, OMP_DECLARE_TARGET_INDIRECT,
     OMP_DECLARE_TARGET_INDIRECT_VTABLE,
 };
-use omptarget_indirect_abi::{c_names, vtable_word};
+use omptarget_indirect_abi::{c_names, vtable_word, HostCalls};
 
 /// A descriptor the program registered, and what this library registered for it.
 pub(crate) struct Registered {
@@ -126,8 +126,8 @@ unsafe impl Send for Registered {}
 
 pub(crate) static REGISTERED: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
 
-/// Host stand-ins of the device library's three globals, one set per registered descriptor:
-/// their addresses are the host addresses of the entries [`crate::registration::extend`] adds, which
+/// Host stand-ins of the device library's globals, one set per registered descriptor: their
+/// addresses are the host addresses of the entries [`crate::registration::extend`] adds, which
 /// libomptarget maps to the globals of each image it loads. Never read or written here (under
 /// `requires unified_shared_memory` libomptarget copies them over the globals when it loads an
 /// image: all zero, the globals' initial value).
@@ -137,15 +137,29 @@ pub(crate) struct Shadows {
     map_p: u64,
     map_size: u64,
     index: [u64; 6],
+    host_calls: HostCalls,
+    /// Whether every image defines the check's global (`__omptarget_indirect_host_calls`), so
+    /// that its entry is added: a device library older than the check has none.
+    pub(crate) with_host_calls: bool,
 }
 
 impl Shadows {
-    /// `(symbol, host address, size)` of each global's stand-in, as the entries name them.
+    /// `(symbol, host address, size)` of each table global's stand-in, as the entries name them.
     pub(crate) fn entries(&self) -> [(&'static CStr, u64, u64); 3] {
         [
             (c_names::FPTR_MAP_P, &self.map_p as *const u64 as u64, 8),
             (c_names::FPTR_MAP_SIZE, &self.map_size as *const u64 as u64, 8),
             (c_names::FPTR_INDEX, self.index.as_ptr() as u64, 48),
         ]
+    }
+
+    /// The check's global's stand-in, as [`Shadows::entries`], when its entry is added.
+    pub(crate) fn host_calls_entry(&self) -> Option<(&'static CStr, u64, u64)> {
+        let size = std::mem::size_of::<HostCalls>() as u64;
+        self.with_host_calls.then_some((
+            c_names::HOST_CALLS,
+            &self.host_calls as *const HostCalls as u64,
+            size,
+        ))
     }
 }

@@ -14,6 +14,7 @@ use host_table::rtl_interface::{
     OFFLOAD_KIND_OPENMP, OMP_DECLARE_TARGET_INDIRECT, OMP_DECLARE_TARGET_INDIRECT_VTABLE,
 };
 use host_table::{diagnostics, image, vtables};
+use omptarget_indirect_abi::HOST_CALLS;
 
 use crate::registered::{indirect_keys, Registered, Replacement, Shadows, REGISTERED};
 use crate::{device_table, host_calls, next, x86_64_table, NAME};
@@ -174,6 +175,7 @@ unsafe fn extend(
     let images = unsafe { std::slice::from_raw_parts(original.device_images, count) };
     let mut common: Option<std::collections::BTreeSet<(String, u64, u64)>> = None;
     let mut has_globals = with_table;
+    let mut has_host_calls = with_table;
     for img in images {
         if img.entries_begin != original.host_entries_begin || img.entries_end != original.host_entries_end {
             return Ok(None);
@@ -188,6 +190,7 @@ unsafe fn extend(
         let raw = unsafe { std::slice::from_raw_parts(img.image_start as *const u8, size) };
         let defined = image::unwrap(raw).map(|i| vtables::defined_symbols(i.bytes)).unwrap_or_default();
         has_globals &= [FPTR_MAP_P, FPTR_MAP_SIZE, FPTR_INDEX].iter().all(|g| defined.contains(*g));
+        has_host_calls &= defined.contains(HOST_CALLS);
         let words = if with_words { vtables::device_words(&defined) } else { Vec::new() };
         let wanted = words.iter().map(|w| w.vtable.as_str()).collect();
         let host = vtables::host_definitions(&wanted);
@@ -234,8 +237,13 @@ unsafe fn extend(
     if !common.is_empty() {
         diagnostics::info(NAME, format_args!("{} vtable words added to the program's entries", common.len()));
     }
-    let shadows = has_globals.then(Box::<Shadows>::default);
-    for (symbol, address, size) in shadows.iter().flat_map(|s| s.entries()) {
+    let shadows = has_globals.then(|| {
+        let mut shadows = Box::<Shadows>::default();
+        shadows.with_host_calls = has_host_calls;
+        shadows
+    });
+    let shadow_entries = shadows.iter().flat_map(|s| s.entries().into_iter().chain(s.host_calls_entry()));
+    for (symbol, address, size) in shadow_entries {
         // A `declare target` variable: libomptarget maps the stand-in to the image's global.
         entries.push(EntryV1 {
             reserved: 0,

@@ -240,6 +240,16 @@ pub fn build(workspace: &Path, tools: &Tools, dist: &Dist, part: Part) -> Result
             if let Some(library) = e2e::shared_library_of(program, &exe) {
                 copy(&library, &root.join(dir).join(library.file_name().context("no name")?))?;
             }
+            // Its calls into host code, each with the report it must stop with (`common.sh`:
+            // run_host_call_folder): argument, what is called, its object.
+            if how == e2e::Build::O2 && !program.host_call_mistakes.is_empty() {
+                let lines: String = program
+                    .host_call_mistakes
+                    .iter()
+                    .map(|m| format!("{}\t{}\t{}\n", m.argument, m.called, m.object))
+                    .collect();
+                fs::write(root.join(dir).join(format!("{}.host-calls", program.name)), lines)?;
+            }
         }
     }
     let mut carried = Vec::new();

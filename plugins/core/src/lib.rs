@@ -12,6 +12,7 @@ pub mod environment;
 pub mod exports;
 pub mod heap;
 pub mod hidden_helpers;
+mod host_calls;
 pub mod plugin;
 pub mod registry;
 

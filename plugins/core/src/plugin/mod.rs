@@ -10,6 +10,7 @@ use crate::device_runtime::{
     give_memory_pool, read_kernel_config, with_kernel_arguments, write_device_environment,
 };
 use crate::environment::{device_environment_at_load, launch_geometry, EnvironmentGlobal, KernelConfig};
+use crate::host_calls;
 use crate::registry::DeviceRegistry;
 use host_table::diagnostics;
 use host_table::entries::{EntryKind, OffloadEntry};
@@ -387,11 +388,13 @@ impl<B: Backend> Plugin<B> {
         );
         let environment = write_device_environment(&self.backend, device, image, &environment)?;
         let memory_pool = give_memory_pool(&self.backend, device, image, info.memory_pool_bytes)?;
+        host_calls::image_loaded(&self.backend, device, image);
         Ok(DeviceRuntime { environment, memory_pool })
     }
 
     /// Unloads an image the device state no longer holds, and frees its memory pool.
     fn unload(&self, device: i32, img: LoadedImage<B>) -> Result<()> {
+        host_calls::image_unloading(&self.backend, device, &img.image, &img.kernels);
         drop(img.entries);
         drop(img.kernel_boxes);
         let unloaded = self.backend.unload_image(device, img.image);
@@ -510,6 +513,7 @@ impl<B: Backend> Plugin<B> {
         let max_threads = self.backend.kernel_max_threads(&kernel);
         let boxed = Box::new(LoadedKernel { kernel, config, max_threads });
         let handle = &*boxed as *const LoadedKernel<B> as u64;
+        host_calls::kernel_found(handle, &entry.name);
         resolved.kernel_boxes.push(boxed);
         resolved.kernels.push(handle);
         Ok(handle)
@@ -706,6 +710,7 @@ impl<B: Backend> Plugin<B> {
         if let Err(err) = self.free_tables(device, tables) {
             first_error.get_or_insert(err);
         }
+        host_calls::device_closed(&self.backend, device);
         first_error.map_or(Ok(()), Err)
     }
 
@@ -758,9 +763,14 @@ impl<B: Backend> Plugin<B> {
         let limits = info.limits.for_kernel(loaded.max_threads);
         let (blocks, threads) =
             launch_geometry(&loaded.config, &limits, ka.num_teams[0], ka.thread_limit[0], ka.tripcount);
-        with_kernel_arguments(&self.backend, device, launch, &loaded.config, |args| {
+        let _noted = host_calls::launching(&self.backend, device, launch.kernel);
+        let result = with_kernel_arguments(&self.backend, device, launch, &loaded.config, |args| {
             let launch = Launch { args, blocks, threads, dynamic_shared_bytes: ka.dyn_cgroup_mem };
             self.backend.launch(device, &loaded.kernel, &launch)
-        })
+        });
+        if result.is_err() {
+            host_calls::launch_failed::<B>(device);
+        }
+        result
     }
 }

@@ -12,6 +12,7 @@ use crate::cmd;
 use crate::images::{self, IMAGE_SYMBOLS, TRANSLATE};
 use crate::offload::{OffloadTarget, Vendor};
 use crate::toolchain::Toolchain;
+use omptarget_indirect_abi::HOST_CALLS;
 
 /// Builds every program of `toolchain` for a GPU target and checks that each device image defines
 /// our function and every global exactly once, and the host-built-object programs' images their
@@ -52,6 +53,11 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
             expect_translation_linked(&data, &what)?;
         } else {
             images::elf_summary(&data, &names)?.expect_defined_once(&what, &names)?;
+        }
+        if target.vendor() == Vendor::Nvidia {
+            // The check of calls into host code, which the host's runtime fills (AMD GPUs have
+            // none: the device library says why).
+            images::elf_summary(&data, &[HOST_CALLS])?.expect_defined_once(&what, &[HOST_CALLS])?;
         }
         if program.type_bound_calls && target.vendor() == Vendor::Nvidia {
             let slots = images::nvptx_binding_slots(&data)?;
@@ -117,6 +123,7 @@ pub fn build_gpu(workspace: &Path, toolchain: &Toolchain, target: &OffloadTarget
         detail.push_str(&format!("; linked {TRANSLATE}: {regs} registers"));
     }
     if target.vendor() == Vendor::Nvidia {
+        detail.push_str(&format!("; each defines {HOST_CALLS} once (the check of calls into host code)"));
         detail.push_str(&format!("; {}", expect_recorded_nvptx_layout(toolchain)?));
     }
     // Our AMDGPU plugin loads clang 19's images (code object v5); clang 22's (v6) go to libomptarget

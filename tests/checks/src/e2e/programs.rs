@@ -853,7 +853,7 @@ pub const PROGRAMS: &[Program] = &[
         shared_library: &[Unit { source: "host_calls_shapes.cpp", flags: PLAIN }],
         unmodified: true,
         host_vtables: true,
-        on_gpus: false,
+        on_gpus: true,
         host_call_mistakes: &[
             HostCallMistake { argument: "not-indirect", called: "host function `triple(double)`", object: "host_calls" },
             HostCallMistake { argument: "plain-c", called: "host function `quadruple`", object: "host_calls" },
