@@ -146,11 +146,17 @@ pub(crate) unsafe fn untranslated(fn_ptr: *mut c_void) -> *mut c_void {
                 // SAFETY: a non-zero `record` is a host-visible, 8-aligned word this device may
                 // write (the layout's contract).
                 let slot = unsafe { core::sync::atomic::AtomicU64::from_ptr(record as *mut u64) };
-                // The first key only; no fence (LLVM 19's NVPTX selects none before sm_70's
-                // PTX 6): the trap ends the kernel, and the host reads the word after the launch
-                // failed.
+                // The first key only. The host reads the word after the launch failed.
                 let relaxed = core::sync::atomic::Ordering::Relaxed;
                 let _ = slot.compare_exchange(0, fn_ptr as u64, relaxed, relaxed);
+                // The store must reach host memory before the trap ends the kernel: `membar.sys`
+                // (CUDA's `__threadfence_system`), written out because LLVM 19's NVPTX selects no
+                // system-scope fence for sm_70's PTX 6.
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: a memory barrier; it reads and writes nothing itself.
+                unsafe {
+                    core::arch::asm!("membar.sys;", options(nostack, preserves_flags))
+                };
             }
             core::intrinsics::abort()
         }

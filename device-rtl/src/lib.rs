@@ -32,6 +32,7 @@
 // `core_intrinsics`: `abort`, the trap of a GPU's check of calls into host code (and of the
 // panic handler, which is unreachable).
 #![feature(linkage, portable_simd, core_intrinsics)]
+#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 #![allow(internal_features)]
 #![deny(missing_docs)]
 
