@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use crate::error::{PluginError, Result};
 use crate::rtl_interface::{FptrIndex, FptrMapEntry, FPTR_INDEX, FPTR_MAP_P, FPTR_MAP_SIZE};
+use omptarget_indirect_abi::HOST_DEVICE_MIN_INDEXED_KEYS;
 
 /// A table that satisfies the device lookup's precondition: sorted by `host_ptr` (unsigned),
 /// each `host_ptr` once.
@@ -112,6 +113,20 @@ impl HashIndex {
     pub fn capacity(table: &FptrTable<'_>) -> Option<usize> {
         let keys = keyed(table.entries()).len();
         (keys > 0 && table.len() <= Self::MAX_ENTRIES).then(|| (2 * keys).next_power_of_two())
+    }
+
+    /// The fewest keys for which an index answers the x86_64 device's hits no slower than a
+    /// search of the same table ([`HOST_DEVICE_MIN_INDEXED_KEYS`]): below, a hit's latency is a
+    /// fixed chain through the index (the header, the multiply, the slot: about 7 ns) against 2
+    /// to 6.5 ns searched, and LLVM's lookup of the same table answers sooner too (`cargo xtask
+    /// bench lookup`, `docs/performance.md`). On GPUs the index wins at one key as well.
+    pub const HOST_DEVICE_MIN_KEYS: usize = HOST_DEVICE_MIN_INDEXED_KEYS;
+
+    /// [`HashIndex::capacity`] for a table the x86_64 device reads: `None` below
+    /// [`HashIndex::HOST_DEVICE_MIN_KEYS`] keys (the table is searched).
+    pub fn capacity_on_host_device(table: &FptrTable<'_>) -> Option<usize> {
+        let keys = keyed(table.entries()).len();
+        Self::capacity(table).filter(|_| keys >= Self::HOST_DEVICE_MIN_KEYS)
     }
 
     /// Builds the index of `table` into `slots`, which must be all zero and
@@ -305,6 +320,21 @@ pub fn map_global_writes(table: Option<(u64, u64, FptrIndex)>) -> [(&'static str
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_x86_64_device_searches_tables_of_fewer_than_four_keys() {
+        let pairs = |n: u64| {
+            (1..=n).map(|k| FptrMapEntry { host_ptr: 16 * k, tgt_ptr: 0x9000 + k }).collect::<Vec<_>>()
+        };
+        for n in 1..=6u64 {
+            let entries = pairs(n);
+            let table = FptrTable::from_sorted(&entries).unwrap();
+            let everywhere = HashIndex::capacity(&table);
+            assert_eq!(everywhere, Some((2 * n as usize).next_power_of_two()), "GPUs index every table");
+            let on_host = HashIndex::capacity_on_host_device(&table);
+            assert_eq!(on_host, if n < 4 { None } else { everywhere }, "{n} keys on the x86_64 device");
+        }
+    }
 
     #[test]
     fn map_globals_are_written_size_zero_first_then_pointer_size_and_header() {

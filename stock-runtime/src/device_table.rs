@@ -303,7 +303,15 @@ fn install(api: &OpenMp, device: c_int, tables: &mut DeviceTables) -> Result<Opt
     if table.is_empty() {
         return Ok(Some(format!("device {device}: no indirect entry is on it, no table installed")));
     }
-    let capacity = if switch_from_env(HASH_INDEX_ENV) { HashIndex::capacity(&table).unwrap_or(0) } else { 0 };
+    // The x86_64 device's images are objects of this process; its small tables are searched.
+    let on_host_device = fresh.iter().any(|&&(_, [map_p, _, _])| {
+        host_table::loaded_objects::loaded_objects().iter().any(|o| o.is_device_image() && o.holds(map_p))
+    });
+    let capacity = match (switch_from_env(HASH_INDEX_ENV), on_host_device) {
+        (false, _) => 0,
+        (true, true) => HashIndex::capacity_on_host_device(&table).unwrap_or(0),
+        (true, false) => HashIndex::capacity(&table).unwrap_or(0),
+    };
     let table_bytes = table.as_bytes();
     let slots_at = table_bytes.len().next_multiple_of(16);
     let total = slots_at + 16 * capacity;

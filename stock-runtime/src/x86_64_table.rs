@@ -237,7 +237,11 @@ unsafe fn install(anchor: *const c_void, map_on_load: bool) -> Result<Option<Str
         )));
     }
     let table = FptrTable::from_pairs(pairs).map_err(|e| e.to_string())?;
-    let capacity = if switch_from_env(HASH_INDEX_ENV) { HashIndex::capacity(&table).unwrap_or(0) } else { 0 };
+    let capacity = if switch_from_env(HASH_INDEX_ENV) {
+        HashIndex::capacity_on_host_device(&table).unwrap_or(0)
+    } else {
+        0
+    };
     let mut slots = vec![IndexSlot::default(); capacity].into_boxed_slice();
     // SAFETY: IndexSlot is `#[repr(C, align(16))] {u64, u64}`, 16 bytes like `[u64; 2]` and
     // more strictly aligned; the slice covers exactly the boxed slots.

@@ -1,5 +1,5 @@
-//! `cargo xtask bench [frontend|stock|virtual]`: the benchmarks of `bench/`, every one or one
-//! part, after the build; figures in `target/bench/`.
+//! `cargo xtask bench [frontend|lookup|stock|virtual]`: the benchmarks of `bench/` and the
+//! crates' own, every one or one part, after the build; figures in `target/bench/`.
 
 use std::path::Path;
 use std::process::Command;
@@ -21,9 +21,10 @@ pub fn run(workspace: &Path, rest: &[String]) -> Result<()> {
     let part: Option<Benchmark> = match rest {
         [] => None,
         [part] if part == "frontend" => Some(frontend::run),
+        [part] if part == "lookup" => Some(lookup_sweep),
         [part] if part == "stock" => Some(stock_table::run),
         [part] if part == "virtual" => Some(virtual_calls::run),
-        _ => bail!("usage: cargo xtask bench [frontend|stock|virtual]"),
+        _ => bail!("usage: cargo xtask bench [frontend|lookup|stock|virtual]"),
     };
     let tools = Tools::locate(workspace)?;
     let dist = build::build(workspace, &tools, &Archs::default())?;
@@ -33,7 +34,19 @@ pub fn run(workspace: &Path, rest: &[String]) -> Result<()> {
     }
 }
 
-/// The plugin benchmark (release profile) through the installed plugin: `set_function_ptr_map` against sort + memcpy; then the cost of the translation the
+/// The device lookup at every table size from 1 to 1M keys against LLVM's lookup of the same
+/// table (`host-table/benches/lookup_sweep.rs`, release profile): `target/bench/lookup_sweep.csv`.
+fn lookup_sweep(workspace: &Path, _: &Tools, _: &Dist) -> Result<()> {
+    cmd::status(Command::new(env!("CARGO")).current_dir(workspace).args([
+        "bench",
+        "-p",
+        "host-table",
+        "--bench",
+        "lookup_sweep",
+    ]))
+}
+
+/// The plugin benchmark (release profile) through the installed plugin: `set_function_ptr_map` against sort + memcpy; then the lookup sweep; then the cost of the translation the
 /// pass plugin inserts, against untranslated calls; strict mode's cost; the frontend plugin's vtable
 /// policy's cost to device compiles. Figures in `target/bench/`.
 fn every_benchmark(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
@@ -44,6 +57,7 @@ fn every_benchmark(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
         "--bench",
         "set_function_ptr_map",
     ]))?;
+    lookup_sweep(workspace, tools, dist)?;
     translation::run(workspace, tools, dist)?;
     stock_table::run(workspace, tools, dist)?;
     virtual_calls::run(workspace, tools, dist)?;

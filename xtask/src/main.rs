@@ -32,8 +32,9 @@ commands:
                                                 without the project, C function pointers (clang 19;
                                                 NVIDIA GPU 0 if present, else x86_64 host offload)
   env                                           print the compile flags and environment for users
-  bench [frontend|stock|virtual]                build, then time set_function_ptr_map, the
-                                                translation the pass plugin inserts, each release's
+  bench [frontend|lookup|stock|virtual]         build, then time set_function_ptr_map, the
+                                                device lookup at every table size against LLVM's,
+                                                the translation the pass plugin inserts, each release's
                                                 table on the x86_64 device, what strict mode adds to
                                                 a target region, virtual calls (clang 19; clang 22
                                                 through its stock runtime), and what the frontend

@@ -417,9 +417,10 @@ impl Snapshot {
     }
 }
 
-/// A table whose installation takes every step: three entries, so a hash index too.
-fn three_entries(salt: u64) -> Vec<FptrMapEntry> {
-    (0..3).map(|i| FptrMapEntry { host_ptr: 0x70_0000 + 16 * i, tgt_ptr: salt + 16 * i }).collect()
+/// A table whose installation takes every step: four entries, so a hash index too (on the
+/// x86_64 device as well, which searches smaller tables).
+fn four_entries(salt: u64) -> Vec<FptrMapEntry> {
+    (0..4).map(|i| FptrMapEntry { host_ptr: 0x70_0000 + 16 * i, tgt_ptr: salt + 16 * i }).collect()
 }
 
 /// The allocations of `device` that are not its images' globals: tables, indexes, pools.
@@ -443,12 +444,12 @@ fn failed_writes_and_allocations_leave_the_previous_map<const R: bool>(
         for n in 0.. {
             let before = Snapshot::of(device);
             arm(device, kind(n));
-            let status = set_map(cell, &three_entries(0xE000_0000 + 0x100 * n as u64));
+            let status = set_map(cell, &four_entries(0xE000_0000 + 0x100 * n as u64));
             if !fired(device) {
                 // The installation needs fewer operations than `n`: it succeeded, and the
                 // previous table and index were freed.
                 assert_eq!(status, OFFLOAD_SUCCESS, "{:?}", kind(n));
-                Snapshot::of(device).assert_one_map(3, "installed");
+                Snapshot::of(device).assert_one_map(4, "installed");
                 let pools = if R { 2 } else { 0 };
                 assert_eq!(allocations_besides_globals(device), 2 + pools, "the new table and its index");
                 break;
@@ -480,13 +481,13 @@ fn failed_rollbacks_leave_no_image_pointing_at_freed_memory<const R: bool>(
     // Every write from the n-th on fails: the installation and its rollback stop part-way.
     for n in 2..2 + 2 * writes_per_image(R) {
         arm(device, Fault::WritesFrom(n));
-        assert_eq!(set_map(cell, &three_entries(0xE000_0000)), OFFLOAD_FAIL);
+        assert_eq!(set_map(cell, &four_entries(0xE000_0000)), OFFLOAD_FAIL);
         Snapshot::of(device).assert_nothing_dangles(&format!("writes failing from {n}"));
     }
     // Whatever the failures kept allocated goes with the next installation that succeeds.
     arm(device, Fault::None);
-    assert_eq!(set_map(cell, &three_entries(0xE100_0000)), OFFLOAD_SUCCESS);
-    Snapshot::of(device).assert_one_map(3, "installed after the failures");
+    assert_eq!(set_map(cell, &four_entries(0xE100_0000)), OFFLOAD_SUCCESS);
+    Snapshot::of(device).assert_one_map(4, "installed after the failures");
     let pools = if R { 2 } else { 0 };
     assert_eq!(allocations_besides_globals(device), 2 + pools, "only the installed table and index remain");
     assert_eq!(exports::deinit_plugin(cell), OFFLOAD_SUCCESS);
@@ -496,7 +497,7 @@ fn failed_rollbacks_leave_no_image_pointing_at_freed_memory<const R: bool>(
 fn deinit_frees_every_table_where_clearing_fails<const R: bool>(cell: &'static PluginCell<FaultyDevice<R>>) {
     let (device, _images) = two_images(cell);
     arm(device, Fault::WritesFrom(3));
-    assert_eq!(set_map(cell, &three_entries(0xE000_0000)), OFFLOAD_FAIL);
+    assert_eq!(set_map(cell, &four_entries(0xE000_0000)), OFFLOAD_FAIL);
     arm(device, Fault::WritesFrom(0));
     // Clearing the images' globals fails, yet the images are unloaded: nothing can point at the
     // tables any more, and they are freed.

@@ -395,8 +395,7 @@ fn installed_tables_carry_a_hash_index_that_names_them() {
         let table = (api.load_binary)(0, image.ptr());
         let entries = target_entries(table);
         let (map_p, index) = (entries[4].addr as u64, entries[5].addr as u64);
-        let mut installed =
-            vec![(sq() as u64, entries[0].addr as u64), (tw() as u64, entries[1].addr as u64)];
+        let mut installed = [(sq() as u64, entries[0].addr as u64), (tw() as u64, entries[1].addr as u64)];
         installed.sort();
         let check = |pairs: &[(u64, u64)]| {
             let table = word(&read_device::<8>(0, map_p), 0);
@@ -429,13 +428,28 @@ fn installed_tables_carry_a_hash_index_that_names_them() {
             found.sort();
             assert_eq!(found, pairs);
         };
-        check(&installed);
+        // The image's two functions: a table this small is searched on the x86_64 device, with
+        // no index (`HOST_DEVICE_MIN_INDEXED_KEYS`).
+        assert_ne!(word(&read_device::<8>(0, map_p), 0), 0, "the table is installed");
+        assert_eq!(read_device::<48>(0, index), [0u8; 48], "two keys: no index");
         let k = CallKernel::new(0, table);
         assert_eq!(k.run(sq()).1, 1049);
-        // Re-set: a new table and a new index that names it.
+        // Four keys (two more, past the image's): a table with an index that names it.
         let e = |(h, t): (u64, u64)| FptrMapEntry { host_ptr: h, tgt_ptr: t };
-        let swapped = [(installed[0].0, installed[1].1), (installed[1].0, installed[0].1)];
-        assert_eq!((api.set_function_ptr_map)(0, 2, swapped.map(e).as_ptr()), OFFLOAD_SUCCESS);
+        let last = installed[1].0;
+        let mut four =
+            vec![installed[0], installed[1], (last + 16, installed[0].1), (last + 32, installed[1].1)];
+        four.sort();
+        let entries: Vec<FptrMapEntry> = four.iter().copied().map(e).collect();
+        assert_eq!((api.set_function_ptr_map)(0, 4, entries.as_ptr()), OFFLOAD_SUCCESS);
+        check(&four);
+        assert_eq!(k.run(sq()).1, 1049);
+        // Re-set: a new table and a new index that names it.
+        let mut swapped = four.clone();
+        swapped[0].1 = four[1].1;
+        swapped[1].1 = four[0].1;
+        let entries: Vec<FptrMapEntry> = swapped.iter().copied().map(e).collect();
+        assert_eq!((api.set_function_ptr_map)(0, 4, entries.as_ptr()), OFFLOAD_SUCCESS);
         check(&swapped);
         assert_eq!(k.run(sq()).1, 1014);
         // Cleared: the header is all zero again.

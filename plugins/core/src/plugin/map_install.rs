@@ -298,7 +298,12 @@ impl<B: Backend> Plugin<B> {
             longest_probe: None,
             vtable_copies: None,
         };
-        let capacity = if self.hash_index { HashIndex::capacity(table) } else { None };
+        let capacity = match (self.hash_index, self.backend.device_info(device)) {
+            (false, _) => None,
+            // Host offload: the x86_64 device, where a small table is searched sooner.
+            (true, None) => HashIndex::capacity_on_host_device(table),
+            (true, Some(_)) => HashIndex::capacity(table),
+        };
         let result = self.backend.write(device, ptr, bytes).and_then(|()| {
             let Some(capacity) = capacity else { return Ok(()) };
             let slots_ptr = self.backend.alloc(device, capacity * 16, AllocKind::Device)?;

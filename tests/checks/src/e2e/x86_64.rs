@@ -13,6 +13,7 @@ use crate::images;
 use crate::offload::OffloadTarget;
 use crate::toolchain::{is_fortran, Toolchain};
 use omptarget_indirect_abi::host_calls::{HOST_CALLS_ENV, REPORT_WORDS, STOP_EXIT_STATUS};
+use omptarget_indirect_abi::HOST_DEVICE_MIN_INDEXED_KEYS;
 
 /// How the project installs the map in a run, set through its environment switches (its plugins
 /// with LLVM 19, the registration library with LLVM 21; libomptarget 22 and later install
@@ -485,24 +486,38 @@ fn check_diagnostics(toolchain: &Toolchain, exe: &Path, program: &Program) -> Re
 }
 
 /// Where the stock runtime builds the x86_64 table (LLVM 22 and later: `fills_x86_64_table`): the registration library must
-/// install one table with its hash index on device 0 (`docs/stock-runtime-table.md`), say so
-/// under `LIBOMPTARGET_INFO=1`, and nothing by default; the program must pass without the index
-/// too (the binary search over the same table).
+/// install one table on device 0 (`docs/stock-runtime-table.md`), with its hash index from
+/// [`HOST_DEVICE_MIN_INDEXED_KEYS`] keys on and without one below, say so under
+/// `LIBOMPTARGET_INFO=1`, and nothing by default; the program must pass without the index too
+/// (the binary search over the same table).
 fn check_device_table(toolchain: &Toolchain, exe: &Path, program: &Program) -> Result<String> {
     let lines = informed_lines(toolchain, exe)?;
     let summary = lines
         .iter()
-        .find(|l| {
-            l.starts_with("omptarget-indirect (register) info: device 0: one table for ")
-                && !l.contains("index 0 B")
-        })
-        .with_context(|| {
-            format!("{}: no table with its index was installed on device 0: {lines:?}", program.name)
-        })?;
+        .find(|l| l.starts_with("omptarget-indirect (register) info: device 0: one table for "))
+        .with_context(|| format!("{}: no table was installed on device 0: {lines:?}", program.name))?;
+    // `<f> indirect functions and <w> vtable words, table <t> B, index <i> B, ...`
+    let number_before = |words: &str| -> Option<usize> {
+        let (before, _) = summary.split_once(words)?;
+        before.rsplit(' ').next()?.parse().ok()
+    };
+    let keys = number_before(" indirect functions and ")
+        .zip(number_before(" vtable words"))
+        .map(|(functions, words)| functions + words)
+        .with_context(|| format!("{}: no key count in `{summary}`", program.name))?;
+    let indexed = !summary.contains("index 0 B");
+    ensure!(
+        indexed == (keys >= HOST_DEVICE_MIN_INDEXED_KEYS),
+        "{}: {keys} keys {} an index on the x86_64 device (from {} keys on): `{summary}`",
+        program.name,
+        if indexed { "got" } else { "did not get" },
+        HOST_DEVICE_MIN_INDEXED_KEYS
+    );
     expect_pass(toolchain, exe, program, MapSetup::SearchOnly)?;
     let summary = summary.split(": ").last().unwrap_or(summary);
     Ok(format!(
-        "one table per device with its index (LIBOMPTARGET_INFO=1: `{summary}`); the same without the hash index"
+        "one table per device, {} (LIBOMPTARGET_INFO=1: `{summary}`); the same without the hash index",
+        if indexed { "with its index" } else { "searched (fewer keys than the index pays for)" }
     ))
 }
 
