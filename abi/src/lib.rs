@@ -51,9 +51,9 @@ const _: () = assert!(core::mem::size_of::<IndexSlot>() == 16);
 const _: () = assert!(core::mem::align_of::<IndexSlot>() == 16);
 
 /// The fewest keys for which the hosts give a table for the x86_64 device a hash index
-/// ([`FptrIndex`]): below, a hit is answered sooner by the binary search of the table (a
-/// latency of 2 to 6.5 ns against a fixed chain of about 7 ns through the index; `cargo xtask
-/// bench lookup`). GPUs get an index for every table.
+/// ([`FptrIndex`]): below, the x86_64 device library scans the table, which answers a hit
+/// sooner (a latency of 1.5 to 5 ns against a fixed chain of about 7 ns through the index;
+/// `cargo xtask bench lookup`). GPUs get an index for every table.
 pub const HOST_DEVICE_MIN_INDEXED_KEYS: usize = 4;
 
 /// `__omp_offloading_fptr_index`: a linear-probing hash table over the installed table.

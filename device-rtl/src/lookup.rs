@@ -43,6 +43,24 @@ pub unsafe fn translate_or(
     if table.is_null() || size == 0 {
         return missed(fn_ptr);
     }
+    // A table too small for an index on the x86_64 device (fewer than
+    // HOST_DEVICE_MIN_INDEXED_KEYS keys) is scanned: a compare per key, the first equal one
+    // answers, with no range test and no final compare (a halving search took 1.05x-1.15x LLVM's
+    // time there; `cargo xtask bench lookup`). GPUs keep the one search: a second loop would cost
+    // the whole lookup registers.
+    #[cfg(target_arch = "x86_64")]
+    if size < omptarget_indirect_abi::HOST_DEVICE_MIN_INDEXED_KEYS as u64 {
+        let mut i = 0;
+        while i < size {
+            // SAFETY: `i < size`, an entry of the table (the caller's guarantee).
+            let entry = unsafe { &*table.add(i as usize) };
+            if entry.host_ptr == key {
+                return entry.tgt_ptr as *mut c_void;
+            }
+            i += 1;
+        }
+        return missed(fn_ptr);
+    }
     // SAFETY: the caller guarantees `size` readable entries.
     if !unsafe { in_range(table, size, key) } {
         return missed(fn_ptr);

@@ -116,10 +116,10 @@ impl HashIndex {
     }
 
     /// The fewest keys for which an index answers the x86_64 device's hits no slower than a
-    /// search of the same table ([`HOST_DEVICE_MIN_INDEXED_KEYS`]): below, a hit's latency is a
-    /// fixed chain through the index (the header, the multiply, the slot: about 7 ns) against 2
-    /// to 6.5 ns searched, and LLVM's lookup of the same table answers sooner too (`cargo xtask
-    /// bench lookup`, `docs/performance.md`). On GPUs the index wins at one key as well.
+    /// scan of the same table ([`HOST_DEVICE_MIN_INDEXED_KEYS`]): below, a hit's latency is a
+    /// fixed chain through the index (the header, the multiply, the slot: about 7 ns) against
+    /// 1.5 to 5 ns scanned, and LLVM's lookup of the same table answers sooner too (`cargo
+    /// xtask bench lookup`, `docs/performance.md`). On GPUs the index wins at one key as well.
     pub const HOST_DEVICE_MIN_KEYS: usize = HOST_DEVICE_MIN_INDEXED_KEYS;
 
     /// [`HashIndex::capacity`] for a table the x86_64 device reads: `None` below

@@ -428,7 +428,7 @@ fn installed_tables_carry_a_hash_index_that_names_them() {
             found.sort();
             assert_eq!(found, pairs);
         };
-        // The image's two functions: a table this small is searched on the x86_64 device, with
+        // The image's two functions: a table this small is scanned on the x86_64 device, with
         // no index (`HOST_DEVICE_MIN_INDEXED_KEYS`).
         assert_ne!(word(&read_device::<8>(0, map_p), 0), 0, "the table is installed");
         assert_eq!(read_device::<48>(0, index), [0u8; 48], "two keys: no index");

@@ -517,7 +517,7 @@ fn check_device_table(toolchain: &Toolchain, exe: &Path, program: &Program) -> R
     let summary = summary.split(": ").last().unwrap_or(summary);
     Ok(format!(
         "one table per device, {} (LIBOMPTARGET_INFO=1: `{summary}`); the same without the hash index",
-        if indexed { "with its index" } else { "searched (fewer keys than the index pays for)" }
+        if indexed { "with its index" } else { "scanned (fewer keys than the index pays for)" }
     ))
 }
 
