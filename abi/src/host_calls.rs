@@ -56,6 +56,18 @@ impl HostCalls {
     /// No check: the global's initial value.
     pub const NONE: HostCalls =
         HostCalls { kind: 0, ranges: 0, ask_host: 0, record: 0, host: [[0; 2]; HOST_RANGES_MAX] };
+
+    /// The global's bytes as a device reads them (little-endian words in field order), for a
+    /// host that copies it into device memory.
+    pub fn to_bytes(&self) -> [u8; core::mem::size_of::<HostCalls>()] {
+        let mut bytes = [0u8; core::mem::size_of::<HostCalls>()];
+        let words = [self.kind, self.ranges, self.ask_host, self.record];
+        let host = self.host.iter().flatten();
+        for (chunk, word) in bytes.chunks_exact_mut(8).zip(words.iter().chain(host)) {
+            chunk.copy_from_slice(&word.to_le_bytes());
+        }
+        bytes
+    }
 }
 
 /// The header of a range list: `count` `[start, end)` pairs follow it (8-aligned).
@@ -96,4 +108,22 @@ pub fn is_host_program_library(path: &str) -> bool {
         return false;
     }
     !SYSTEM_DIRS.iter().any(|d| path.starts_with(d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bytes_are_the_fields_in_order_as_the_device_reads_them() {
+        let mut check = HostCalls { kind: HostCalls::HOST_RANGES, record: 0x1234, ..HostCalls::NONE };
+        check.host[0] = [0x10, 0x20];
+        check.host[7] = [0x70, 0x80];
+        let bytes = check.to_bytes();
+        // SAFETY: HostCalls is repr(C), u64 words only, no padding: its memory is its bytes.
+        let memory: [u8; 160] = unsafe { core::mem::transmute(check) };
+        assert_eq!(bytes, memory);
+        assert_eq!(bytes[24..32], 0x1234u64.to_le_bytes());
+        assert_eq!(bytes[144..152], 0x70u64.to_le_bytes());
+    }
 }

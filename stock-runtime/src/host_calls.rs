@@ -18,7 +18,7 @@ use std::sync::{Mutex, OnceLock};
 
 use host_table::host_calls::HostCallCheck;
 use host_table::loaded_objects;
-use omptarget_indirect_abi::{c_names, HostCalls};
+use omptarget_indirect_abi::c_names;
 
 use crate::device_table::{OpenMp, MAX_DEVICES};
 use crate::registered::REGISTERED;
@@ -93,7 +93,7 @@ pub(crate) fn gpu_image_loaded(api: &OpenMp, device: c_int, global: u64) -> Resu
     }
     let record = record_of(api, device);
     let Some(check) = CHECK.gpu_check(record) else { return Ok(()) };
-    api.upload(device, global, as_bytes(&check))?;
+    api.upload(device, global, &check.to_bytes())?;
     let mut globals = GPU_GLOBALS.lock().unwrap_or_else(|e| e.into_inner());
     let (written, listed_at) = globals.entry(device).or_default();
     if !written.contains(&global) {
@@ -122,7 +122,7 @@ pub(crate) fn gpu_launching(api: &OpenMp, device: c_int) {
         usize::try_from(device).ok().and_then(|d| RECORDS.get(d)).map_or(0, |r| r.load(Ordering::Acquire));
     let Some(check) = CHECK.gpu_check(record) else { return };
     for &global in written.iter() {
-        if let Err(why) = api.upload(device, global, as_bytes(&check)) {
+        if let Err(why) = api.upload(device, global, &check.to_bytes()) {
             host_table::diagnostics::info(
                 NAME,
                 format_args!("device {device}: the check of calls into host code keeps older ranges: {why}"),
@@ -223,13 +223,5 @@ extern "C" fn on_abort(signal: c_int) {
             libc::sigaction(signal, old, std::ptr::null_mut());
             libc::raise(signal);
         }
-    }
-}
-
-/// The bytes of `check`, as the device library reads the global.
-fn as_bytes(check: &HostCalls) -> &[u8] {
-    // SAFETY: HostCalls is repr(C) plain u64 words without padding.
-    unsafe {
-        std::slice::from_raw_parts((check as *const HostCalls).cast::<u8>(), std::mem::size_of::<HostCalls>())
     }
 }

@@ -58,7 +58,7 @@ pub(crate) fn image_loaded<B: Backend>(backend: &B, device: i32, image: &B::Imag
         checks.record = new_record(backend, device);
     }
     let Some(gpu) = check::<B>().gpu_check(checks.record) else { return };
-    if backend.write(device, global.addr, as_bytes(&gpu)).is_ok() {
+    if backend.write(device, global.addr, &gpu.to_bytes()).is_ok() {
         checks.globals.push(global.addr);
         checks.listed_at = loaded_objects::generation();
     }
@@ -99,7 +99,7 @@ pub(crate) fn launching<B: Backend>(backend: &B, device: i32, handle: u64) -> Op
             checks.listed_at = now;
             if let Some(gpu) = check::<B>().gpu_check(checks.record) {
                 for &global in &checks.globals {
-                    let _ = backend.write(device, global, as_bytes(&gpu));
+                    let _ = backend.write(device, global, &gpu.to_bytes());
                 }
             }
         }
@@ -138,12 +138,4 @@ fn new_record<B: Backend>(backend: &B, device: i32) -> u64 {
 /// A kernel's name by its handle.
 fn kernel_name(handle: u64) -> Option<String> {
     KERNEL_NAMES.lock().unwrap_or_else(|e| e.into_inner()).get(&handle).cloned()
-}
-
-/// The bytes of `check`, as the device library reads the global.
-fn as_bytes(check: &HostCalls) -> &[u8] {
-    // SAFETY: HostCalls is repr(C), u64 words only, no padding.
-    unsafe {
-        std::slice::from_raw_parts((check as *const HostCalls).cast::<u8>(), std::mem::size_of::<HostCalls>())
-    }
 }
