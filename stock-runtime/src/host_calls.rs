@@ -161,7 +161,12 @@ fn record_of(api: &OpenMp, device: c_int) -> u64 {
     let Some(host_memory) = api.host_memory else { return 0 };
     // SAFETY: an allocation of 8 bytes for a valid device; freed in gpu_images_unloading.
     let word = unsafe { (host_memory.alloc)(8, device) } as *mut u64;
-    if word.is_null() || !word.is_aligned() {
+    if word.is_null() {
+        return 0;
+    }
+    if !word.is_aligned() {
+        // SAFETY: the allocation just made, freed once.
+        unsafe { (host_memory.free)(word.cast(), device) };
         return 0;
     }
     // SAFETY: the new 8-byte, aligned host allocation.
