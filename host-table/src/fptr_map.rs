@@ -115,18 +115,15 @@ impl HashIndex {
         (keys > 0 && table.len() <= Self::MAX_ENTRIES).then(|| (2 * keys).next_power_of_two())
     }
 
-    /// The fewest keys for which an index answers the x86_64 device's hits no slower than a
-    /// scan of the same table ([`HOST_DEVICE_MIN_INDEXED_KEYS`]): below, a hit's latency is a
-    /// fixed chain through the index (the header, the multiply, the slot: about 7 ns) against
-    /// 1.5 to 5 ns scanned, and LLVM's lookup of the same table answers sooner too (`cargo
-    /// xtask bench lookup`, `docs/performance.md`). On GPUs the index wins at one key as well.
-    pub const HOST_DEVICE_MIN_KEYS: usize = HOST_DEVICE_MIN_INDEXED_KEYS;
-
     /// [`HashIndex::capacity`] for a table the x86_64 device reads: `None` below
-    /// [`HashIndex::HOST_DEVICE_MIN_KEYS`] keys (the table is searched).
+    /// [`HOST_DEVICE_MIN_INDEXED_KEYS`] keys, where the device scans the table. A hit's latency
+    /// through the index is a fixed chain (the header, the multiply, the slot: about 7 ns)
+    /// against 1.5 to 5 ns scanned, and LLVM's lookup of the same table answers sooner too
+    /// (`cargo xtask bench lookup`, `docs/performance.md`). On GPUs the index wins at one key as
+    /// well.
     pub fn capacity_on_host_device(table: &FptrTable<'_>) -> Option<usize> {
         let keys = keyed(table.entries()).len();
-        Self::capacity(table).filter(|_| keys >= Self::HOST_DEVICE_MIN_KEYS)
+        Self::capacity(table).filter(|_| keys >= HOST_DEVICE_MIN_INDEXED_KEYS)
     }
 
     /// Builds the index of `table` into `slots`, which must be all zero and

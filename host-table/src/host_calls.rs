@@ -228,12 +228,6 @@ impl HostCallCheck {
         Some(HostCalls { kind: HostCalls::HOST_RANGES, record, host, ..HostCalls::NONE })
     }
 
-    /// Whether the loader's list of objects changed since the check last listed them (a GPU's
-    /// images then need [`HostCallCheck::gpu_check`] again).
-    pub fn objects_changed(&self) -> bool {
-        lock(&self.objects).1 != loaded_objects::generation()
-    }
-
     /// Reports `key`, which a GPU's check stored before its kernel trapped, once per key (the
     /// device ends the kernel; the program ends with it). Returns whether a line was printed: a
     /// key no host program's object holds is not reported.
@@ -481,7 +475,6 @@ mod tests {
         assert!(gpu.host[0][0] <= here && here < gpu.host[0][1], "{:x?}", gpu.host);
         let libc_function = libc::getpid as usize as u64;
         assert!(!gpu.host.iter().any(|&[start, end]| start <= libc_function && libc_function < end));
-        assert!(!check.objects_changed());
         assert!(check.report_recorded(here));
         assert!(!check.report_recorded(here), "a key is reported once");
         assert!(!check.report_recorded(libc_function), "a runtime's function is not the host program's");

@@ -283,7 +283,13 @@ fn install(api: &OpenMp, device: c_int, tables: &mut DeviceTables) -> Result<Opt
     if fresh.is_empty() {
         return Ok(None);
     }
-    for &&(shadow, _) in &fresh {
+    // The x86_64 device's images are objects of this process: their check of calls into host
+    // code was set up as each loaded, and their small tables are scanned.
+    let objects = host_table::loaded_objects::loaded_objects();
+    let on_host_device = fresh
+        .iter()
+        .any(|&&(_, [map_p, _, _])| objects.iter().any(|o| o.is_device_image() && o.holds(map_p)));
+    for &&(shadow, _) in fresh.iter().filter(|_| !on_host_device) {
         // SAFETY: as above, a registered descriptor's Shadows.
         let shadow = unsafe { &*(shadow as *const Shadows) };
         let Some((_, host, _)) = shadow.host_calls_entry() else { continue };
@@ -303,10 +309,6 @@ fn install(api: &OpenMp, device: c_int, tables: &mut DeviceTables) -> Result<Opt
     if table.is_empty() {
         return Ok(Some(format!("device {device}: no indirect entry is on it, no table installed")));
     }
-    // The x86_64 device's images are objects of this process; its small tables are searched.
-    let on_host_device = fresh.iter().any(|&&(_, [map_p, _, _])| {
-        host_table::loaded_objects::loaded_objects().iter().any(|o| o.is_device_image() && o.holds(map_p))
-    });
     let capacity = match (switch_from_env(HASH_INDEX_ENV), on_host_device) {
         (false, _) => 0,
         (true, true) => HashIndex::capacity_on_host_device(&table).unwrap_or(0),

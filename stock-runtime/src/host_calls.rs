@@ -83,14 +83,10 @@ static GPU_GLOBALS: Mutex<WrittenGlobals> = Mutex::new(BTreeMap::new());
 /// Whether some GPU image holds a check: only then does a launch look at the loader's list.
 static ON_GPUS: AtomicBool = AtomicBool::new(false);
 
-/// Gives the check to the image global at device address `global` on `device`, just loaded
-/// there, unless it is an x86_64 image's (whose check [`image_loaded`] set up) or the check is
-/// off.
+/// Gives the check to the image global at device address `global` on `device`, a GPU, just
+/// loaded there, unless the check is off. (An x86_64 image's check is set up as it loads:
+/// [`image_loaded`].)
 pub(crate) fn gpu_image_loaded(api: &OpenMp, device: c_int, global: u64) -> Result<(), String> {
-    // An x86_64 image is one of this process's objects.
-    if loaded_objects::loaded_objects().iter().any(|o| o.is_device_image() && o.holds(global)) {
-        return Ok(());
-    }
     let record = record_of(api, device);
     let Some(check) = CHECK.gpu_check(record) else { return Ok(()) };
     api.upload(device, global, &check.to_bytes())?;

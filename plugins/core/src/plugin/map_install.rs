@@ -300,7 +300,7 @@ impl<B: Backend> Plugin<B> {
         };
         let capacity = match (self.hash_index, self.backend.device_info(device)) {
             (false, _) => None,
-            // Host offload: the x86_64 device, where a small table is searched sooner.
+            // Host offload: the x86_64 device, which scans a small table sooner.
             (true, None) => HashIndex::capacity_on_host_device(table),
             (true, Some(_)) => HashIndex::capacity(table),
         };
