@@ -84,6 +84,7 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetDataLayoutStr), co
 _Static_assert(LLVMGetElementPtr == 29, "LLVMGetElementPtr"); /* LLVMGetElementPtr */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetElementType), LLVMTypeRef (LLVMTypeRef)), "LLVMGetElementType"); /* LLVMGetElementType */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetEntryBasicBlock), LLVMBasicBlockRef (LLVMValueRef)), "LLVMGetEntryBasicBlock"); /* LLVMGetEntryBasicBlock */
+_Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetEnumAttributeAtIndex), LLVMAttributeRef (LLVMValueRef, LLVMAttributeIndex, unsigned int)), "LLVMGetEnumAttributeAtIndex"); /* LLVMGetEnumAttributeAtIndex */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetEnumAttributeKindForName), unsigned int (const char *, size_t)), "LLVMGetEnumAttributeKindForName"); /* LLVMGetEnumAttributeKindForName */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetFirstBasicBlock), LLVMBasicBlockRef (LLVMValueRef)), "LLVMGetFirstBasicBlock"); /* LLVMGetFirstBasicBlock */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMGetFirstFunction), LLVMValueRef (LLVMModuleRef)), "LLVMGetFirstFunction"); /* LLVMGetFirstFunction */
@@ -166,6 +167,7 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMIsAGlobalValue), LLVM
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMIsAGlobalVariable), LLVMValueRef (LLVMValueRef)), "LLVMIsAGlobalVariable"); /* LLVMIsAGlobalVariable */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMIsAICmpInst), LLVMValueRef (LLVMValueRef)), "LLVMIsAICmpInst"); /* LLVMIsAICmpInst */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMIsAInlineAsm), LLVMValueRef (LLVMValueRef)), "LLVMIsAInlineAsm"); /* LLVMIsAInlineAsm */
+_Static_assert(__builtin_types_compatible_p(__typeof__(LLVMIsAInstruction), LLVMValueRef (LLVMValueRef)), "LLVMIsAInstruction"); /* LLVMIsAInstruction */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMIsAInvokeInst), LLVMValueRef (LLVMValueRef)), "LLVMIsAInvokeInst"); /* LLVMIsAInvokeInst */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMIsALoadInst), LLVMValueRef (LLVMValueRef)), "LLVMIsALoadInst"); /* LLVMIsALoadInst */
 _Static_assert(__builtin_types_compatible_p(__typeof__(LLVMIsAMDNode), LLVMValueRef (LLVMValueRef)), "LLVMIsAMDNode"); /* LLVMIsAMDNode */

@@ -315,7 +315,7 @@ enum Missing {
 
 /// The symbol of the function the Itanium thunk `name` (`_ZTh`, `_ZTv`, `_ZTc` and their call
 /// offsets) adjusts `this` or the result for; None if `name` is no thunk.
-fn thunk_target(name: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn thunk_target(name: &[u8]) -> Option<Vec<u8>> {
     /// The rest after a call offset of `kind` (`h <number> _`, `v <number> _ <number> _`).
     fn call_offset(kind: u8, mut rest: &[u8]) -> Option<&[u8]> {
         let numbers = match kind {

@@ -38,6 +38,7 @@ pub mod image_anchor;
 pub mod indirect_entries;
 pub mod llvm_lookups;
 pub mod loop_cache;
+pub mod vtable_destructors;
 pub mod vtables;
 // The LLVM C API of the release built for, clang's remarks, and the offload entry layouts.
 pub mod llvm;

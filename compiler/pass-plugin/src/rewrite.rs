@@ -124,6 +124,7 @@ pub unsafe fn rewrite_module_with_host_ir(
             pass.share_type_descriptors();
             pass.summary.unbound_bindings = pass.stub_unbound_bindings(&uncopied);
             pass.export_vtable_words();
+            pass.keep_vtable_destructors_out_of_line();
             pass.route_dynamic_casts();
             pass.route_type_inquiries();
         }

@@ -9,6 +9,7 @@
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/Demangle/Demangle.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfo.h"
 #include "llvm/IR/DiagnosticHandler.h"
@@ -31,6 +32,7 @@
 #include "llvm/Transforms/Utils/ValueMapper.h"
 #include "llvm-c/Core.h"
 #include <cstdio>
+#include <cstdlib>
 #include <dlfcn.h>
 #include <link.h>
 #include <unistd.h>
@@ -202,6 +204,19 @@ bool omptarget_indirect_runs_on_compilers_llvm() {
                "and flang link libLLVM.so (docs/install.md, \"Which LLVM\")\n",
                Length > 0 ? Compiler : "this compiler", Llvm.name);
   return false;
+}
+
+// Whether `name` is the Itanium symbol of a destructor variant (D0, D1, D2), by LLVM's
+// demangler: a name such as `_ZN1N3xD2Ev` (function `N::xD2()`) only looks like one.
+bool omptarget_indirect_is_destructor(const char *name) {
+  ItaniumPartialDemangler Demangler;
+  if (Demangler.partialDemangle(name) || !Demangler.isCtorOrDtor())
+    return false;
+  size_t Size = 0;
+  char *Base = Demangler.getFunctionBaseName(nullptr, &Size);
+  bool Destructor = Base && Base[0] == '~';
+  std::free(Base);
+  return Destructor;
 }
 
 // The PassPluginLibraryInfo callback (C++ reference = pointer in the C ABI).

@@ -50,6 +50,9 @@ pub struct Summary {
     /// Declarations that another device compile of the program may define, reached from
     /// vtable slots, given a weak definition that traps ([`crate::host_only`]).
     pub weak_traps: usize,
+    /// Device module: destructors and their thunks that only vtables name, kept out of line
+    /// ([`crate::vtable_destructors`]).
+    pub out_of_line_destructors: usize,
     /// Translations in loops that now keep their last key and result ([`crate::loop_cache`]).
     pub cached: usize,
     /// Translations of function pointers in loops that now look up only a key in the table's
@@ -119,6 +122,7 @@ impl Summary {
             || self.weakened_type_info > 0
             || self.ungrouped_locals > 0
             || self.indirect_entries > 0
+            || self.out_of_line_destructors > 0
             || self.cached > 0
             || self.guarded > 0
             || self.adapted_kernels > 0

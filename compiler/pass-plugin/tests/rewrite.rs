@@ -1551,3 +1551,81 @@ fn a_polymorphic_object_is_mapped_by_the_registration_librarys_mapper_from_its_d
     let module = Module::parse(&polymorphic_map_with_bases("ptr", 0x4000, "@_QFEs"));
     assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 0, "{}", module.text());
 }
+
+/// Device code in which `Derived`'s vtable names its destructors (and a thunk to one), which
+/// call `Base`'s and a member's; a kernel destroys a `Local` directly; a function whose name
+/// only looks like a destructor's (`N::xD2()`) fills a slot.
+const DESTRUCTORS: &str = r#"
+target triple = "nvptx64-nvidia-cuda"
+@_ZTV7Derived = weak_odr constant { [5 x ptr], [3 x ptr] } { [5 x ptr] [ptr null, ptr null, ptr @_ZN7DerivedD1Ev, ptr @_ZN7DerivedD0Ev, ptr @_ZN1N3xD2Ev], [3 x ptr] [ptr inttoptr (i64 -8 to ptr), ptr null, ptr @_ZThn8_N7DerivedD1Ev] }
+@table = global ptr @_ZN4Held1D2Ev
+define linkonce_odr void @_ZN4BaseD2Ev(ptr %this) {
+  call void @_ZN6MemberD2Ev(ptr %this)
+  ret void
+}
+define linkonce_odr void @_ZN6MemberD2Ev(ptr %this) {
+  ret void
+}
+define linkonce_odr void @_ZN7DerivedD2Ev(ptr %this) {
+  call void @_ZN4BaseD2Ev(ptr %this)
+  ret void
+}
+define linkonce_odr void @_ZN7DerivedD1Ev(ptr %this) {
+  call void @_ZN7DerivedD2Ev(ptr %this)
+  ret void
+}
+define linkonce_odr void @_ZN7DerivedD0Ev(ptr %this) {
+  call void @_ZN7DerivedD1Ev(ptr %this)
+  ret void
+}
+define linkonce_odr void @_ZThn8_N7DerivedD1Ev(ptr %this) {
+  %base = getelementptr i8, ptr %this, i64 -8
+  call void @_ZN7DerivedD1Ev(ptr %base)
+  ret void
+}
+define linkonce_odr void @_ZN1N3xD2Ev(ptr %this) {
+  ret void
+}
+define linkonce_odr void @_ZN5LocalD2Ev(ptr %this) {
+  call void @_ZN6MemberD2Ev(ptr %this)
+  ret void
+}
+define linkonce_odr void @_ZN4Held1D2Ev(ptr %this) {
+  ret void
+}
+define void @__omp_offloading_10_2a_kernel_l1(ptr %local) {
+  call void @_ZN5LocalD2Ev(ptr %local)
+  ret void
+}
+"#;
+
+#[test]
+fn destructors_that_only_vtables_name_stay_out_of_line_and_the_others_are_left_alone() {
+    let module = Module::parse(&format!("{DESTRUCTORS}{DEVICE_FLAG}"));
+    let summary = module.rewrite(Phase::PipelineStart);
+    let text = module.text();
+    let attributes_of = |function: &str| -> String {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("define") && l.contains(&format!("@{function}(")))
+            .unwrap_or_else(|| panic!("no {function} in\n{text}"));
+        let group = line.rsplit('#').next().unwrap_or("").trim_end_matches(" {").trim();
+        text.lines()
+            .find(|l| l.starts_with(&format!("attributes #{group} = ")))
+            .map(str::to_string)
+            .unwrap_or_default()
+    };
+    // The vtable's destructors, their thunk and what only they call: out of line.
+    for function in
+        ["_ZN7DerivedD0Ev", "_ZN7DerivedD1Ev", "_ZN7DerivedD2Ev", "_ZThn8_N7DerivedD1Ev", "_ZN4BaseD2Ev"]
+    {
+        assert!(attributes_of(function).contains("noinline"), "{function} may still be inlined:\n{text}");
+    }
+    // Called directly by the kernel (itself, or a member's destructor it calls), named by a global
+    // that is no vtable, or no destructor at all: left to the optimizer.
+    for function in ["_ZN5LocalD2Ev", "_ZN6MemberD2Ev", "_ZN4Held1D2Ev", "_ZN1N3xD2Ev"] {
+        assert!(!attributes_of(function).contains("noinline"), "{function} was kept out of line:\n{text}");
+    }
+    assert_eq!(summary.out_of_line_destructors, 5);
+    assert_eq!(module.rewrite(Phase::PipelineStart).out_of_line_destructors, 0);
+}
