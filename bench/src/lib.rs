@@ -7,9 +7,11 @@
 //! - [`stock_table`]: the stock runtimes' table against the project's index;
 //! - [`virtual_calls`]: virtual calls on host-built and device-built objects, and the loop cache;
 //! - [`strict`]: what the strict device costs a kernel;
-//! - [`frontend`]: what the frontend plugin adds to a device compile.
+//! - [`frontend`]: what the frontend plugin adds to a device compile;
+//! - [`compile_time`]: what the configuration file adds to compiles of real code, against stock.
 #![deny(missing_docs)]
 
+pub mod compile_time;
 pub mod frontend;
 pub mod stock_table;
 pub mod strict;

@@ -1,4 +1,4 @@
-//! `cargo xtask bench [frontend|lookup|stock|virtual]`: the benchmarks of `bench/` and the
+//! `cargo xtask bench [compile|frontend|lookup|stock|virtual]`: the benchmarks of `bench/` and the
 //! crates' own, every one or one part, after the build; figures in `target/bench/`.
 
 use std::path::Path;
@@ -6,7 +6,7 @@ use std::process::Command;
 
 use anyhow::{bail, Result};
 
-use bench::{frontend, stock_table, strict, translation, virtual_calls};
+use bench::{compile_time, frontend, stock_table, strict, translation, virtual_calls};
 
 use crate::build;
 use crate::cmd;
@@ -20,11 +20,12 @@ type Benchmark = fn(&Path, &Tools, &Dist) -> Result<()>;
 pub fn run(workspace: &Path, rest: &[String]) -> Result<()> {
     let part: Option<Benchmark> = match rest {
         [] => None,
+        [part] if part == "compile" => Some(compile_time::run),
         [part] if part == "frontend" => Some(frontend::run),
         [part] if part == "lookup" => Some(lookup_sweep),
         [part] if part == "stock" => Some(stock_table::run),
         [part] if part == "virtual" => Some(virtual_calls::run),
-        _ => bail!("usage: cargo xtask bench [frontend|lookup|stock|virtual]"),
+        _ => bail!("usage: cargo xtask bench [compile|frontend|lookup|stock|virtual]"),
     };
     let tools = Tools::locate(workspace)?;
     let dist = build::build(workspace, &tools, &Archs::default())?;
@@ -48,7 +49,7 @@ fn lookup_sweep(workspace: &Path, _: &Tools, _: &Dist) -> Result<()> {
 
 /// The plugin benchmark (release profile) through the installed plugin: `set_function_ptr_map` against sort + memcpy; then the lookup sweep; then the cost of the translation the
 /// pass plugin inserts, against untranslated calls; strict mode's cost; the frontend plugin's vtable
-/// policy's cost to device compiles. Figures in `target/bench/`.
+/// policy's cost to device compiles; the configuration file's cost to compiles of real code against stock. Figures in `target/bench/`.
 fn every_benchmark(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     cmd::status(Command::new(env!("CARGO")).current_dir(workspace).args([
         "bench",
@@ -62,5 +63,6 @@ fn every_benchmark(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
     stock_table::run(workspace, tools, dist)?;
     virtual_calls::run(workspace, tools, dist)?;
     strict::run(workspace, tools, dist)?;
-    frontend::run(workspace, tools, dist)
+    frontend::run(workspace, tools, dist)?;
+    compile_time::run(workspace, tools, dist)
 }

@@ -12,6 +12,7 @@
 //! | fold | `translate(x)` is `x` where `x` is a device address whatever the table holds ([`folds`]) | `rewrite` (and the peephole step) |
 //! | provide | what a GPU's device runtime defines, so a function reaching it may stay ([`runtime_provides`]) | `host_only` |
 //! | stub | a vtable slot of a function kept off the device ([`kept_off`]) or reaching what nothing provides: a stub that traps | `host_only` |
+//! | out of line | a destructor, or a thunk to one, that only vtables and other such destructors name: never inlined ([`keeps_out_of_line`]) | `vtable_destructors` |
 //! | cache | translations of vtable pointers left in loops, after the optimizer, unless switched off ([`caches_loops`]) | `loop_cache` |
 //! | guard | on GPUs, a translation in a loop looks up only keys in the table's range ([`guards_key_range`]) | `loop_cache` |
 //! | copy | Fortran bindings without `declare target` get device copies from the host compile's IR, unless switched off ([`copies_bindings`]) | `binding_copies` |
@@ -22,7 +23,7 @@
 use std::collections::HashSet;
 
 use crate::device_addresses::{holds_only_device_addresses, translates_to_itself};
-use crate::ir::{has_module_flag, is_called, value_name_bytes};
+use crate::ir::{has_module_flag, is_called, users, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMLinkage;
@@ -245,6 +246,58 @@ pub fn maps_dynamic_types() -> bool {
 /// where measured it made host-built objects slower (`docs/performance.md`).
 pub fn guards_key_range(x86_64: bool) -> bool {
     !x86_64
+}
+
+/// Whether the use of the destructor (or thunk to one) `function` by `user` lets it stay out of
+/// line: every use of a destructor that device code reaches only through vtable slots is a slot
+/// or a call from another such destructor (`within`), and the optimizer then never copies it
+/// into its callers (`crate::vtable_destructors`). A destructor device code calls directly keeps
+/// the optimizer's choice.
+///
+/// # Safety
+/// `user` must be a user of the valid function `function`.
+pub unsafe fn keeps_out_of_line(
+    user: LLVMValueRef,
+    function: LLVMValueRef,
+    within: &HashSet<LLVMValueRef>,
+) -> bool {
+    // SAFETY: valid values (caller).
+    unsafe { names_for_vtables(user, function, within, 0) }
+}
+
+/// How deep a vtable's initializer nests the constants that name its slots (the vtable's
+/// struct, its arrays, a cast or offset of a slot).
+const MAX_CONSTANT_DEPTH: u32 = 4;
+
+/// Whether `user`, a user of the function `function`, names it only for a vtable: a direct call
+/// from a function of `set`, a constant that only vtables (`_ZTV`, `_ZTC`) hold, or an alias
+/// that only such users name; `depth` counts the constants and aliases followed.
+unsafe fn names_for_vtables(
+    user: LLVMValueRef,
+    function: LLVMValueRef,
+    set: &HashSet<LLVMValueRef>,
+    depth: u32,
+) -> bool {
+    // SAFETY: kind tests, operands and parents of valid values.
+    unsafe {
+        if !LLVMIsAInstruction(user).is_null() {
+            let is_call = !LLVMIsACallInst(user).is_null() || !LLVMIsAInvokeInst(user).is_null();
+            let caller = LLVMGetBasicBlockParent(LLVMGetInstructionParent(user));
+            return is_call && LLVMGetCalledValue(user) == function && set.contains(&caller);
+        }
+        if !LLVMIsAGlobalVariable(user).is_null() {
+            return value_name_bytes(user)
+                .is_some_and(|name| name.starts_with(b"_ZTV") || name.starts_with(b"_ZTC"));
+        }
+        if depth >= MAX_CONSTANT_DEPTH {
+            return false;
+        }
+        let is_alias = !LLVMIsAGlobalAlias(user).is_null();
+        if !is_alias && (LLVMIsAConstant(user).is_null() || !LLVMIsAGlobalValue(user).is_null()) {
+            return false;
+        }
+        users(user).into_iter().all(|outer| names_for_vtables(outer, user, set, depth + 1))
+    }
 }
 
 #[cfg(test)]

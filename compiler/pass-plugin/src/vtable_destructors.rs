@@ -23,16 +23,13 @@ use crate::ir::{users, value_name_bytes};
 use crate::llvm::core::*;
 use crate::llvm::prelude::*;
 use crate::llvm::LLVMAttributeFunctionIndex;
+use crate::policy;
 use crate::translation::Pass;
 
 extern "C" {
     // src/shim.cpp: whether `name` is the Itanium symbol of a destructor (LLVM's demangler).
     fn omptarget_indirect_is_destructor(name: *const c_char) -> bool;
 }
-
-/// How deep a vtable's initializer nests the constants that name its slots (the vtable's
-/// struct, its arrays, a cast or offset of a slot).
-const MAX_CONSTANT_DEPTH: u32 = 4;
 
 impl Pass<'_> {
     /// Marks `noinline` each destructor variant (and thunk to one) that the module's device code
@@ -56,7 +53,7 @@ impl Pass<'_> {
                     .iter()
                     .copied()
                     .filter(|&f| {
-                        !users(f).into_iter().all(|user| names_from_vtables(user, f, &only_in_vtables, 0))
+                        !users(f).into_iter().all(|user| policy::keeps_out_of_line(user, f, &only_in_vtables))
                     })
                     .collect();
                 if named_elsewhere.is_empty() {
@@ -100,35 +97,4 @@ unsafe fn is_destructor_or_its_thunk(function: LLVMValueRef) -> bool {
     };
     // SAFETY: a NUL-terminated string that outlives the call; the shim only reads it.
     unsafe { omptarget_indirect_is_destructor(name.as_ptr()) }
-}
-
-/// Whether `user`, a user of the function `function`, names it only for a vtable: a direct call
-/// from a function of `set`, a constant that only vtables (`_ZTV`, `_ZTC`) hold, or an alias
-/// that only such users name.
-unsafe fn names_from_vtables(
-    user: LLVMValueRef,
-    function: LLVMValueRef,
-    set: &HashSet<LLVMValueRef>,
-    depth: u32,
-) -> bool {
-    // SAFETY: kind tests, operands and parents of valid values.
-    unsafe {
-        if !LLVMIsAInstruction(user).is_null() {
-            let is_call = !LLVMIsACallInst(user).is_null() || !LLVMIsAInvokeInst(user).is_null();
-            let caller = LLVMGetBasicBlockParent(LLVMGetInstructionParent(user));
-            return is_call && LLVMGetCalledValue(user) == function && set.contains(&caller);
-        }
-        if !LLVMIsAGlobalVariable(user).is_null() {
-            return value_name_bytes(user)
-                .is_some_and(|name| name.starts_with(b"_ZTV") || name.starts_with(b"_ZTC"));
-        }
-        if depth >= MAX_CONSTANT_DEPTH {
-            return false;
-        }
-        let is_alias = !LLVMIsAGlobalAlias(user).is_null();
-        if !is_alias && (LLVMIsAConstant(user).is_null() || !LLVMIsAGlobalValue(user).is_null()) {
-            return false;
-        }
-        users(user).into_iter().all(|outer| names_from_vtables(outer, user, set, depth + 1))
-    }
 }
