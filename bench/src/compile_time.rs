@@ -31,7 +31,7 @@ use anyhow::Result;
 
 use crate::cmd;
 use crate::dist::Dist;
-use crate::offload::OffloadTarget;
+use crate::offload::{OffloadTarget, Vendor};
 use crate::toolchain::{Llvm, Toolchain};
 use crate::tools::Tools;
 use crate::translation::median;
@@ -277,17 +277,18 @@ fn compile_args(
     args
 }
 
-/// For gfx90a, the command that generates the code object of the device compile's `bitcode`:
-/// clang's OpenMP device compile for AMD GPUs stops at optimized bitcode, and the device link
-/// generates the code (offload LTO), so the compile's cost includes this step as the sm_90
-/// compile includes `ptxas`.
+/// For an AMD GPU, the command that generates the code object of the device compile's
+/// `bitcode`: clang's OpenMP device compile for AMD GPUs stops at optimized bitcode, and the
+/// device link generates the code (offload LTO), so the compile's cost includes this step as the
+/// sm_90 compile includes `ptxas`.
 fn code_generation_args(compile: Compile, bitcode: &Path) -> Option<Vec<OsString>> {
     let Compile::Device(arch) = compile else { return None };
-    if !arch.starts_with("gfx") {
+    let target = OffloadTarget::of_arch(arch);
+    if target.vendor() != Vendor::Amd {
         return None;
     }
     let mut args: Vec<OsString> = vec![
-        "--target=amdgcn-amd-amdhsa".into(),
+        format!("--target={}", target.triple()).into(),
         format!("-mcpu={arch}").into(),
         "-nogpulib".into(),
         "-O2".into(),

@@ -5,9 +5,10 @@
 //! then inlines into each class's destructor its bases' destructors and its members' (a
 //! `std::map`, a `std::string`, a `std::function`), and into each deleting destructor and thunk
 //! the complete one: a hierarchy's destructors grow with its depth, and the device back end and
-//! `ptxas` pay for every copy (`docs/performance.md`, "Compile time"). Device code reaches such a
-//! destructor only through a vtable slot (`delete` of a base pointer, a host-built object's
-//! explicit destructor call), where the call's cost is a translation and an indirect call anyway.
+//! `ptxas` pay for every copy (`docs/performance.md`, "The frontend plugin's vtable policy").
+//! Device code reaches such a destructor only through a vtable slot (`delete` of a base pointer,
+//! a host-built object's explicit destructor call), where the call's cost is a translation and
+//! an indirect call anyway.
 //!
 //! So a destructor variant, or a thunk to one, that no other function calls directly and no
 //! global but a vtable or construction vtable names (each caller being such a destructor or thunk
