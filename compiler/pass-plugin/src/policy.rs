@@ -250,9 +250,10 @@ pub fn guards_key_range(x86_64: bool) -> bool {
 
 /// Whether the use of the destructor (or thunk to one) `function` by `user` lets it stay out of
 /// line: every use of a destructor that device code reaches only through vtable slots is a slot
-/// or a call from another such destructor (`within`), and the optimizer then never copies it
-/// into its callers (`crate::vtable_destructors`). A destructor device code calls directly keeps
-/// the optimizer's choice.
+/// of a vtable no device code stores (no object of its class is built there, so no virtual call
+/// on one becomes direct) or a call from another such destructor (`within`), and the optimizer
+/// then never copies it into its callers (`crate::vtable_destructors`). A destructor device code
+/// calls directly, or may once a virtual call is devirtualized, keeps the optimizer's choice.
 ///
 /// # Safety
 /// `user` must be a user of the valid function `function`.
@@ -286,8 +287,9 @@ unsafe fn names_for_vtables(
             return is_call && LLVMGetCalledValue(user) == function && set.contains(&caller);
         }
         if !LLVMIsAGlobalVariable(user).is_null() {
-            return value_name_bytes(user)
+            let vtable = value_name_bytes(user)
                 .is_some_and(|name| name.starts_with(b"_ZTV") || name.starts_with(b"_ZTC"));
+            return vtable && !used_by_code(user, 0);
         }
         if depth >= MAX_CONSTANT_DEPTH {
             return false;
@@ -297,6 +299,27 @@ unsafe fn names_for_vtables(
             return false;
         }
         users(user).into_iter().all(|outer| names_for_vtables(outer, user, set, depth + 1))
+    }
+}
+
+/// Whether code of the module uses the global `value` (through constants and other globals
+/// that code reads, such as a VTT): a vtable that constructors in device code store, whose
+/// class's virtual calls the optimizer may then make direct (and inline, as stock clang does).
+/// The words the pass exports for the host ([`omptarget_indirect_abi::VTABLE_WORD_PREFIX`]) are
+/// no such use. Too deep a chain of constants counts as a use.
+unsafe fn used_by_code(value: LLVMValueRef, depth: u32) -> bool {
+    // SAFETY: kind tests and use lists of valid values.
+    unsafe {
+        users(value).into_iter().any(|user| {
+            if !LLVMIsAInstruction(user).is_null() || depth >= MAX_CONSTANT_DEPTH {
+                return true;
+            }
+            let exported_word = !LLVMIsAGlobalVariable(user).is_null()
+                && value_name_bytes(user).is_some_and(|name| {
+                    name.starts_with(omptarget_indirect_abi::VTABLE_WORD_PREFIX.as_bytes())
+                });
+            !exported_word && used_by_code(user, depth + 1)
+        })
     }
 }
 

@@ -12,9 +12,10 @@
 //!
 //! So a destructor variant, or a thunk to one, that no other function calls directly and no
 //! global but a vtable or construction vtable names (each caller being such a destructor or thunk
-//! itself) is marked `noinline`: each class's destructor then calls its bases' and members'
-//! instead of holding copies of them. A destructor that device code calls directly (an object a
-//! target region constructs) is left to the optimizer, and so is everything it calls.
+//! itself), of a vtable that no device code stores, is marked `noinline`: each class's destructor
+//! then calls its bases' and members' instead of holding copies of them. A destructor that device
+//! code calls directly, or may call once the optimizer devirtualizes a call on an object a target
+//! region builds, is left to the optimizer, and so is everything it calls.
 
 use std::collections::HashSet;
 use std::ffi::{c_char, CString};
