@@ -289,7 +289,7 @@ unsafe fn names_for_vtables(
         if !LLVMIsAGlobalVariable(user).is_null() {
             let vtable = value_name_bytes(user)
                 .is_some_and(|name| name.starts_with(b"_ZTV") || name.starts_with(b"_ZTC"));
-            return vtable && !used_by_code(user, 0);
+            return vtable && !used_by_code(user, set, 0);
         }
         if depth >= MAX_CONSTANT_DEPTH {
             return false;
@@ -302,23 +302,28 @@ unsafe fn names_for_vtables(
     }
 }
 
-/// Whether code of the module uses the global `value` (through constants and other globals
-/// that code reads, such as a VTT): a vtable that constructors in device code store, whose
-/// class's virtual calls the optimizer may then make direct (and inline, as stock clang does).
-/// The words the pass exports for the host ([`omptarget_indirect_abi::VTABLE_WORD_PREFIX`]) are
-/// no such use. Too deep a chain of constants counts as a use.
-unsafe fn used_by_code(value: LLVMValueRef, depth: u32) -> bool {
-    // SAFETY: kind tests and use lists of valid values.
+/// Whether code of the module other than the destructors of `within` uses the global `value`
+/// (through constants and other globals that code reads, such as a VTT): a vtable that
+/// constructors in device code store, whose class's virtual calls the optimizer may then make
+/// direct (and inline, as stock clang does). A destructor stores its own class's vtable, which
+/// makes nothing direct outside it; the words the pass exports for the host
+/// ([`omptarget_indirect_abi::VTABLE_WORD_PREFIX`]) are no use either. Too deep a chain of
+/// constants counts as a use.
+unsafe fn used_by_code(value: LLVMValueRef, within: &HashSet<LLVMValueRef>, depth: u32) -> bool {
+    // SAFETY: kind tests, use lists and parents of valid values.
     unsafe {
         users(value).into_iter().any(|user| {
-            if !LLVMIsAInstruction(user).is_null() || depth >= MAX_CONSTANT_DEPTH {
+            if !LLVMIsAInstruction(user).is_null() {
+                return !within.contains(&LLVMGetBasicBlockParent(LLVMGetInstructionParent(user)));
+            }
+            if depth >= MAX_CONSTANT_DEPTH {
                 return true;
             }
             let exported_word = !LLVMIsAGlobalVariable(user).is_null()
                 && value_name_bytes(user).is_some_and(|name| {
                     name.starts_with(omptarget_indirect_abi::VTABLE_WORD_PREFIX.as_bytes())
                 });
-            !exported_word && used_by_code(user, depth + 1)
+            !exported_word && used_by_code(user, within, depth + 1)
         })
     }
 }

@@ -1569,6 +1569,7 @@ define linkonce_odr void @_ZN6MemberD2Ev(ptr %this) {
   ret void
 }
 define linkonce_odr void @_ZN7DerivedD2Ev(ptr %this) {
+  store ptr getelementptr inbounds (i8, ptr @_ZTV7Derived, i64 16), ptr %this
   call void @_ZN4BaseD2Ev(ptr %this)
   ret void
 }
