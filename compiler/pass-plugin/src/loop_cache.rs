@@ -43,6 +43,7 @@ extern "C" {
         function: LLVMValueRef,
         translate: LLVMValueRef,
         key_range: bool,
+        in_registers: bool,
         changed: *mut LLVMValueRef,
         capacity: u32,
     ) -> u32;
@@ -62,6 +63,7 @@ impl Pass<'_> {
                 return;
             }
             let key_range = policy::guards_key_range(self.on_x86_64());
+            let in_registers = policy::caches_in_registers(self.on_x86_64());
             // The translation calls of each function: how many the shim may hand back.
             let mut functions: Vec<LLVMValueRef> = direct_calls(translate, 1)
                 .into_iter()
@@ -79,6 +81,7 @@ impl Pass<'_> {
                     function,
                     translate,
                     key_range,
+                    in_registers,
                     changed.as_mut_ptr(),
                     changed.len() as u32,
                 ) as usize;

@@ -13,7 +13,7 @@
 //! | provide | what a GPU's device runtime defines, so a function reaching it may stay ([`runtime_provides`]) | `host_only` |
 //! | stub | a vtable slot of a function kept off the device ([`kept_off`]) or reaching what nothing provides: a stub that traps | `host_only` |
 //! | out of line | a destructor, or a thunk to one, that only vtables and other such destructors name: never inlined ([`keeps_out_of_line`]) | `vtable_destructors` |
-//! | cache | translations of vtable pointers left in loops, after the optimizer, unless switched off ([`caches_loops`]) | `loop_cache` |
+//! | cache | translations of vtable pointers left in loops, after the optimizer, unless switched off ([`caches_loops`]); in registers on GPUs, in stack slots on x86_64 ([`caches_in_registers`]) | `loop_cache` |
 //! | guard | on GPUs, a translation in a loop looks up only keys in the table's range ([`guards_key_range`]) | `loop_cache` |
 //! | copy | Fortran bindings without `declare target` get device copies from the host compile's IR, unless switched off ([`copies_bindings`]) | `binding_copies` |
 //! | map | polymorphic objects are mapped by their dynamic type, unless switched off ([`maps_dynamic_types`]) | `fortran_maps` |
@@ -245,6 +245,15 @@ pub fn maps_dynamic_types() -> bool {
 /// of a warp would otherwise wait for the lookup of a device address; not on the x86_64 device,
 /// where measured it made host-built objects slower (`docs/performance.md`).
 pub fn guards_key_range(x86_64: bool) -> bool {
+    !x86_64
+}
+
+/// Whether a loop's cache keeps its last key and result in registers: on GPUs; not on the x86_64
+/// device, whose loops of virtual calls already hold their own values in the six callee-saved
+/// registers, so that two more pushed the array pointer and the bound out to the stack, their
+/// reloads on the path to the next object; in stack slots the cache's own loads are off that path
+/// (`docs/performance.md`).
+pub fn caches_in_registers(x86_64: bool) -> bool {
     !x86_64
 }
 

@@ -295,8 +295,8 @@ extern "C" {
 // - of a vtable pointer, becomes
 //     key == last_key ? last_result
 //     : (last_key = key, last_result = in_range(key) ? translate(key) : key)
-//   with last_key and last_result registers carried around the loop (null at function entry:
-//   translate(null) is null);
+//   with last_key and last_result carried around the loop (null at function entry:
+//   translate(null) is null), in registers with `in_registers`, else in stack slots;
 // - of a function pointer, becomes in_range(key) ? translate(key) : key.
 // in_range compares with the installed table's first and last keys, read at function entry
 // (__omptarget_indirect_first_key / _last_key, device-rtl/src/exports.rs: every other pointer
@@ -305,7 +305,7 @@ extern "C" {
 // of the lookup) to `changed`, at most `capacity`, and returns how many; the cached ones carry
 // CachedKind, the guarded ones GuardedKind.
 unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueRef translate, bool key_range,
-                                               LLVMValueRef *changed, unsigned capacity) {
+                                               bool in_registers, LLVMValueRef *changed, unsigned capacity) {
   Function &F = *cast<Function>(unwrap(function));
   auto *Translate = cast<Function>(unwrap(translate));
   if (F.isDeclaration())
@@ -391,8 +391,12 @@ unsigned omptarget_indirect_cache_translations(LLVMValueRef function, LLVMValueR
     Call->setMetadata(CachedKind, MDNode::get(F.getContext(), {}));
     changed[Count++] = wrap(Call);
   }
-  DominatorTree DT(F);
-  PromoteMemToReg(Slots, DT);
+  // The last key and result in registers, or left in their stack slots (policy.rs:
+  // caches_in_registers).
+  if (in_registers) {
+    DominatorTree DT(F);
+    PromoteMemToReg(Slots, DT);
+  }
   // The last result's register and the result picked after the branch are the same phi: keep one.
   for (PHINode *Result : Results)
     for (PHINode &Other : Result->getParent()->phis())

@@ -1290,6 +1290,13 @@ fn on_the_x86_64_device_loop_translations_are_cached_but_not_guarded() {
     let summary = module.rewrite(Phase::OptimizerLast);
     assert_eq!((summary.cached, summary.guarded), (1, 0), "{}", module.text());
     assert!(!module.text().contains("@__omptarget_indirect_first_key"), "{}", module.text());
+    // The last key and result stay in stack slots: the loop's own values keep the registers.
+    let text = module.text();
+    let body = text.split("\ndefine ").find(|f| f.starts_with("i64 @sum(")).unwrap();
+    for slot in ["%translation.key = alloca ptr", "%translation.result = alloca ptr"] {
+        assert!(body.contains(slot), "no {slot}:\n{body}");
+    }
+    assert!(!body.contains("= phi ptr [ null, %entry ]"), "carried in registers:\n{body}");
 }
 
 /// A host module as flang 23 emits a `map(to: s)` of a `class(shape), allocatable :: s` (the
