@@ -34,7 +34,7 @@ use crate::dist::Dist;
 use crate::offload::{OffloadTarget, Vendor};
 use crate::toolchain::{Llvm, Toolchain};
 use crate::tools::Tools;
-use crate::translation::median;
+use crate::translation::{median, spread};
 
 /// Rounds (stock, the plugins alone, the default) per workload and compile.
 const ROUNDS: usize = 3;
@@ -200,13 +200,13 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
             }
             let [stock, plugins, project] =
                 [0, 1, 2].map(|at| median(rounds.iter().map(|round| round[at]).collect()));
-            let spread = |at: usize| {
+            let ratio_to_stock = |at: usize| {
                 let ratios: Vec<f64> = rounds.iter().map(|round| round[at] / round[0]).collect();
-                let (low, high) = ratios.iter().fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
+                let (low, high) = spread(&ratios);
                 (median(ratios), low, high)
             };
-            let (plugins_ratio, _, _) = spread(1);
-            let (ratio, low, high) = spread(2);
+            let (plugins_ratio, _, _) = ratio_to_stock(1);
+            let (ratio, low, high) = ratio_to_stock(2);
             let goal = compile.goal();
             let verdict = if high - low > 0.25 * ratio {
                 "too noisy to judge"

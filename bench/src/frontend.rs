@@ -19,7 +19,7 @@ use crate::dist::Dist;
 use crate::offload::OffloadTarget;
 use crate::toolchain::Toolchain;
 use crate::tools::Tools;
-use crate::translation::median;
+use crate::translation::{median, spread};
 
 /// Compile pairs per source and target.
 const PAIRS: usize = 5;
@@ -86,7 +86,7 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
             let before = median(pairs.iter().map(|p| p.0).collect());
             let after = median(pairs.iter().map(|p| p.1).collect());
             let ratios: Vec<f64> = pairs.iter().map(|p| p.1 / p.0).collect();
-            let (low, high) = ratios.iter().fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
+            let (low, high) = spread(&ratios);
             let ratio = after / before;
             let noisy = if high - low > 0.25 * ratio { " (too noisy to judge the time)" } else { "" };
             let [(bytes_before, vtables_before), (bytes_after, vtables_after)] = sizes;

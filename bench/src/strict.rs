@@ -15,6 +15,7 @@ use crate::dist::Dist;
 use crate::offload::OffloadTarget;
 use crate::toolchain::Toolchain;
 use crate::tools::Tools;
+use crate::translation::{median, spread};
 use checks::e2e::{run_with, Device, MapSetup};
 
 /// Generated user libraries per build.
@@ -86,14 +87,10 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
         for _ in 0..PAIRS {
             pairs.push((once(Device::Loose, false)?.0, once(Device::Strict, false)?.0));
         }
-        let median = |mut v: Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        };
         let loose = median(pairs.iter().map(|p| p.0).collect());
         let strict = median(pairs.iter().map(|p| p.1).collect());
         let ratios: Vec<f64> = pairs.iter().map(|p| p.1 / p.0).collect();
-        let (low, high) = ratios.iter().fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
+        let (low, high) = spread(&ratios);
         let extra = strict - loose;
         let noisy = high - low > 0.5 * (strict / loose);
         let verdict = if noisy {

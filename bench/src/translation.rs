@@ -183,7 +183,7 @@ pub fn report_ratios_between(printed: &str, baseline_run: &str, ratios: &[(&str,
     for &(case, base, goal) in ratios {
         let (with, without) = (rounds(printed, case)?, rounds(baseline_run, base)?);
         let ratios: Vec<f64> = with.iter().zip(&without).map(|(w, b)| w / b).collect();
-        let (low, high) = ratios.iter().fold((f64::MAX, f64::MIN), |(l, h), &r| (l.min(r), h.max(r)));
+        let (low, high) = spread(&ratios);
         let ratio = median(ratios);
         let verdict = if goal.is_nan() {
             "for comparison".to_string()
@@ -217,4 +217,9 @@ pub(crate) fn rounds(printed: &str, case: &str) -> Result<Vec<f64>> {
 pub(crate) fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
+}
+
+/// The lowest and the highest of `values` (the spread of a run's ratios, round against round).
+pub(crate) fn spread(values: &[f64]) -> (f64, f64) {
+    values.iter().fold((f64::MAX, f64::MIN), |(low, high), &v| (low.min(v), high.max(v)))
 }
