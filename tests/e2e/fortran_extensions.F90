@@ -17,6 +17,11 @@
 ! region stays on the device, `target update` moves it, and `map(from:)` brings it back; as a
 ! scalar, an element of a polymorphic array, and a holder's component.
 !
+! A derived type's `class(shape), allocatable` array component (a `bag`'s `items(:)`), holding
+! spheres and then discs with weights of their own: read and written back with the object that
+! holds it, in the program and in a routine's region over a dummy argument, and by `target
+! enter/exit data`.
+!
 ! `./fortran_extensions empty`: a `class(figure)` of an abstract type without components, holding
 ! a `ring`: flang's default mapper divides by the declared size, 0, and the host program died with
 ! SIGFPE at the map.
@@ -70,6 +75,12 @@ module geometry
     class(shape), allocatable :: second
   end type
 
+  ! A derived type whose polymorphic array component its default mapper maps.
+  type :: bag
+    integer :: tag = 0
+    class(shape), allocatable :: items(:)
+  end type
+
   type, extends(figure) :: ring
     real :: inner = 0, outer = 0
   end type
@@ -97,6 +108,21 @@ contains
     select type (second => h%second)
     type is (sphere)
       second%depth = second%depth + by
+    end select
+    !$omp end target
+  end subroutine
+
+  ! A routine's region over a bag's items.
+  subroutine widen(b, by)
+    type(bag), intent(inout) :: b
+    real, intent(in) :: by
+    integer :: k
+    !$omp target map(tofrom: b)
+    select type (items => b%items)
+    type is (sphere)
+      do k = 1, size(items)
+        items(k)%depth = items(k)%depth + by
+      end do
     end select
     !$omp end target
   end subroutine
@@ -329,6 +355,7 @@ program fortran_extensions
   call expect_calls('a holder''s components', [1, 1])
 
   call allocatable_components()
+  call array_components()
 
   print '(a, ": ", i0, " checks, ", i0, " failed")', 'fortran_extensions', checks, failures
   if (failures /= 0) stop 1
@@ -503,6 +530,105 @@ contains
       host_weight = first%weights(2)
     end select
     call check(host_weight == 10.0, 'a holder''s disc mapped tofrom: weights(2)', nint(host_weight))
+  end subroutine
+
+  ! A derived type's polymorphic array component (the program's header).
+  subroutine array_components()
+    integer, parameter :: m = 8
+    type(bag) :: b
+    real :: item_sizes(m), host_weight
+    integer :: k
+
+    allocate(sphere :: b%items(m))
+    select type (items => b%items)
+    type is (sphere)
+      do k = 1, m
+        items(k)%r = k
+        items(k)%depth = 0.5
+      end do
+    end select
+    b%tag = 9
+    item_sizes = 0
+    !$omp target map(tofrom: b) map(from: item_sizes)
+    do k = 1, m
+      item_sizes(k) = b%items(k)%size_of()
+    end do
+    select type (items => b%items)
+    type is (sphere)
+      items(m)%depth = 4
+    end select
+    b%tag = b%tag + 1
+    !$omp end target
+    do k = 1, m
+      call check(item_sizes(k) == k + 0.5, 'a bag''s array of spheres: r + depth of item', k)
+    end do
+    call check(b%tag == 10, 'a bag mapped tofrom: its own component', b%tag)
+    select type (items => b%items)
+    type is (sphere)
+      call check(items(m)%depth == 4.0, 'a bag''s array of spheres written on the device: depth of the last', &
+                 nint(items(m)%depth))
+    end select
+    call expect_calls('a bag''s array of spheres', [0, m])
+    call widen(b, 1.0)
+    select type (items => b%items)
+    type is (sphere)
+      call check(items(1)%depth == 1.5 .and. items(m)%depth == 5.0, &
+                 'a routine''s region over a bag argument: depth of the last', nint(items(m)%depth))
+    end select
+
+    ! Discs, each with weights of its own, in the bag.
+    deallocate(b%items)
+    allocate(disc :: b%items(m))
+    select type (items => b%items)
+    type is (disc)
+      do k = 1, m
+        items(k)%r = k
+        allocate(items(k)%weights(2))
+        items(k)%weights = [1.0, 2.0]
+      end do
+    end select
+    item_sizes = 0
+    !$omp target map(tofrom: b) map(from: item_sizes)
+    do k = 1, m
+      item_sizes(k) = b%items(k)%size_of()
+    end do
+    select type (items => b%items)
+    type is (disc)
+      items(m)%weights(2) = 20
+    end select
+    !$omp end target
+    do k = 1, m
+      call check(item_sizes(k) == k + 3, 'a bag''s array of discs: r + sum(weights) of item', k)
+    end do
+    host_weight = 0
+    select type (items => b%items)
+    type is (disc)
+      host_weight = items(m)%weights(2)
+    end select
+    call check(host_weight == 20.0, 'a bag''s disc written on the device: weights(2) of the last', &
+               nint(host_weight))
+
+    ! target enter data: the device's copy of the bag is read until target exit data brings it
+    ! back.
+    !$omp target enter data map(to: b)
+    select type (items => b%items)
+    type is (disc)
+      items(1)%weights(1) = 50
+    end select
+    got = 0
+    !$omp target map(from: got)
+    select type (items => b%items)
+    type is (disc)
+      got = items(1)%weights(1)
+      items(m)%r = -8
+    end select
+    !$omp end target
+    call check(got == 1.0, 'target enter data of a bag: the device''s copy, weights(1) of the first', nint(got))
+    !$omp target exit data map(from: b)
+    select type (items => b%items)
+    type is (disc)
+      call check(items(m)%r == -8.0, 'target exit data map(from:) of a bag: r of the last', nint(items(m)%r))
+    end select
   end subroutine
 
 #include "fortran_checks.inc"

@@ -25,11 +25,10 @@
 //!   pointer loads: no allocatable or pointer component to follow): libomptarget then maps the
 //!   object's bytes, all of them. Otherwise the entry is left as flang made it.
 //!
-//! The same holds inside a derived type's default mapper, for its scalar `class(...)` components
-//! ([`fix_component_map`]): their map calls call [`MAP_POLYMORPHIC`], whose base flang already
-//! passes as the component's descriptor. A flang that maps the dynamic size already (a size that
-//! is not a constant) is left alone, so the fix is never applied twice. Polymorphic array
-//! components are not covered (`docs/fortran.md`).
+//! The same holds inside a derived type's default mapper, for its `class(...)` components,
+//! scalars and arrays ([`fix_component_map`]): their map calls call [`MAP_POLYMORPHIC`], whose
+//! base flang already passes as the component's descriptor. A flang that maps the dynamic size
+//! already (a size that is not a constant) is left alone, so the fix is never applied twice.
 
 use std::collections::HashMap;
 
@@ -260,42 +259,63 @@ unsafe fn is_component_map(call: LLVMValueRef) -> bool {
     }
 }
 
-/// A polymorphic scalar component a mapper maps (flang's default mapper of a derived type with a
-/// `class(...)` component): its size, a constant (in a `select` for an unallocated one), becomes
-/// the descriptor's `elem_len`, read before the call from the address the `begin` operand was
-/// loaded from (the descriptor's), and the call (`__tgt_push_mapper_component` or the declared
-/// type's default mapper) calls [`MAP_POLYMORPHIC`] instead, with that address for its base.
+/// A polymorphic component a mapper maps (flang's default mapper of a derived type with a
+/// `class(...)` component), the call (`__tgt_push_mapper_component` or the declared type's
+/// default mapper) made to call [`MAP_POLYMORPHIC`] instead, with the component's descriptor (the
+/// address its data's address is loaded from, which flang passes as the base already) for its
+/// base:
+/// - a scalar's size, a constant (in a `select` for an unallocated one), becomes the
+///   descriptor's `elem_len`, read before the call;
+/// - an array's (`begin` is `getelementptr <declared type>, ptr %data, i64 %first`) size and
+///   first element's address are computed with `elem_len` as a variable's are
+///   ([`fix_array_size_and_start`]).
 unsafe fn fix_component_map(call: LLVMValueRef) -> bool {
-    // SAFETY: operand queries on a valid call; new instructions before it, its operands replaced.
+    // SAFETY: operand queries on a valid call; new instructions before it (or before the
+    // instructions of its size and `begin` operands), its operands replaced.
     unsafe {
         let begin = LLVMGetArgOperand(call, 2);
-        if LLVMIsALoadInst(begin).is_null() {
+        let element =
+            (!LLVMIsAGetElementPtrInst(begin).is_null() && LLVMGetNumOperands(begin) == 2).then_some(begin);
+        let data = element.map_or(begin, |element| LLVMGetOperand(element, 0));
+        if LLVMIsALoadInst(data).is_null() {
             return false;
         }
-        let address = LLVMGetOperand(begin, 0);
-        if descriptor_rank_at(address) != Some(0) || is_attachment(LLVMGetArgOperand(call, 4)) {
+        let address = LLVMGetOperand(data, 0);
+        let Some(rank) = descriptor_rank_at(address) else { return false };
+        if (rank > 0) != element.is_some() || is_attachment(LLVMGetArgOperand(call, 4)) {
             return false;
         }
         let callee = LLVMGetCalledValue(call);
         let static_size = LLVMGetArgOperand(call, 3);
-        let Some(constant) = constant_size(static_size) else { return false };
-        let i64 = LLVMTypeOf(constant);
+        let i64 = LLVMTypeOf(static_size);
         let context = LLVMGetTypeContext(i64);
-        let builder = LLVMCreateBuilderInContext(context);
-        LLVMPositionBuilderBefore(builder, call);
-        let mut eight = [LLVMConstInt(i64, 8, 0)];
-        let field = LLVMBuildInBoundsGEP2(
-            builder,
-            LLVMInt8TypeInContext(context),
-            address,
-            eight.as_mut_ptr(),
-            1,
-            c"".as_ptr(),
-        );
-        let elem_len = LLVMBuildLoad2(builder, i64, field, c"elem_len".as_ptr());
-        let dynamic = with_elem_len(builder, static_size, elem_len);
-        LLVMDisposeBuilder(builder);
-        LLVMSetOperand(call, 3, dynamic);
+        let elem_len = |builder: LLVMBuilderRef, i64: LLVMTypeRef| {
+            let mut eight = [LLVMConstInt(i64, 8, 0)];
+            let field = LLVMBuildInBoundsGEP2(
+                builder,
+                LLVMInt8TypeInContext(context),
+                address,
+                eight.as_mut_ptr(),
+                1,
+                c"".as_ptr(),
+            );
+            LLVMBuildLoad2(builder, i64, field, c"elem_len".as_ptr())
+        };
+        if let Some(element) = element {
+            if !fix_array_size_and_start(&elem_len, element, static_size, |at| defined_before(address, at)) {
+                return false;
+            }
+        } else {
+            if constant_size(static_size).is_none() {
+                return false;
+            }
+            let builder = LLVMCreateBuilderInContext(context);
+            LLVMPositionBuilderBefore(builder, call);
+            let length = elem_len(builder, i64);
+            let dynamic = with_elem_len(builder, static_size, length);
+            LLVMDisposeBuilder(builder);
+            LLVMSetOperand(call, 3, dynamic);
+        }
         // The base operand is the component's descriptor already (where `begin` was loaded from).
         LLVMSetOperand(call, 1, address);
         let runtime = dynamic_mapper(LLVMGetGlobalParent(callee));
@@ -303,6 +323,29 @@ unsafe fn fix_component_map(call: LLVMValueRef) -> bool {
         LLVMSetOperand(call, callee_operand as u32, runtime);
         LLVMSetInstructionCallConv(call, LLVMGetFunctionCallConv(runtime));
         true
+    }
+}
+
+/// Whether `value` is available at the instruction `at` without a dominance analysis: it is not
+/// an instruction (a global, an argument), or it comes before `at` in `at`'s block.
+unsafe fn defined_before(value: LLVMValueRef, at: LLVMValueRef) -> bool {
+    // SAFETY: instruction-list walks of a valid block.
+    unsafe {
+        if LLVMIsAInstruction(value).is_null() {
+            return true;
+        }
+        let block = LLVMGetInstructionParent(at);
+        if LLVMGetInstructionParent(value) != block {
+            return false;
+        }
+        let mut inst = LLVMGetFirstInstruction(block);
+        while !inst.is_null() && inst != at {
+            if inst == value {
+                return true;
+            }
+            inst = LLVMGetNextInstruction(inst);
+        }
+        false
     }
 }
 
@@ -400,16 +443,37 @@ unsafe fn drop_mapper(mapper_store: Option<LLVMValueRef>, mapper: Option<LLVMVal
 /// %elem_len`, `getelementptr i8, ptr %base, i64 (%first * %elem_len)`. Returns whether it found
 /// the size and changed what was wrong.
 unsafe fn fix_array_entry(descriptor: &Descriptor, element: LLVMValueRef, size: LLVMValueRef) -> bool {
+    // SAFETY: `elem_len` builds a load of the descriptor's field at the builder's position.
+    unsafe {
+        fix_array_size_and_start(
+            &|builder, i64| descriptor.elem_len(builder, i64),
+            element,
+            LLVMGetOperand(size, 0),
+            |_| true,
+        )
+    }
+}
+
+/// [`fix_array_entry`]'s change, for a size `size` (the value, not its store), with `elem_len`
+/// building the load of the descriptor's `elem_len` at a builder's position. `reaches` says
+/// whether the descriptor's address is available at an instruction (the multiplication's): where
+/// it is not, nothing changes.
+unsafe fn fix_array_size_and_start(
+    elem_len: &dyn Fn(LLVMBuilderRef, LLVMTypeRef) -> LLVMValueRef,
+    element: LLVMValueRef,
+    size: LLVMValueRef,
+    reaches: impl Fn(LLVMValueRef) -> bool,
+) -> bool {
     // SAFETY: operand queries on valid instructions; new instructions before the ones changed.
     unsafe {
-        // The multiplication under the selects: the stored size's last operand, repeatedly.
-        let mut value = LLVMGetOperand(size, 0);
+        // The multiplication under the selects: the size's last operand, repeatedly.
+        let mut value = size;
         while !LLVMIsASelectInst(value).is_null() {
             value = LLVMGetOperand(value, 2);
         }
         let is_mul = !LLVMIsABinaryOperator(value).is_null()
             && LLVMGetInstructionOpcode(value) == crate::llvm::LLVMOpcode::LLVMMul;
-        if !is_mul || LLVMIsAConstantInt(LLVMGetOperand(value, 1)).is_null() {
+        if !is_mul || LLVMIsAConstantInt(LLVMGetOperand(value, 1)).is_null() || !reaches(value) {
             return false;
         }
         let declared = LLVMGetOperand(value, 1);
@@ -417,16 +481,15 @@ unsafe fn fix_array_entry(descriptor: &Descriptor, element: LLVMValueRef, size: 
         let i64 = LLVMTypeOf(declared);
         let builder = LLVMCreateBuilderInContext(context);
         LLVMPositionBuilderBefore(builder, value);
-        let elem_len = descriptor.elem_len(builder, i64);
-        LLVMSetOperand(value, 1, elem_len);
+        LLVMSetOperand(value, 1, elem_len(builder, i64));
         let source = LLVMGetGEPSourceElementType(element);
         let in_bytes =
             LLVMGetTypeKind(source) == LLVMTypeKind::LLVMIntegerTypeKind && LLVMGetIntTypeWidth(source) == 8;
         if !in_bytes {
             LLVMPositionBuilderBefore(builder, element);
-            let elem_len = descriptor.elem_len(builder, i64);
+            let length = elem_len(builder, i64);
             let first = LLVMBuildSExtOrBitCast(builder, LLVMGetOperand(element, 1), i64, c"".as_ptr());
-            let mut offset = [LLVMBuildMul(builder, first, elem_len, c"".as_ptr())];
+            let mut offset = [LLVMBuildMul(builder, first, length, c"".as_ptr())];
             let address = LLVMBuildInBoundsGEP2(
                 builder,
                 LLVMInt8TypeInContext(context),

@@ -315,8 +315,8 @@ unsafe fn names_for_vtables(
 /// (through constants and other globals that code reads, such as a VTT): a vtable that
 /// constructors in device code store, whose class's virtual calls the optimizer may then make
 /// direct (and inline, as stock clang does). A destructor stores its own class's vtable, which
-/// makes nothing direct outside it; the words the pass exports for the host
-/// ([`omptarget_indirect_abi::VTABLE_WORD_PREFIX`]) are no use either. Too deep a chain of
+/// makes nothing direct outside it; the words the pass exports for the host (the globals
+/// [`omptarget_indirect_abi::vtable_word`] recognises) are no use either. Too deep a chain of
 /// constants counts as a use.
 unsafe fn used_by_code(value: LLVMValueRef, within: &HashSet<LLVMValueRef>, depth: u32) -> bool {
     // SAFETY: kind tests, use lists and parents of valid values.
@@ -330,7 +330,7 @@ unsafe fn used_by_code(value: LLVMValueRef, within: &HashSet<LLVMValueRef>, dept
             }
             let exported_word = !LLVMIsAGlobalVariable(user).is_null()
                 && value_name_bytes(user).is_some_and(|name| {
-                    name.starts_with(omptarget_indirect_abi::VTABLE_WORD_PREFIX.as_bytes())
+                    std::str::from_utf8(&name).ok().and_then(omptarget_indirect_abi::vtable_word).is_some()
                 });
             !exported_word && used_by_code(user, within, depth + 1)
         })

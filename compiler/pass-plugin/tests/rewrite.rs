@@ -1507,6 +1507,63 @@ define internal void @.omp_mapper._QQMgeoholder_omp_default_mapper(ptr %h, ptr %
     assert!(!call.contains("i64 %bytes"), "{call}");
 }
 
+#[test]
+fn a_polymorphic_array_component_is_mapped_with_its_dynamic_types_size_by_its_holders_mapper() {
+    // The default mapper of a derived type whose second field is a `class(shape), allocatable ::
+    // items(:)` component, in flang 23's shape: the data's size is the element count times the
+    // declared type's size (4), and its first element `getelementptr %shape, ptr %data, i64 0`;
+    // the attachment (map type 0x4000, the descriptor's size) is left alone.
+    let source = r#"
+%array_box = type { ptr, i64, i32, i8, i8, i8, i8, [1 x [3 x i64]], ptr, [1 x i64] }
+%_QMgeoTshape = type { i32 }
+%_QMgeoTbag = type { i32, %array_box }
+declare void @__tgt_push_mapper_component(ptr, ptr, ptr, i64, i64, ptr)
+define internal void @.omp_mapper._QMgeoTshape_omp_default_mapper(ptr %h, ptr %base, ptr %begin, i64 %size, i64 %type, ptr %name) {
+  call void @__tgt_push_mapper_component(ptr %h, ptr %base, ptr %begin, i64 %size, i64 %type, ptr %name)
+  ret void
+}
+define internal void @.omp_mapper._QQMgeobag_omp_default_mapper(ptr %h, ptr %base, ptr %begin, i64 %size, i64 %type, ptr %name) {
+  %component = getelementptr %_QMgeoTbag, ptr %begin, i32 0, i32 1
+  %extent_at = getelementptr %array_box, ptr %component, i32 0, i32 7, i64 0, i32 1
+  %extent = load i64, ptr %extent_at
+  %first = getelementptr %array_box, ptr %component, i32 0, i32 0
+  %element_count = mul i64 %extent, 4
+  %empty = icmp eq i64 %element_count, 0
+  %at_least_one = select i1 %empty, i64 1, i64 %element_count
+  %attached = load ptr, ptr %first
+  %attached_at = getelementptr inbounds %_QMgeoTshape, ptr %attached, i64 0
+  %data = load ptr, ptr %first
+  %data_at = getelementptr inbounds %_QMgeoTshape, ptr %data, i64 0
+  %none = icmp eq ptr %data_at, null
+  %bytes = select i1 %none, i64 0, i64 %at_least_one
+  call void @.omp_mapper._QMgeoTshape_omp_default_mapper(ptr %h, ptr %first, ptr %data_at, i64 %bytes, i64 %type, ptr %name)
+  call void @__tgt_push_mapper_component(ptr %h, ptr %component, ptr %attached_at, i64 64, i64 16384, ptr %name)
+  ret void
+}
+"#;
+    let module = Module::parse(source);
+    assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 1, "{}", module.text());
+    let text = module.text();
+    let count = module.line_in(".omp_mapper._QQMgeobag_omp_default_mapper", "%element_count = mul");
+    assert!(count.contains("mul i64 %extent, %elem_len"), "{count}");
+    assert!(text.contains("getelementptr inbounds i8, ptr %first, i64 8"), "{text}");
+    // The data's first element is `first * elem_len` bytes in; the attachment's stays.
+    assert!(!text.contains("%data_at = getelementptr inbounds %_QMgeoTshape"), "{text}");
+    assert!(
+        text.contains("%attached_at = getelementptr inbounds %_QMgeoTshape, ptr %attached, i64 0"),
+        "{text}"
+    );
+    let call = module.line_in(".omp_mapper._QQMgeobag_omp_default_mapper", "call void @__omptarget");
+    assert!(call.contains("@__omptarget_indirect_map_polymorphic(ptr %h, ptr %first, ptr %"), "{call}");
+    let attachment = module.line_in(".omp_mapper._QQMgeobag_omp_default_mapper", "i64 16384");
+    assert!(
+        attachment.contains("@__tgt_push_mapper_component(ptr %h, ptr %component, ptr %attached_at, i64 64"),
+        "{attachment}"
+    );
+    // A second run finds nothing left to change.
+    assert_eq!(module.rewrite(Phase::PipelineStart).polymorphic_maps, 0, "{}", module.text());
+}
+
 /// `polymorphic_map`'s module with the base pointers array flang writes: the entry's base is the
 /// descriptor, `@_QFEs` (BASE, a store of it).
 fn polymorphic_map_with_bases(mapper_load: &str, map_type: u64, base: &str) -> String {

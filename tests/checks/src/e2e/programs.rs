@@ -779,7 +779,7 @@ pub const PROGRAMS: &[Program] = &[
                 (flang 23 and later): map(to:) and map(tofrom:) of a circle and of a sphere (an extension of an extension), a \
                 class pointer re-pointed between regions, target enter/exit data, a routine's region over its dummy \
                 argument, an implicit map, a polymorphic array and a section of it, a derived type's class(shape) \
-                components, an abstract type without components",
+                components and a class(shape) array component, an abstract type without components",
         units: &[unit("fortran_extensions.F90")],
         unmodified: true,
         host_vtables: true,
