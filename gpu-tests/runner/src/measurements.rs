@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
-/// Table sizes: 1 entry to 1M.
-pub const SIZES: [usize; 6] = [1, 16, 256, 4096, 65536, 1 << 20];
+/// Table sizes: 1 to 1M keys, each size below 16 and then a factor of 4 apart: the x86_64
+/// sweep's (`host-table/benches/lookup_sweep.rs`), so that the two devices' tables read alike.
+pub const SIZES: [usize; 14] =
+    [1, 2, 3, 4, 8, 16, 64, 256, 1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20];
 /// The key patterns.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Pattern {
