@@ -19,7 +19,12 @@
 //! classes in 50 files (`target/bench/compile-time/generated/`, [`generate`]): operators and
 //! boundary conditions over a common header, with chains of up to five levels, `std::vector`
 //! and `std::string` members, no OpenMP in them, and one target region in the driver calling
-//! them through base pointers, as an HPC code spreads its class hierarchy over files.
+//! them through base pointers, as an HPC code spreads its class hierarchy over files. Its floor
+//! ("called only", [`Virtuals::CalledOnly`]): the same code on 10 families with `apply` alone
+//! virtual, compiled for the device, judged against no goal.
+//!
+//! `XTASK_WORKLOADS="2000 classes|called only"` runs only the workloads whose names contain one
+//! of its `|`-separated words (the CSV then holds only theirs).
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -168,6 +173,11 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
         },
         Workload { name: "called only", files: called_only_files, includes: vec![called_only], floor: true },
     ];
+    let chosen = std::env::var("XTASK_WORKLOADS").unwrap_or_default();
+    let workloads: Vec<Workload> = workloads
+        .into_iter()
+        .filter(|workload| chosen.is_empty() || chosen.split('|').any(|word| workload.name.contains(word)))
+        .collect();
     let toolchain = Toolchain::new(Llvm::reference(), tools, dist);
     let mut csv = String::from(
         "workload,files,compile,rounds,stock_seconds,plugins_alone_seconds,default_seconds,plugins_alone_ratio,ratio,ratio_min,ratio_max,goal,verdict\n",
