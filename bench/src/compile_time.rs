@@ -173,11 +173,8 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> Result<()> {
         },
         Workload { name: "called only", files: called_only_files, includes: vec![called_only], floor: true },
     ];
-    let chosen = std::env::var("XTASK_WORKLOADS").unwrap_or_default();
-    let workloads: Vec<Workload> = workloads
-        .into_iter()
-        .filter(|workload| chosen.is_empty() || chosen.split('|').any(|word| workload.name.contains(word)))
-        .collect();
+    let workloads: Vec<Workload> =
+        workloads.into_iter().filter(|workload| cmd::picked_by("XTASK_WORKLOADS", workload.name)).collect();
     let toolchain = Toolchain::new(Llvm::reference(), tools, dist);
     let mut csv = String::from(
         "workload,files,compile,rounds,stock_seconds,plugins_alone_seconds,default_seconds,plugins_alone_ratio,ratio,ratio_min,ratio_max,goal,verdict\n",

@@ -11,6 +11,16 @@ pub fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
+/// Whether the environment variable `variable` picks the part named `name` of a command (a
+/// suite's step, a benchmark's workload): unset or empty picks every part; otherwise
+/// `<text>[|<text>...]` picks the parts whose names hold one of the texts.
+pub fn picked_by(variable: &str, name: &str) -> bool {
+    match std::env::var(variable).ok().filter(|texts| !texts.is_empty()) {
+        Some(texts) => texts.split('|').any(|text| name.contains(text)),
+        None => true,
+    }
+}
+
 /// Runs `cmd` to completion, capturing its output; fails unless it exits 0.
 pub fn output(cmd: &mut Command) -> Result<Output> {
     let line = describe(cmd);

@@ -59,14 +59,7 @@ impl Report {
     /// name holds one of the texts, the preflight (a missing requirement stops every step) and the
     /// build (while working on one part; the suite's verdict is a run without it).
     fn wanted(name: &str) -> bool {
-        match std::env::var("XTASK_STEPS").ok().filter(|o| !o.is_empty()) {
-            Some(only) => {
-                name == BUILD_STEP
-                    || name == PREFLIGHT_STEP
-                    || only.split('|').any(|text| name.contains(text))
-            }
-            None => true,
-        }
+        name == BUILD_STEP || name == PREFLIGHT_STEP || cmd::picked_by("XTASK_STEPS", name)
     }
 
     fn finish(self) -> Result<()> {
