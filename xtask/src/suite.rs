@@ -34,7 +34,13 @@ const TREE_STEP: &str = "the suite left the source tree as it found it (git stat
 #[derive(Default)]
 struct Report {
     steps: Vec<(String, Result<String, String>)>,
+    /// Its steps run beside another lane's (`Report::lanes`): a step's name is printed with its
+    /// outcome, in one piece, so that the two lanes' lines do not interleave.
+    in_lane: bool,
 }
+
+/// A sequence of steps that shares no files with the other lanes of its `Report::lanes` call.
+type Lane<'a> = Box<dyn FnOnce(&mut Report) + Send + 'a>;
 
 impl Report {
     fn step(&mut self, name: impl Into<String>, run: impl FnOnce() -> Result<String>) -> bool {
@@ -42,17 +48,37 @@ impl Report {
         if !Report::wanted(&name) {
             return true;
         }
-        println!("\n=== {name}");
+        if !self.in_lane {
+            println!("\n=== {name}");
+        }
         let started = Instant::now();
         let outcome = run().map_err(|e| format!("{e:#}"));
         let secs = started.elapsed().as_secs_f64();
-        match &outcome {
-            Ok(detail) => println!("--- ok ({secs:.1} s) {name}: {detail}"),
-            Err(err) => println!("--- FAILED ({secs:.1} s) {name}: {err}"),
+        let ended = match &outcome {
+            Ok(detail) => format!("--- ok ({secs:.1} s) {name}: {detail}"),
+            Err(err) => format!("--- FAILED ({secs:.1} s) {name}: {err}"),
+        };
+        if self.in_lane {
+            println!("\n=== {name}\n{ended}");
+        } else {
+            println!("{ended}");
         }
         let ok = outcome.is_ok();
         self.steps.push((name, outcome));
         ok
+    }
+
+    /// Runs `lanes` as many at a time as the machine has cores, each lane's steps in order, and
+    /// keeps their outcomes in the lanes' order. Most steps run one single-threaded compile or
+    /// program after another; side by side they use the second core, which the suite would
+    /// otherwise leave idle for most of its length.
+    fn lanes(&mut self, lanes: Vec<Lane<'_>>) {
+        let outcomes = cmd::in_parallel(lanes, |lane| {
+            let mut report = Report { steps: Vec::new(), in_lane: true };
+            lane(&mut report);
+            report.steps
+        });
+        self.steps.extend(outcomes.into_iter().flatten());
     }
 
     /// Whether the step `name` runs: with XTASK_STEPS=<text>[|<text>...], only the steps whose
@@ -255,53 +281,70 @@ fn device_library_steps(workspace: &Path, tools: &Tools, dist: &Dist, archs: &Ar
         images::check_bitcode(tools, &dist.x86_64_dir().join("device_rtl.bc"), true).map(|()| String::new())
     });
     // The oldest release's plugin is the crate's default, which the workspace's own tests cover.
-    for llvm in Llvm::all().filter(|&l| l != Llvm::oldest()) {
-        report.step(format!("pass plugin built for LLVM {}: in-process rewrite tests", llvm.major), || {
-            let mut c = cmd::cargo();
-            c.current_dir(workspace)
-                .args([
-                    "test",
-                    "--quiet",
-                    "--release",
-                    "-p",
-                    "omptarget-indirect-pass",
-                    "--no-default-features",
-                ])
-                .args(["--features", &llvm.pass_plugin_feature()])
-                .env("CARGO_TARGET_DIR", workspace.join(format!("target/llvm{}", llvm.major)))
-                .env("OMPTARGET_INDIRECT_LLVM_CONFIG", &tools.of(llvm).llvm_config);
-            // Tests that link a libLLVM of a root of its own run in that root.
-            if let Some(enter) = &tools.of(llvm).enter {
-                c.env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", enter);
-            }
-            cmd::status(&mut c).map(|()| String::new())
-        });
-    }
+    // Each release's build has a target directory of its own: a lane each.
+    let lanes = Llvm::all()
+        .filter(|&l| l != Llvm::oldest())
+        .map(|llvm| -> Lane<'_> {
+            Box::new(move |report: &mut Report| pass_plugin_step(workspace, tools, llvm, report))
+        })
+        .collect();
+    report.lanes(lanes);
+}
+
+/// The pass plugin built for `llvm` and its in-process rewrite tests.
+fn pass_plugin_step(workspace: &Path, tools: &Tools, llvm: Llvm, report: &mut Report) {
+    report.step(format!("pass plugin built for LLVM {}: in-process rewrite tests", llvm.major), || {
+        let mut c = cmd::cargo();
+        c.current_dir(workspace)
+            .args(["test", "--quiet", "--release", "-p", "omptarget-indirect-pass", "--no-default-features"])
+            .args(["--features", &llvm.pass_plugin_feature()])
+            .env("CARGO_TARGET_DIR", workspace.join(format!("target/llvm{}", llvm.major)))
+            .env("OMPTARGET_INDIRECT_LLVM_CONFIG", &tools.of(llvm).llvm_config);
+        // Tests that link a libLLVM of a root of its own run in that root.
+        if let Some(enter) = &tools.of(llvm).enter {
+            c.env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", enter);
+        }
+        // Captured, beside another lane; a failure's error holds all of it.
+        cmd::output(&mut c).map(|_| String::new())
+    });
 }
 
 /// The end-to-end programs on the x86_64 device, loose and strict, per release; the stress steps; stock clang by itself against the project.
 fn x86_64_steps(workspace: &Path, tools: &Tools, dist: &Dist, report: &mut Report) {
-    for llvm in Llvm::all() {
-        let toolchain = Toolchain::new(llvm, tools, dist);
-        report.step(
-            format!(
-                "strict device, {}: host globals read and written and a host function called by device code are stopped",
-                toolchain.describe()
-            ),
-            || e2e::strict_stops(workspace, &toolchain),
-        );
-        for program in e2e::PROGRAMS.iter().filter(|p| p.runs_with(toolchain.llvm)) {
-            report.step(
-                format!(
-                    "end to end on x86_64, {}: {} ({})",
-                    toolchain.describe(),
-                    program.name,
-                    program.about
-                ),
-                || e2e::run_x86_64(workspace, &toolchain, program),
-            );
-        }
-    }
+    // A lane per release: each builds into a tree of its own (`Toolchain::e2e_dir`). Stock clang
+    // by itself builds the newest release's programs too, so it follows them in their lane. The
+    // newest first: theirs is the longest lane.
+    let lanes = Llvm::all()
+        .rev()
+        .map(|llvm| -> Lane<'_> {
+            Box::new(move |report: &mut Report| {
+                let toolchain = Toolchain::new(llvm, tools, dist);
+                report.step(
+                    format!(
+                        "strict device, {}: host globals read and written and a host function called by device code are \
+                         stopped",
+                        toolchain.describe()
+                    ),
+                    || e2e::strict_stops(workspace, &toolchain),
+                );
+                for program in e2e::PROGRAMS.iter().filter(|p| p.runs_with(toolchain.llvm)) {
+                    report.step(
+                        format!(
+                            "end to end on x86_64, {}: {} ({})",
+                            toolchain.describe(),
+                            program.name,
+                            program.about
+                        ),
+                        || e2e::run_x86_64(workspace, &toolchain, program),
+                    );
+                }
+                if llvm == Llvm::newest() {
+                    by_itself_step(workspace, &toolchain, report);
+                }
+            })
+        })
+        .collect();
+    report.lanes(lanes);
     for llvm in Llvm::all() {
         let toolchain = Toolchain::new(llvm, tools, dist);
         for device in [Device::Loose, Device::Strict] {
@@ -338,7 +381,11 @@ fn x86_64_steps(workspace: &Path, tools: &Tools, dist: &Dist, report: &mut Repor
             );
         }
     }
-    let newest = Toolchain::new(Llvm::newest(), tools, dist);
+}
+
+/// Stock clang and flang of `newest` by themselves, beside the project's builds of the same
+/// programs.
+fn by_itself_step(workspace: &Path, newest: &Toolchain, report: &mut Report) {
     report.step(
         format!(
             "stock clang {major} and flang {major} by themselves against the project: every end-to-end program written as \
@@ -348,7 +395,7 @@ fn x86_64_steps(workspace: &Path, tools: &Tools, dist: &Dist, report: &mut Repor
             e2e::by_itself::page(newest.llvm),
             major = newest.llvm.major
         ),
-        || e2e::by_itself::check(workspace, &newest),
+        || e2e::by_itself::check(workspace, newest),
     );
 }
 
@@ -372,35 +419,39 @@ fn gpu_image_steps(workspace: &Path, tools: &Tools, dist: &Dist, report: &mut Re
         format!("stock parity corpus (tests/corpus/): real libraries' headers in and beside declare target regions, built by clang {} stock and with the project for x86_64, sm_90 and gfx90a; the project builds every one stock builds, and runs the x86_64 ones on the strict device with stock's output", Llvm::reference().major),
         || corpus::check(workspace, tools, dist),
     );
-    for llvm in Llvm::all() {
-        for target in
-            [OffloadTarget::x86_64(), OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")]
-        {
-            let clang = format!("clang {}", llvm.major);
-            if target.is_gpu() {
-                report.step(
-                    format!(
-                        "pass plugin on {} device IR ({clang}): every indirect call translated, verified",
-                        target.name
-                    ),
-                    || device_ir_test(workspace, llvm, &target, DEVICE_IR_TRANSLATED),
-                );
-            }
+    // The device IR tests only read what the workspace's tests built: a lane per release.
+    let lanes = Llvm::all()
+        .map(|llvm| -> Lane<'_> {
+            Box::new(move |report: &mut Report| device_ir_steps(workspace, llvm, report))
+        })
+        .collect();
+    report.lanes(lanes);
+}
+
+/// The pass plugin's device IR tests with `llvm`'s clang, per target.
+fn device_ir_steps(workspace: &Path, llvm: Llvm, report: &mut Report) {
+    for target in [OffloadTarget::x86_64(), OffloadTarget::nvptx("sm_90"), OffloadTarget::amdgcn("gfx90a")] {
+        let clang = format!("clang {}", llvm.major);
+        if target.is_gpu() {
             report.step(
                 format!(
-                    "pass plugin on {} device IR ({clang}): translation hoisted out of loops",
+                    "pass plugin on {} device IR ({clang}): every indirect call translated, verified",
                     target.name
                 ),
-                || device_ir_test(workspace, llvm, &target, DEVICE_IR_HOISTED),
-            );
-            report.step(
-                format!(
-                    "pass plugin on {} device IR ({clang}): kernels stock clang devirtualizes, the same with the project",
-                    target.name
-                ),
-                || device_ir_test(workspace, llvm, &target, DEVICE_IR_DEVIRTUALIZED),
+                || device_ir_test(workspace, llvm, &target, DEVICE_IR_TRANSLATED),
             );
         }
+        report.step(
+            format!("pass plugin on {} device IR ({clang}): translation hoisted out of loops", target.name),
+            || device_ir_test(workspace, llvm, &target, DEVICE_IR_HOISTED),
+        );
+        report.step(
+            format!(
+                "pass plugin on {} device IR ({clang}): kernels stock clang devirtualizes, the same with the project",
+                target.name
+            ),
+            || device_ir_test(workspace, llvm, &target, DEVICE_IR_DEVIRTUALIZED),
+        );
     }
 }
 
