@@ -163,17 +163,19 @@ pub fn run(workspace: &Path) -> Result<()> {
     }
     let dist = Dist::new(workspace);
     std::thread::scope(|scope| {
-        // The cluster install (a vendored build as another user, twice: about 7 minutes, mostly
-        // cargo) runs beside the steps from here on, with its own copy of the release archive and
-        // its own scratch; its outcome is reported in its place below.
-        let mut cluster = Report::wanted(&cluster_step()).then(|| {
-            scope.spawn(|| -> Result<String> {
-                let own = workspace.join("target/release-archive-cluster");
-                let archive = packaging::install::archive_in(workspace, &dist, &own)?;
-                cluster_install::check(workspace, &tools, &crate::vendor::tarball(workspace)?, &archive)
-            })
-        });
-        steps_after_build(workspace, &tools, &dist, &archs, &mut report, &mut cluster);
+        // The cluster and Spack installs (vendored builds as another user, and Spack's: about 20
+        // minutes in all, cargo and Spack's own Python) run one after the other beside the steps
+        // from here on, each with its own copy of the release archive and its own scratch; their
+        // outcomes are reported last.
+        let installs = scope.spawn(|| InstallsBeside::run(workspace, &tools, &dist));
+        steps_after_build(workspace, &tools, &dist, &archs, &mut report);
+        let started = Instant::now();
+        match installs.join() {
+            Ok(installs) => installs.report(&mut report, started),
+            Err(_) => {
+                report.step(cluster_step(), || Err(anyhow::anyhow!("the installs' thread panicked")));
+            }
+        }
     });
     report.step(TREE_STEP, || repository::check_tree_unchanged(workspace, tree_before.as_deref()));
     report.finish()
@@ -196,21 +198,58 @@ fn cluster_step() -> String {
     )
 }
 
-/// The steps that need the dist tree, in order; `cluster` is the cluster install's thread, if it
-/// runs.
-fn steps_after_build(
-    workspace: &Path,
-    tools: &Tools,
-    dist: &Dist,
-    archs: &Archs,
-    report: &mut Report,
-    cluster: &mut Option<std::thread::ScopedJoinHandle<'_, Result<String>>>,
-) {
+/// The name of the Spack install's step.
+const SPACK_STEP: &str = "install with Spack, offline: the release tarball (site repository, sha256), spack test, spack \
+                          load with --config and find_package on the strict device, the plugin removed fails, spack \
+                          dev-build of the checkout, spack uninstall leaves nothing";
+
+/// The outcomes of the installs that run beside the other steps (`None`: not asked for), each
+/// with the seconds it ran.
+struct InstallsBeside {
+    cluster: Option<(Result<String>, f64)>,
+    spack: Option<(Result<String>, f64)>,
+}
+
+impl InstallsBeside {
+    fn run(workspace: &Path, tools: &Tools, dist: &Dist) -> InstallsBeside {
+        let timed = |install: &dyn Fn() -> Result<String>| {
+            let started = Instant::now();
+            (install(), started.elapsed().as_secs_f64())
+        };
+        let cluster = Report::wanted(&cluster_step()).then(|| {
+            timed(&|| {
+                let own = workspace.join("target/release-archive-cluster");
+                let archive = packaging::install::archive_in(workspace, dist, &own)?;
+                cluster_install::check(workspace, tools, &crate::vendor::tarball(workspace)?, &archive)
+            })
+        });
+        // After the cluster install, which writes the same release tarball.
+        let spack = Report::wanted(SPACK_STEP)
+            .then(|| timed(&|| spack_install::check(workspace, tools, &crate::vendor::tarball(workspace)?)));
+        InstallsBeside { cluster, spack }
+    }
+
+    /// Reports both, `waited` being when the steps beside them ended.
+    fn report(self, report: &mut Report, waited: Instant) {
+        let waited = waited.elapsed().as_secs_f64();
+        for (name, outcome) in [(cluster_step(), self.cluster), (SPACK_STEP.to_string(), self.spack)] {
+            report.step(name, || {
+                let (outcome, secs) = outcome.context("it did not run")?;
+                outcome.map(|detail| {
+                    format!("{detail} ({secs:.0} s beside the other steps; waited {waited:.0} s for it)")
+                })
+            });
+        }
+    }
+}
+
+/// The steps that need the dist tree, in order (but the installs beside them).
+fn steps_after_build(workspace: &Path, tools: &Tools, dist: &Dist, archs: &Archs, report: &mut Report) {
     cargo_test_steps(workspace, report);
     device_library_steps(workspace, tools, dist, archs, report);
     x86_64_steps(workspace, tools, dist, report);
     gpu_image_steps(workspace, tools, dist, report);
-    install_steps(workspace, tools, dist, report, cluster);
+    install_steps(workspace, tools, dist, report);
     measurement_steps(workspace, tools, dist, archs, report);
     gpu_bundle_steps(workspace, tools, dist, report);
 }
@@ -455,14 +494,8 @@ fn device_ir_steps(workspace: &Path, llvm: Llvm, report: &mut Report) {
     }
 }
 
-/// The demo, the installs (a prefix, a cluster's, Spack's), the plugins in a foreign compiler, the docs' runnable blocks.
-fn install_steps(
-    workspace: &Path,
-    tools: &Tools,
-    dist: &Dist,
-    report: &mut Report,
-    cluster: &mut Option<std::thread::ScopedJoinHandle<'_, Result<String>>>,
-) {
+/// The demo, the install to a prefix, the plugins in a foreign compiler, the docs' runnable blocks.
+fn install_steps(workspace: &Path, tools: &Tools, dist: &Dist, report: &mut Report) {
     report.step(
         "demo (cargo xtask demo): examples/scene.cpp rendered on the device equals the host's render, stopped without the project; examples/indirect_calls.c",
         || demo::run(workspace, tools, dist, &OffloadTarget::x86_64())?.check(),
@@ -478,20 +511,6 @@ fn install_steps(
     report.step(
         "the README's and docs' `sh runnable` blocks run as written (install, compile examples/, run, strict mode)",
         || doc_commands::check(workspace),
-    );
-    report.step(cluster_step(), || {
-        let started = Instant::now();
-        let outcome = cluster.take().map_or_else(
-            || Err(anyhow::anyhow!("it did not start")),
-            |thread| thread.join().unwrap_or_else(|_| Err(anyhow::anyhow!("it panicked"))),
-        );
-        outcome
-            .map(|detail| format!("{detail} (waited {:.0} s for it here)", started.elapsed().as_secs_f64()))
-    });
-    // After the cluster install, which writes the same release tarball.
-    report.step(
-        "install with Spack, offline: the release tarball (site repository, sha256), spack test, spack load with --config and find_package on the strict device, the plugin removed fails, spack dev-build of the checkout, spack uninstall leaves nothing",
-        || spack_install::check(workspace, tools, &crate::vendor::tarball(workspace)?),
     );
 }
 
