@@ -438,9 +438,30 @@ fn by_itself_step(workspace: &Path, newest: &Toolchain, report: &mut Report) {
     );
 }
 
+/// Whether the suite checks `llvm`'s GPU side (its end-to-end programs built for GPUs, its GPU
+/// bundle part, its device IR checks) besides its x86_64 programs: for the oldest release (its
+/// runtime and plugins differ), the reference one (its bundle part carries the corpus and the
+/// demo) and the newest two; for every release with XTASK_EVERY_RELEASE=1. A release's GPU side
+/// takes about 7 minutes of the 90 CI gives the suite (docs/testing.md, "Its time").
+fn gpu_side_checked(llvm: Llvm) -> bool {
+    std::env::var("XTASK_EVERY_RELEASE").is_ok_and(|every| every == "1")
+        || llvm == Llvm::oldest()
+        || llvm == Llvm::reference()
+        || Llvm::all().rev().take(2).any(|newest| newest == llvm)
+}
+
 /// The end-to-end programs built for GPUs and their images checked; the corpus; the device IR checks per release and target.
 fn gpu_image_steps(workspace: &Path, tools: &Tools, dist: &Dist, report: &mut Report) {
-    for toolchain in Toolchain::all(tools, dist) {
+    let left_out: Vec<String> =
+        Llvm::all().filter(|&l| !gpu_side_checked(l)).map(|l| l.major.to_string()).collect();
+    if !left_out.is_empty() {
+        println!(
+            "\nLLVM {}: GPU images, GPU bundle part and device IR checks left out, as docs/testing.md (\"Its time\") says; \
+             XTASK_EVERY_RELEASE=1 runs them",
+            left_out.join(", ")
+        );
+    }
+    for toolchain in Toolchain::all(tools, dist).filter(|t| gpu_side_checked(t.llvm)) {
         for target in toolchain.llvm.gpu_check_archs.iter().map(|arch| OffloadTarget::of_arch(arch)) {
             let name = match toolchain.llvm.device_rtl {
                 // (gpu_check_archs names none for a release without a DeviceRTL.)
@@ -460,6 +481,7 @@ fn gpu_image_steps(workspace: &Path, tools: &Tools, dist: &Dist, report: &mut Re
     );
     // The device IR tests only read what the workspace's tests built: a lane per release.
     let lanes = Llvm::all()
+        .filter(|&l| gpu_side_checked(l))
         .map(|llvm| -> Lane<'_> {
             Box::new(move |report: &mut Report| device_ir_steps(workspace, llvm, report))
         })
@@ -533,7 +555,7 @@ fn measurement_steps(workspace: &Path, tools: &Tools, dist: &Dist, archs: &Archs
 
 /// The GPU bundle's parts: built, self-checked, run if a GPU is here.
 fn gpu_bundle_steps(workspace: &Path, tools: &Tools, dist: &Dist, report: &mut Report) {
-    for part in gpu_bundle::Part::all() {
+    for part in gpu_bundle::Part::all().into_iter().filter(|p| gpu_side_checked(p.compiler())) {
         report.step(
             format!(
                 "GPU bundle, part {} (cargo xtask gpu-test --part {0}): built, self-checked, run if a GPU is here",

@@ -133,7 +133,8 @@ impl Part {
     }
 
     /// The clang release whose images it runs.
-    fn compiler(self) -> Llvm {
+    /// The release whose clang builds its programs.
+    pub fn compiler(self) -> Llvm {
         match self {
             Part::ProjectPlugins => {
                 Llvm::all().find(|l| l.runs_project_plugins()).expect("a release on LLVM 16's runtime")
