@@ -82,9 +82,14 @@ pub fn run(workspace: &Path, tools: &Tools, dist: &Dist, c_target: &OffloadTarge
 
     let control = out.join("scene-without-the-project");
     compile(&control, Build::Stock)?;
+    // Bound at load: a team thread's first call of a library function would otherwise have the
+    // loader bind it during the window, through a page the strict device opens for it, which
+    // holds `Plane`'s vtable too; the other thread then read the host vtable and stopped at the
+    // call instead (about one run in ten: docs/strict.md, "Limits").
     let stopped = Command::new(&control)
         .arg(out.join("scene-without-the-project.ppm"))
         .envs(reference.run_env())
+        .env("LD_BIND_NOW", "1")
         .env("LD_PRELOAD", dist.strict_lib())
         .output()
         .with_context(|| format!("cannot run {}", control.display()))?;
