@@ -169,9 +169,9 @@ pub fn run(workspace: &Path) -> Result<()> {
         // outcomes are reported last.
         let installs = scope.spawn(|| InstallsBeside::run(workspace, &tools, &dist));
         steps_after_build(workspace, &tools, &dist, &archs, &mut report);
-        let started = Instant::now();
+        let steps_ended = Instant::now();
         match installs.join() {
-            Ok(installs) => installs.report(&mut report, started),
+            Ok(installs) => installs.report(&mut report, steps_ended),
             Err(_) => {
                 report.step(cluster_step(), || Err(anyhow::anyhow!("the installs' thread panicked")));
             }
@@ -229,9 +229,9 @@ impl InstallsBeside {
         InstallsBeside { cluster, spack }
     }
 
-    /// Reports both, `waited` being when the steps beside them ended.
-    fn report(self, report: &mut Report, waited: Instant) {
-        let waited = waited.elapsed().as_secs_f64();
+    /// Reports both; `steps_ended` is when the steps beside them ended.
+    fn report(self, report: &mut Report, steps_ended: Instant) {
+        let waited = steps_ended.elapsed().as_secs_f64();
         for (name, outcome) in [(cluster_step(), self.cluster), (SPACK_STEP.to_string(), self.spack)] {
             report.step(name, || {
                 let (outcome, secs) = outcome.context("it did not run")?;

@@ -133,7 +133,6 @@ impl Part {
     }
 
     /// The clang release whose images it runs.
-    /// The release whose clang builds its programs.
     pub fn compiler(self) -> Llvm {
         match self {
             Part::ProjectPlugins => {
